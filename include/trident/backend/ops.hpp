@@ -1,0 +1,109 @@
+// The backend interface: every kernel the model and trainer need, over Tensors on one device.
+// Layers above call Ops and never branch on the device (DESIGN.md section 8).
+//
+// Shape letters used throughout:
+//   B batch (micro-batch), T sequence length, N = B*T rows, C hidden, V vocab,
+//   NH query heads, NKV key/value heads (NH % NKV == 0), HS head size, F ffn hidden.
+// Activations are row-major [N, features]; q is [B, T, NH*HS] and k, v are [B, T, NKV*HS]
+// (head-interleaved within a row, exactly what the projection GEMMs produce).
+// Conventions: "+=" outputs accumulate (parameter gradients across micro-batches, residual
+// gradients); all other outputs are overwritten. Float kernels take fp32 or fp64 (fp64 is for
+// finite-difference checks); token ids, positions and targets are int32.
+#pragma once
+#include <string>
+
+#include "trident/core/tensor.hpp"
+
+namespace trident {
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+  // Peak FLOP/s of this rank's compute resources for dtype, measured (not assumed).
+  virtual double peak_flops(DType dtype) = 0;
+
+  // A zero-filled tensor on this device.
+  virtual Tensor zeros(Shape shape, DType dtype) = 0;
+  // dst = src, elementwise (same numel); across devices when one side is on the host.
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  virtual void fill(Tensor& x, double value) = 0;
+
+  // c = alpha * op(a) @ op(b) + beta * c, a and b seen as 2-D [rows, last dim].
+  // op(a): [M, K], op(b): [K, N], c: [M, N]. trans_b with b = W[out, in] gives x @ W^T.
+  virtual void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
+                    double beta, Tensor& c) = 0;
+
+  // y[N, C] += bias[C] (broadcast over rows).
+  virtual void add_bias(Tensor& y, const Tensor& bias) = 0;
+  // dbias[C] += sum over rows of dy[N, C].
+  virtual void bias_backward(const Tensor& dy, Tensor& dbias) = 0;
+  // out = a + b (same shape; out may alias a or b).
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  // x *= s.
+  virtual void scale(Tensor& x, double s) = 0;
+  // Sum of squares of all elements, accumulated in double.
+  virtual double sum_squares(const Tensor& x) = 0;
+
+  // out[n, :] = wte[tokens[n], :] (+ wpe[positions[n], :] when wpe is defined).
+  virtual void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte,
+                                 const Tensor& wpe, Tensor& out) = 0;
+  // dwte[tokens[n], :] += dout[n, :]; dwpe[positions[n], :] += dout[n, :] when dwpe is defined.
+  virtual void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout,
+                                  Tensor& dwte, Tensor& dwpe) = 0;
+
+  // y = (x - mean) * rstd * w + b over the last dim C; saves mean[N], rstd[N] (fp32 or x's dtype).
+  virtual void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
+                                 Tensor& y, Tensor& mean, Tensor& rstd) = 0;
+  // dx += ..., dw += ..., db += ...
+  virtual void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                  const Tensor& rstd, Tensor& dx, Tensor& dw, Tensor& db) = 0;
+  // y = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps); saves rstd[N].
+  virtual void rmsnorm_forward(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) = 0;
+  // dx += ..., dw += ...
+  virtual void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
+                                Tensor& dx, Tensor& dw) = 0;
+
+  // GELU, tanh approximation (GPT-2's "gelu_new"). dx may alias dy.
+  virtual void gelu_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
+  // y = silu(gate) * up. dgate/dup may alias nothing but each other's inputs' storage is read first.
+  virtual void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y) = 0;
+  virtual void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate,
+                               Tensor& dup) = 0;
+
+  // Rotary embedding in place on x[N, H*HS], rotate-half pairing (i, i + HS/2) as in Llama;
+  // angle = positions[n] * theta^(-2i/HS). Backward rotates the gradient by the negative angle.
+  virtual void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) = 0;
+  virtual void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) = 0;
+
+  // Causal softmax attention, scale 1/sqrt(HS), grouped KV heads (query head h reads kv head
+  // h / (NH/NKV)). Never builds a T x T matrix per head beyond one tile. Saves the row
+  // log-sum-exp lse[B, NH, T] (fp32 or q's dtype) for the backward pass.
+  virtual void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads,
+                                 int kv_heads, Tensor& out, Tensor& lse) = 0;
+  // dq, dk, dv are overwritten.
+  virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, const Tensor& dout, int heads, int kv_heads,
+                                  Tensor& dq, Tensor& dk, Tensor& dv) = 0;
+
+  // Fused softmax + cross-entropy over logits[N, V]: losses[n] = -log softmax(logits[n])[t]
+  // for targets t >= 0, 0 where targets[n] < 0 (ignored: prompt or padding). Writes
+  // dlogits[n] = grad_scale * (softmax - onehot) (zero for ignored rows); dlogits may alias logits.
+  virtual void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
+                                              double grad_scale, Tensor& losses, Tensor& dlogits) = 0;
+
+  // One AdamW step (decoupled weight decay, bias-corrected, PyTorch's formula) on fp32 tensors:
+  // p -= lr*wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
+  // p -= (lr / (1 - b1^step)) * m / (sqrt(v) / sqrt(1 - b2^step) + eps).
+  struct AdamWArgs {
+    double lr, beta1, beta2, eps, weight_decay;
+    long step;  // 1-based
+    double grad_scale = 1.0;  // gradients are multiplied by this first (clipping, unscaling)
+  };
+  virtual void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                     const AdamWArgs& args) = 0;
+};
+
+}  // namespace trident

@@ -1,0 +1,12 @@
+// The subcommands of the trident binary. Each takes the arguments after its name and returns
+// the process exit code (0 ok, 1 runtime failure, 2 bad input).
+#pragma once
+
+namespace trident::cli {
+
+int run_train(int argc, char** argv);    // train a model from a config (src/cli/train_command.cpp)
+int run_prep(int argc, char** argv);     // text / JSONL -> token shards (src/cli/prep_command.cpp)
+int run_inspect(int argc, char** argv);  // shard statistics and decoding (src/cli/inspect_command.cpp)
+int run_bench(int argc, char** argv);    // micro-benchmarks: gemm (src/cli/bench_command.cpp)
+
+}  // namespace trident::cli

@@ -1,0 +1,38 @@
+// A logger owned by main and passed by reference: rank 0 prints by default, every rank prints
+// warnings and errors tagged with its rank.
+#pragma once
+#include <cstdio>
+#include <string>
+
+#include "trident/core/error.hpp"
+
+namespace trident {
+
+class Logger {
+ public:
+  explicit Logger(int rank = 0, bool all_ranks = false) : rank_(rank), all_ranks_(all_ranks) {}
+  int rank() const { return rank_; }
+  bool prints() const { return rank_ == 0 || all_ranks_; }
+
+  template <typename... Args>
+  void info(const Args&... args) const {
+    if (prints()) emit(stdout, detail::concat(args...));
+  }
+  template <typename... Args>
+  void warn(const Args&... args) const {
+    emit(stderr, detail::concat("[rank ", rank_, "] warning: ", args...));
+  }
+  // A line rewritten in place on a terminal (progress), a plain line otherwise.
+  void progress(const std::string& line) const;
+
+ private:
+  static void emit(FILE* f, const std::string& s) {
+    std::fputs(s.c_str(), f);
+    std::fputc('\n', f);
+    std::fflush(f);
+  }
+  int rank_;
+  bool all_ranks_;
+};
+
+}  // namespace trident

@@ -1,0 +1,40 @@
+// trident: one binary, one subcommand per job (DESIGN.md section 4).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "trident/cli/commands.hpp"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"train", trident::cli::run_train, "train or fine-tune a model from an INI config"},
+    {"prep", trident::cli::run_prep, "turn text / JSONL files into memory-mapped token shards"},
+    {"inspect", trident::cli::run_inspect, "print statistics of token shards, decode documents"},
+    {"bench", trident::cli::run_bench, "micro-benchmarks (gemm)"},
+};
+
+void print_usage(FILE* f) {
+  std::fprintf(f, "usage: trident <command> [options]   (trident <command> --help for its options)\n\ncommands:\n");
+  for (const auto& s : kSubcommands) std::fprintf(f, "  %-8s %s\n", s.name, s.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    print_usage(stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& s : kSubcommands)
+    if (std::string(argv[1]) == s.name) return s.run(argc - 1, argv + 1);
+  std::fprintf(stderr, "trident: unknown command '%s'\n\n", argv[1]);
+  print_usage(stderr);
+  return 2;
+}
