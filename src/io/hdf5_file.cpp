@@ -90,4 +90,23 @@ double H5File::read_attribute(const std::string& name) const {
   return v;
 }
 
+std::string H5File::read_string_attribute(const std::string& name) const {
+  TRIDENT_CONFIG_CHECK(H5Aexists(file_.get(), name.c_str()) > 0, path_, ": attribute ", name, " is missing");
+  H5Handle attr(H5Aopen(file_.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+  H5Handle type(H5Aget_type(attr.get()), H5Tclose);
+  TRIDENT_CONFIG_CHECK(H5Tget_class(type.get()) == H5T_STRING, path_, ": attribute ", name, " is not a string");
+  if (H5Tis_variable_str(type.get()) > 0) {
+    char* text = nullptr;
+    H5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    TRIDENT_CHECK(H5Aread(attr.get(), mem.get(), &text) >= 0, path_, ": cannot read attribute ", name);
+    std::string out = text ? text : "";
+    H5free_memory(text);
+    return out;
+  }
+  std::string out(H5Tget_size(type.get()), '\0');
+  TRIDENT_CHECK(H5Aread(attr.get(), type.get(), out.data()) >= 0, path_, ": cannot read attribute ", name);
+  return out.substr(0, out.find('\0'));
+}
+
 }  // namespace trident::io

@@ -42,7 +42,8 @@ class H5File {
   std::vector<double> read(const std::string& dataset, Shape* shape = nullptr) const;
   void write(const std::string& dataset, const std::vector<double>& values, const Shape& shape,
              DType stored = DType::kF32);
-  double read_attribute(const std::string& name) const;  // numeric root attribute
+  double read_attribute(const std::string& name) const;              // numeric root attribute
+  std::string read_string_attribute(const std::string& name) const;  // string root attribute
   const std::string& path() const { return path_; }
 
  private:

@@ -1,0 +1,17 @@
+// One micro-batch of training data as the model consumes it: int32 host tensors of shape
+// (B, T), B = micro_batch sequences of T = seq_len tokens.
+#pragma once
+#include <cstdint>
+
+#include "trident/core/tensor.hpp"
+
+namespace trident::data {
+
+struct Batch {
+  Tensor tokens;     // (B, T) input token ids
+  Tensor targets;    // (B, T) next token ids; -1 = no loss here (prompt tokens before loss start)
+  Tensor positions;  // (B, T) position of each token (t for plain causal LM)
+  int64_t valid_tokens = 0;  // number of targets >= 0 in this micro-batch
+};
+
+}  // namespace trident::data

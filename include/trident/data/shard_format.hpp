@@ -1,0 +1,130 @@
+// Token shards (DESIGN.md section 7): <prefix>.bin holds the token ids of all documents
+// concatenated, <prefix>.idx the header, document offsets and per-document loss starts.
+//
+// .idx layout (little-endian), version 1:
+//   bytes  0..7   magic "TRDNTIDX"
+//          8..11  uint32 version (1)
+//         12..15  uint32 dtype code: 2 = uint16 tokens, 4 = uint32 tokens (= bytes per token)
+//         16..23  uint64 vocab size (uint16 is used whenever vocab <= 65536)
+//         24..31  uint64 document count D
+//         32..39  uint64 total tokens N
+//         40..    (D+1) uint64 document start offsets in tokens (offsets[D] = N), then
+//                 D uint64 loss starts: the token offset *within* document d at which the loss
+//                 starts (prompt tokens before it are not trained on; 0 for plain text).
+// .bin layout: N token ids of the dtype, nothing else (size = N * dtype code bytes).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace trident::data {
+
+inline constexpr char kShardMagic[8] = {'T', 'R', 'D', 'N', 'T', 'I', 'D', 'X'};
+inline constexpr uint32_t kShardVersion = 1;
+inline constexpr size_t kShardHeaderBytes = 40;
+
+// Bytes per stored token id for a vocabulary: 2 when every id fits in uint16.
+inline constexpr uint32_t shard_token_bytes(uint64_t vocab) { return vocab <= 65536 ? 2 : 4; }
+
+// Streams documents into <prefix>.bin.tmp and, on finish(), writes <prefix>.idx.tmp, fsyncs
+// both and renames them over <prefix>.bin / <prefix>.idx. Until finish() returns, existing
+// shards under the prefix are untouched; a writer destroyed unfinished removes its .tmp files.
+class ShardWriter {
+ public:
+  ShardWriter(std::string prefix, uint64_t vocab);
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // tokens: ids < vocab; loss_start <= tokens.size() (0 = train on every token).
+  void add_document(std::span<const uint32_t> tokens, uint64_t loss_start = 0);
+  void finish();
+
+  uint64_t num_documents() const { return loss_starts_.size(); }
+  uint64_t num_tokens() const { return offsets_.back(); }
+
+ private:
+  void write_tokens(std::span<const uint32_t> tokens);
+  void discard_temporaries();
+
+  std::string prefix_;
+  uint64_t vocab_;
+  uint32_t token_bytes_;
+  std::FILE* bin_ = nullptr;  // <prefix>.bin.tmp while open
+  std::vector<uint64_t> offsets_{0};
+  std::vector<uint64_t> loss_starts_;
+  std::vector<unsigned char> buffer_;  // tokens narrowed to the stored width
+  bool finished_ = false;
+};
+
+// A read-only memory mapping of a whole file: one RAII type per handle (STYLE.md rule 2).
+class MappedFile {
+ public:
+  MappedFile() = default;
+  // advice: an madvise() hint such as MADV_RANDOM (0 = none). Throws ConfigError if the file
+  // cannot be opened or mapped.
+  MappedFile(const std::string& path, int advice);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+
+  const unsigned char* data() const { return static_cast<const unsigned char*>(data_); }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;  // nullptr for an empty file (mmap of 0 bytes is not allowed)
+  size_t size_ = 0;
+};
+
+// Where document d lies in the token stream: tokens [begin, end); the loss starts at the
+// absolute token offset begin + loss_start.
+struct DocumentSpan {
+  uint64_t begin;
+  uint64_t end;
+  uint64_t loss_start;  // relative to begin
+  uint64_t size() const { return end - begin; }
+};
+
+// Maps <prefix>.bin and <prefix>.idx read-only and validates them (magic, version, dtype,
+// sizes, monotone offsets, loss starts inside their documents); every problem is a
+// ConfigError naming the file and what is wrong. Movable, not copyable.
+class ShardReader {
+ public:
+  explicit ShardReader(std::string prefix);
+
+  const std::string& prefix() const { return prefix_; }
+  uint64_t num_documents() const { return num_documents_; }
+  uint64_t num_tokens() const { return num_tokens_; }
+  uint64_t vocab() const { return vocab_; }
+  uint32_t token_bytes() const { return token_bytes_; }
+  // True if some document has a loss start > 0 (fine-tuning data with prompts).
+  bool has_loss_starts() const { return has_loss_starts_; }
+
+  DocumentSpan document(uint64_t d) const;
+  // The document holding token offset t (t < num_tokens()), by binary search of the offsets.
+  uint64_t document_of(uint64_t t) const;
+  uint32_t token(uint64_t t) const;
+  // out[0, count) = tokens [begin, begin + count), widened to int32 (batch building).
+  void copy_tokens(uint64_t begin, uint64_t count, int32_t* out) const;
+
+ private:
+  void validate_index();
+  uint64_t offset(uint64_t d) const;      // offsets[d], d in [0, D]
+  uint64_t loss_start(uint64_t d) const;  // loss_starts[d], d in [0, D)
+
+  std::string prefix_;
+  MappedFile bin_;
+  MappedFile idx_;
+  uint64_t num_documents_ = 0;
+  uint64_t num_tokens_ = 0;
+  uint64_t vocab_ = 0;
+  uint32_t token_bytes_ = 2;
+  bool has_loss_starts_ = false;
+};
+
+}  // namespace trident::data

@@ -1,0 +1,61 @@
+// Topology: the 3D grid of data, tensor and pipeline parallelism, built once in main by
+// splitting MPI_COMM_WORLD (DESIGN.md section 3). Grid order, fastest first: tp, dp, pp:
+//   rank = (pp_i * dp + dp_i) * tp + tp_i
+// Worked example, 16 ranks, tp=2, dp=2, pp=4:
+//   tp groups (consecutive ranks, one node): {0,1} {2,3} ... {14,15}
+//   dp groups (same pp_i, tp_i):             {0,2} {1,3} {4,6} {5,7} ...
+//   pp groups (same dp_i, tp_i):             {0,4,8,12} {1,5,9,13} {2,6,10,14} {3,7,11,15}
+//   model-parallel groups (same dp_i):       {0,1,4,5,8,9,12,13} {2,3,6,7,10,11,14,15}
+//   embedding groups (first + last stage):   {0,12} {1,13} {2,14} {3,15}
+#pragma once
+#include <memory>
+#include <string>
+
+#include "trident/dist/communicator.hpp"
+
+namespace trident::dist {
+
+struct Layout {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int world() const { return dp * tp * pp; }
+};
+
+class Topology {
+ public:
+  // Collective over MPI_COMM_WORLD. world size != dp*tp*pp is a ConfigError.
+  explicit Topology(const Layout& layout);
+
+  const Layout& layout() const { return layout_; }
+  int world_rank() const { return world_.rank(); }
+  int world_size() const { return world_.size(); }
+  int dp_rank() const { return dp_rank_; }
+  int tp_rank() const { return tp_rank_; }
+  int pp_rank() const { return pp_rank_; }
+  bool is_first_stage() const { return pp_rank_ == 0; }
+  bool is_last_stage() const { return pp_rank_ == layout_.pp - 1; }
+
+  Communicator& world() { return world_; }
+  Communicator& tp() { return tp_; }
+  Communicator& dp() { return dp_; }
+  Communicator& pp() { return pp_; }
+  Communicator& model_parallel() { return model_parallel_; }
+  // Only meaningful on the first and last pipeline stage (nullptr elsewhere).
+  Communicator* embedding() { return embedding_.get(); }
+
+  // Collective: rank -> (dp, tp, pp) and host, one line per rank (rank 0's string is complete).
+  std::string describe();
+
+ private:
+  Layout layout_;
+  int dp_rank_ = 0, tp_rank_ = 0, pp_rank_ = 0;
+  Communicator world_;
+  Communicator tp_;
+  Communicator dp_;
+  Communicator pp_;
+  Communicator model_parallel_;
+  std::unique_ptr<Communicator> embedding_;
+};
+
+}  // namespace trident::dist

@@ -1,0 +1,40 @@
+// Causal self-attention with grouped KV heads: q, k, v projections, rotary embedding (llama),
+// fused flash-style attention kernel, output projection added onto the residual stream.
+// x: [N, C] (normalised input), q: [B, T, NH*HS], k, v: [B, T, NKV*HS], lse: [B, NH, T].
+#pragma once
+#include <string>
+
+#include "trident/model/linear.hpp"
+#include "trident/model/model_config.hpp"
+
+namespace trident::model {
+
+struct AttentionActivations {
+  Tensor q, k, v;  // after rotary embedding
+  Tensor out;      // [B, T, NH*HS] attention output, input of the o projection
+  Tensor lse;      // [B, NH, T]
+};
+
+// Backward temporaries, shared by all blocks.
+struct AttentionScratch {
+  Tensor dout, dq, dk, dv;
+};
+
+class Attention {
+ public:
+  Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg);
+  AttentionActivations make_activations(Ops& ops, int64_t batch, DType dtype) const;
+  AttentionScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
+
+  // residual += o(attention(x)).
+  void forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& residual) const;
+  // dx = d(x) from dresidual (overwritten); parameter gradients accumulate.
+  void backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
+                const Tensor& dresidual, AttentionScratch& s, Tensor& dx) const;
+
+ private:
+  const ModelConfig& cfg_;
+  Linear q_, k_, v_, o_;
+};
+
+}  // namespace trident::model

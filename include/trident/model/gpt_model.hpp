@@ -1,0 +1,57 @@
+// GPTModel: embedding, transformer blocks and head of a GPT-2 or Llama model, with explicit
+// forward and backward over buffers allocated once for a fixed micro-batch size (no heap
+// allocation per step). tokens, targets, positions: [B, T] int32 host tensors.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "trident/model/block.hpp"
+#include "trident/model/embedding.hpp"
+#include "trident/model/lm_head.hpp"
+
+namespace trident::model {
+
+class GPTModel {
+ public:
+  // dtype: fp32 for training, fp64 for finite-difference checks.
+  GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch);
+
+  void initialize(uint64_t seed) { params_.initialize(ops_, seed); }
+  ParamStore& params() { return params_; }
+  const ModelConfig& config() const { return cfg_; }
+  int micro_batch() const { return micro_batch_; }
+
+  // Forward, loss and backward of one micro-batch. Parameter gradients accumulate, scaled by
+  // grad_scale (1 / valid targets of the whole global batch, so accumulation and data
+  // parallelism give the global mean). Returns the unscaled sum of token losses.
+  double forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions,
+                          double grad_scale);
+  // Forward only; returns the logits [B*T, V] (valid until the next call).
+  const Tensor& forward_logits(const Tensor& tokens, const Tensor& positions);
+
+  // Bytes of activations and buffers allocated for the micro-batch.
+  size_t activation_bytes() const { return activation_bytes_; }
+
+ private:
+  void forward(const Tensor& tokens, const Tensor& positions);
+
+  ModelConfig cfg_;
+  Ops& ops_;
+  DType dtype_;
+  int micro_batch_;
+  ParamStore params_;
+  std::unique_ptr<Embedding> embedding_;
+  std::vector<std::unique_ptr<TransformerBlock>> blocks_;
+  std::unique_ptr<LMHead> head_;
+
+  // Per micro-batch buffers.
+  Tensor tokens_, targets_, positions_;   // [B*T] on the device
+  std::vector<Tensor> residual_;           // layers+1 tensors [B*T, C]: block inputs and output
+  std::vector<BlockActivations> acts_;
+  BlockScratch scratch_;
+  HeadBuffers head_buffers_;
+  Tensor dres_;                            // [B*T, C] gradient of the residual stream
+  size_t activation_bytes_ = 0;
+};
+
+}  // namespace trident::model

@@ -1,0 +1,39 @@
+// Feed-forward block part: gpt2 down(gelu(up(x))), llama down(silu(gate(x)) * up(x)), the output
+// added onto the residual stream. x: [N, C], hidden activations [N, F].
+#pragma once
+#include <string>
+
+#include "trident/model/linear.hpp"
+#include "trident/model/model_config.hpp"
+
+namespace trident::model {
+
+struct MlpActivations {
+  Tensor up;    // [N, F] up projection (gpt2: GELU input)
+  Tensor gate;  // [N, F] gate projection (llama only)
+  Tensor act;   // [N, F] input of the down projection
+};
+
+struct MlpScratch {
+  Tensor dact, dgate;  // [N, F]
+};
+
+class Mlp {
+ public:
+  Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg);
+  MlpActivations make_activations(Ops& ops, int64_t rows, DType dtype) const;
+  MlpScratch make_scratch(Ops& ops, int64_t rows, DType dtype) const;
+
+  // residual += mlp(x).
+  void forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& residual) const;
+  // dx = d(x) (overwritten); parameter gradients accumulate.
+  void backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dresidual, MlpScratch& s,
+                Tensor& dx) const;
+
+ private:
+  const ModelConfig& cfg_;
+  Linear up_, down_;
+  std::unique_ptr<Linear> gate_;
+};
+
+}  // namespace trident::model

@@ -1,0 +1,42 @@
+// ModelConfig: the [model] section (DESIGN.md section 4) and what follows from it: head size,
+// parameter counts and the FLOPs of one token, used for MFU.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace trident::model {
+
+enum class Arch { kGPT2, kLlama };
+
+struct ModelConfig {
+  Arch arch = Arch::kGPT2;
+  int layers = 8;
+  int hidden = 64;
+  int heads = 4;
+  int kv_heads = 0;     // 0: same as heads (multi-head attention)
+  int ffn_hidden = 0;   // 0: 4*hidden (gpt2) or 8/3*hidden rounded up to 64 (llama)
+  int vocab = 320;
+  int seq_len = 64;
+  bool tie_embeddings = true;
+  double dropout = 0.0;
+  double norm_eps = 1e-5;
+  double rope_theta = 10000.0;
+
+  // Fills kv_heads/ffn_hidden defaults and checks every rule; ConfigError names the key.
+  void resolve();
+  int head_size() const { return hidden / heads; }
+  bool has_bias() const { return arch == Arch::kGPT2; }
+  bool learned_positions() const { return arch == Arch::kGPT2; }
+  bool gated_mlp() const { return arch == Arch::kLlama; }
+
+  // Parameters of the matmuls (attention, MLP, head), which is what the 6N rule counts.
+  int64_t matmul_params() const;
+  int64_t total_params() const;
+  // Training FLOPs per token: 6 * matmul params + 12 * layers * seq_len * hidden (attention).
+  double train_flops_per_token() const;
+};
+
+Arch arch_from_name(const std::string& name);
+const char* arch_name(Arch arch);
+
+}  // namespace trident::model

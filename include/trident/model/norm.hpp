@@ -1,0 +1,31 @@
+// Normalisation layer: LayerNorm (gpt2: weight + bias) or RMSNorm (llama: weight only).
+// x, y: [N, C]; the saved statistics mean/rstd are [N].
+#pragma once
+#include <string>
+
+#include "trident/model/param_store.hpp"
+
+namespace trident::model {
+
+struct NormActivations {
+  Tensor y;     // [N, C] normalised output (input of the next matmul)
+  Tensor mean;  // [N] (LayerNorm only)
+  Tensor rstd;  // [N]
+};
+
+class Norm {
+ public:
+  Norm(ParamStore& store, const std::string& name, int hidden, bool layernorm, double eps);
+  NormActivations make_activations(Ops& ops, int64_t rows, DType dtype) const;
+  void forward(Ops& ops, const Tensor& x, NormActivations& a) const;
+  // dx += d(norm)/dx applied to dy; parameter gradients accumulate.
+  void backward(Ops& ops, const Tensor& x, const NormActivations& a, const Tensor& dy, Tensor& dx) const;
+
+ private:
+  Parameter* weight_;
+  Parameter* bias_ = nullptr;
+  int hidden_;
+  double eps_;
+};
+
+}  // namespace trident::model

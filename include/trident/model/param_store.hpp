@@ -1,0 +1,63 @@
+// Parameters: every weight has a global name and global shape (the checkpoint and HF contract),
+// a local shard (tensor-parallel split along one dim, or replicated), and lives in one flat
+// value buffer with a matching flat gradient buffer, so optimizers, gradient buckets and
+// clipping work on contiguous memory. Initialisation is by global element index
+// (DESIGN.md section 2): a shard holds exactly the slice of the unsplit tensor.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trident/backend/ops.hpp"
+
+namespace trident::model {
+
+enum class Init { kNormal, kZeros, kOnes };
+
+struct ParamSpec {
+  std::string name;
+  Shape global_shape;
+  Init init = Init::kNormal;
+  double init_std = 0.02;
+  bool weight_decay = false;   // decoupled decay applies (matmul weights only by default)
+  int split_dim = -1;          // -1: replicated; else the dim split over split_parts ranks
+  int split_parts = 1;
+  int split_index = 0;
+};
+
+struct Parameter {
+  ParamSpec spec;
+  Shape local_shape;
+  int64_t offset = 0;  // elements into the flat buffers
+  Tensor value;        // view of the flat value buffer
+  Tensor grad;         // view of the flat gradient buffer
+};
+
+class ParamStore {
+ public:
+  // Registers a parameter; views become valid after allocate().
+  Parameter& add(ParamSpec spec);
+  void allocate(Ops& ops, DType dtype);
+  // Fills every parameter from (seed, name, global index) by its Init rule.
+  void initialize(Ops& ops, uint64_t seed);
+  void zero_grads(Ops& ops);
+
+  std::vector<std::unique_ptr<Parameter>>& all() { return params_; }
+  const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
+  Parameter* find(const std::string& name);
+  Parameter& at(const std::string& name);
+  int64_t numel() const { return numel_; }
+  const Tensor& flat_values() const { return values_; }
+  const Tensor& flat_grads() const { return grads_; }
+
+  // Global flat index of local element i of p (row-major over the global shape).
+  static int64_t global_index(const Parameter& p, int64_t i);
+
+ private:
+  std::vector<std::unique_ptr<Parameter>> params_;
+  int64_t numel_ = 0;
+  Tensor values_;
+  Tensor grads_;
+};
+
+}  // namespace trident::model

@@ -1,0 +1,63 @@
+// RunConfig: every section of the configuration (DESIGN.md section 4) as typed values, filled
+// by the CLI's config parser and checked by validate() before any work starts.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "trident/core/dtype.hpp"
+#include "trident/dist/topology.hpp"
+#include "trident/model/model_config.hpp"
+
+namespace trident::train {
+
+enum class Decay { kCosine, kLinear, kConst };
+
+struct TrainConfig {
+  int64_t steps = 100;
+  int micro_batch = 2;
+  int global_batch = 16;
+  double lr = 3e-4;
+  double min_lr = 3e-5;
+  int64_t warmup = 10;
+  Decay decay = Decay::kCosine;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double clip = 1.0;        // 0: no clipping
+  uint64_t seed = 1234;
+  DType precision = DType::kF32;
+  int threads = 0;          // 0: cores of the node / ranks on the node
+  int max_bad_steps = 5;
+};
+
+struct DataConfig {
+  std::string train;        // shard prefix
+  std::string valid;
+  bool packing = false;
+  bool bucket = false;
+};
+
+struct LogConfig {
+  std::string run_dir = "runs/default";
+  int interval = 1;
+  int eval_interval = 0;
+  int eval_batches = 8;
+};
+
+struct RunConfig {
+  model::ModelConfig model;
+  dist::Layout layout;
+  int microbatches = 0;     // parallel.microbatches (0: derive from micro_batch)
+  TrainConfig train;
+  DataConfig data;
+  LogConfig log;
+  std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
+
+  // Sequences per micro-batch per dp rank and micro-batches per step.
+  int micro_batches_per_step() const { return train.global_batch / (train.micro_batch * layout.dp); }
+};
+
+Decay decay_from_name(const std::string& name);
+
+}  // namespace trident::train

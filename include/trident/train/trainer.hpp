@@ -1,0 +1,46 @@
+// Trainer: the optimizer-step loop (DESIGN.md section 10). Per step it takes this rank's
+// micro-batches from the sampler, runs forward/backward on each (gradients accumulate),
+// sums gradients over the dp group, clips by the global norm, applies AdamW, and logs.
+#pragma once
+#include <memory>
+
+#include "trident/core/log.hpp"
+#include "trident/data/sampler.hpp"
+#include "trident/dist/topology.hpp"
+#include "trident/io/metrics_writer.hpp"
+#include "trident/model/gpt_model.hpp"
+#include "trident/train/adamw.hpp"
+#include "trident/train/optimizer_step.hpp"
+#include "trident/train/run_config.hpp"
+
+namespace trident::train {
+
+class Trainer {
+ public:
+  Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log);
+  ~Trainer();
+
+  // Runs train.steps optimizer steps, writing metrics on rank 0. Returns the last step's result.
+  StepResult run();
+  // One optimizer step (exposed for tests).
+  StepResult train_step(int64_t step);
+  model::GPTModel& model() { return *model_; }
+
+ private:
+  void log_step(int64_t step, const StepResult& r);
+
+  const RunConfig& cfg_;
+  Ops& ops_;
+  dist::Topology& topology_;
+  const Logger& log_;
+  std::unique_ptr<data::ShardReader> reader_;
+  std::unique_ptr<data::BatchSampler> sampler_;
+  data::Batch batch_;
+  std::unique_ptr<model::GPTModel> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<io::MetricsWriter> metrics_;
+  double peak_flops_ = 0;
+  double elapsed_ = 0;
+};
+
+}  // namespace trident::train

@@ -1,0 +1,104 @@
+// `trident bench gemm`: the backend's GEMM rate at transformer shapes, next to the rank's
+// peak FLOP/s measured in the same run (benchmarks report ratios, never bare numbers).
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "trident/backend/cpu_ops.hpp"
+#include "trident/cli/commands.hpp"
+#include "trident/core/timer.hpp"
+
+namespace po = boost::program_options;
+
+namespace trident::cli {
+
+namespace {
+
+struct GemmCase {
+  std::string what;
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+};
+
+// Seconds per call, timed over repeated calls after one warm-up call.
+double time_gemm(Ops& ops, const GemmCase& g, double min_seconds) {
+  Tensor a = ops.zeros(g.trans_a ? Shape{g.k, g.m} : Shape{g.m, g.k}, DType::kF32);
+  Tensor b = ops.zeros(g.trans_b ? Shape{g.n, g.k} : Shape{g.k, g.n}, DType::kF32);
+  Tensor c = ops.zeros(Shape{g.m, g.n}, DType::kF32);
+  ops.fill(a, 0.01);
+  ops.fill(b, 0.02);
+  ops.gemm(g.trans_a, g.trans_b, 1.0, a, b, 0.0, c);
+  Stopwatch watch;
+  int calls = 0;
+  do {
+    ops.gemm(g.trans_a, g.trans_b, 1.0, a, b, 0.0, c);
+    ++calls;
+  } while (watch.seconds() < min_seconds);
+  // Check the data too: every element of c is k * 0.01 * 0.02.
+  const float expect = static_cast<float>(g.k * 0.01 * 0.02);
+  const float got = c.data<float>()[c.numel() - 1];
+  if (std::abs(got - expect) > 1e-3f * expect) std::fprintf(stderr, "bench gemm: wrong result %g != %g\n", got, expect);
+  return watch.seconds() / calls;
+}
+
+int bench_gemm(int argc, char** argv) {
+  po::options_description desc("trident bench gemm [options]: fp32 GEMMs of one transformer layer and the head");
+  desc.add_options()("help", "this help")
+      ("rows", po::value<int64_t>()->default_value(1024), "rows N = micro_batch * seq_len")
+      ("hidden", po::value<int64_t>()->default_value(768), "hidden size C")
+      ("ffn", po::value<int64_t>()->default_value(3072), "MLP hidden size F")
+      ("vocab", po::value<int64_t>()->default_value(50304), "vocabulary V")
+      ("threads", po::value<int>()->default_value(0), "threads (0 = OpenMP default)")
+      ("seconds", po::value<double>()->default_value(0.5), "time per shape");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "trident bench gemm: %s\n", e.what());
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  const int64_t n = vm["rows"].as<int64_t>(), c = vm["hidden"].as<int64_t>(), f = vm["ffn"].as<int64_t>(),
+                v = vm["vocab"].as<int64_t>();
+  if (n < 1 || c < 1 || f < 1 || v < 1) {
+    std::fprintf(stderr, "trident bench gemm: sizes must be >= 1\n");
+    return 2;
+  }
+  std::unique_ptr<Ops> ops = make_cpu_ops(vm["threads"].as<int>());
+  const double peak = ops->peak_flops(DType::kF32);
+  const std::vector<GemmCase> cases = {
+      {"qkv/o forward   x W^T", false, true, n, c, c},
+      {"mlp up forward  x W^T", false, true, n, f, c},
+      {"mlp down fwd    x W^T", false, true, n, c, f},
+      {"mlp up dgrad    dy W", false, false, n, c, f},
+      {"mlp up wgrad    dy^T x", true, false, f, c, n},
+      {"head forward    x W^T", false, true, n, v, c},
+      {"head wgrad      dy^T x", true, false, v, c, n},
+  };
+  std::printf("fp32 GEMM on %s, measured peak %.0f GFLOP/s\n", ops->name().c_str(), peak / 1e9);
+  std::printf("%-24s %7s %7s %7s %10s %8s\n", "shape", "M", "N", "K", "GFLOP/s", "of peak");
+  for (const GemmCase& g : cases) {
+    const double s = time_gemm(*ops, g, vm["seconds"].as<double>());
+    const double rate = 2.0 * double(g.m) * double(g.n) * double(g.k) / s;
+    std::printf("%-24s %7lld %7lld %7lld %10.1f %7.1f%%\n", g.what.c_str(), (long long)g.m, (long long)g.n,
+                (long long)g.k, rate / 1e9, 100.0 * rate / peak);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "gemm") return bench_gemm(argc - 1, argv + 1);
+  std::fprintf(stderr, "usage: trident bench gemm [--help]\n");
+  return (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) ? 0 : 2;
+}
+
+}  // namespace trident::cli

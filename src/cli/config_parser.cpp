@@ -1,0 +1,233 @@
+// Reading the INI file and command-line overrides into a RunConfig, with typed conversion and
+// the cross-key rules checked before any work starts.
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "trident/cli/config_parser.hpp"
+#include "trident/core/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace trident::cli {
+
+namespace {
+
+// The resolved string value of every key, with typed getters that name the key on error.
+class Values {
+ public:
+  explicit Values(std::map<std::string, std::string> v) : values_(std::move(v)) {}
+  const std::string& str(const std::string& key) const { return values_.at(key); }
+
+  int64_t integer(const std::string& key) const {
+    const std::string& s = str(key);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(s.c_str(), &end, 10);
+    TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected an integer, got '", s, "'");
+    return v;
+  }
+  int int32(const std::string& key) const {
+    const int64_t v = integer(key);
+    TRIDENT_CONFIG_CHECK(v >= INT32_MIN && v <= INT32_MAX, key, ": ", v, " is out of range");
+    return static_cast<int>(v);
+  }
+  double number(const std::string& key) const {
+    const std::string& s = str(key);
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(s.c_str(), &end);
+    TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected a number, got '", s, "'");
+    return v;
+  }
+  bool boolean(const std::string& key) const {
+    std::string s = str(key);
+    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+    if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "0" || s == "no" || s == "off") return false;
+    throw ConfigError(key + ": expected true or false, got '" + str(key) + "'");
+  }
+  // Keys whose feature this version does not have must keep their default value.
+  void require_default(const std::string& key, const std::string& what) const {
+    for (const ConfigKey& k : config_schema())
+      if (key == k.name && str(key) != k.fallback)
+        throw ConfigError(key + " = " + str(key) + ": " + what + " is not available in this version of trident (only " +
+                          key + " = " + (k.fallback[0] ? k.fallback : "<empty>") + ")");
+  }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+std::string resolved_ini(const Values& v) {
+  std::ostringstream os;
+  std::string section;
+  for (const ConfigKey& k : config_schema()) {
+    const std::string name = k.name;
+    const size_t dot = name.find('.');
+    if (name.substr(0, dot) != section) {
+      section = name.substr(0, dot);
+      os << (os.tellp() > 0 ? "\n" : "") << "[" << section << "]\n";
+    }
+    os << name.substr(dot + 1) << " = " << v.str(name) << "\n";
+  }
+  return os.str();
+}
+
+train::RunConfig to_run_config(const Values& v, int world_size) {
+  train::RunConfig c;
+  model::ModelConfig& m = c.model;
+  m.arch = model::arch_from_name(v.str("model.arch"));
+  m.layers = v.int32("model.layers");
+  m.hidden = v.int32("model.hidden");
+  m.heads = v.int32("model.heads");
+  m.kv_heads = v.int32("model.kv_heads");
+  m.ffn_hidden = v.int32("model.ffn_hidden");
+  m.vocab = v.int32("model.vocab");
+  m.seq_len = v.int32("model.seq_len");
+  m.tie_embeddings = v.boolean("model.tie_embeddings");
+  m.dropout = v.number("model.dropout");
+  m.resolve();
+
+  c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp")};
+  c.microbatches = v.int32("parallel.microbatches");
+
+  train::TrainConfig& t = c.train;
+  t.steps = v.integer("train.steps");
+  t.micro_batch = v.int32("train.micro_batch");
+  t.global_batch = v.int32("train.global_batch");
+  t.lr = v.number("train.lr");
+  t.min_lr = v.number("train.min_lr");
+  t.warmup = v.integer("train.warmup");
+  t.decay = train::decay_from_name(v.str("train.decay"));
+  t.weight_decay = v.number("train.weight_decay");
+  t.beta1 = v.number("train.beta1");
+  t.beta2 = v.number("train.beta2");
+  t.eps = v.number("train.eps");
+  t.clip = v.number("train.clip");
+  t.seed = static_cast<uint64_t>(v.integer("train.seed"));
+  t.precision = dtype_from_name(v.str("train.precision"));
+  t.threads = v.int32("train.threads");
+  t.max_bad_steps = v.int32("train.max_bad_steps");
+
+  c.data = {.train = v.str("data.train"), .valid = v.str("data.valid"), .packing = v.boolean("data.packing"),
+            .bucket = v.boolean("data.bucket")};
+  c.log = {.run_dir = v.str("log.run_dir"), .interval = v.int32("log.interval"),
+           .eval_interval = v.int32("log.eval_interval"), .eval_batches = v.int32("log.eval_batches")};
+
+  // Types of keys whose features come later are still checked now.
+  (void)v.boolean("parallel.sequence_parallel");
+  (void)v.int32("parallel.virtual_stages");
+  (void)v.boolean("lora.enabled");
+  (void)v.boolean("lisa.enabled");
+  (void)v.boolean("comm.overlap");
+  (void)v.number("comm.bucket_mb");
+  (void)v.int32("checkpoint.interval");
+
+  // Features of later versions: their keys are known, but only their defaults are accepted.
+  v.require_default("model.dropout", "dropout");
+  v.require_default("model.init_from", "initialisation from a pretrained model");
+  v.require_default("parallel.tp", "tensor parallelism");
+  v.require_default("parallel.pp", "pipeline parallelism");
+  v.require_default("parallel.zero", "ZeRO-1");
+  v.require_default("parallel.sequence_parallel", "sequence parallelism");
+  v.require_default("parallel.virtual_stages", "the interleaved schedule");
+  v.require_default("train.precision", "mixed precision");
+  v.require_default("train.recompute", "activation recompute");
+  v.require_default("lora.enabled", "LoRA");
+  v.require_default("lisa.enabled", "LISA");
+  v.require_default("data.packing", "packing");
+  v.require_default("data.bucket", "bucketing");
+  v.require_default("comm.compression", "gradient compression");
+  v.require_default("comm.overlap", "overlapped gradient reduction");
+  v.require_default("checkpoint.interval", "checkpointing");
+  v.require_default("log.eval_interval", "periodic evaluation");
+
+  // Rules across keys.
+  const dist::Layout& L = c.layout;
+  TRIDENT_CONFIG_CHECK(L.dp >= 1 && L.tp >= 1 && L.pp >= 1, "parallel.dp, parallel.tp and parallel.pp must be >= 1");
+  TRIDENT_CONFIG_CHECK(world_size == L.world(), "parallel.dp * parallel.tp * parallel.pp = ", L.dp, " * ", L.tp,
+                       " * ", L.pp, " = ", L.world(), " but the job has ", world_size,
+                       " ranks (world size must equal dp*tp*pp)");
+  TRIDENT_CONFIG_CHECK(m.heads % L.tp == 0, "model.heads = ", m.heads, " must be divisible by parallel.tp = ", L.tp);
+  TRIDENT_CONFIG_CHECK(m.layers >= L.pp, "model.layers = ", m.layers, " must be >= parallel.pp = ", L.pp);
+  TRIDENT_CONFIG_CHECK(t.global_batch >= 1, "train.global_batch must be >= 1");
+  if (c.microbatches > 0) {
+    TRIDENT_CONFIG_CHECK(t.global_batch % (L.dp * c.microbatches) == 0, "train.global_batch = ", t.global_batch,
+                         " must be divisible by parallel.dp * parallel.microbatches = ", L.dp * c.microbatches);
+    t.micro_batch = t.global_batch / (L.dp * c.microbatches);
+  }
+  TRIDENT_CONFIG_CHECK(t.micro_batch >= 1, "train.micro_batch must be >= 1");
+  TRIDENT_CONFIG_CHECK(t.global_batch % (t.micro_batch * L.dp) == 0, "train.global_batch = ", t.global_batch,
+                       " must be divisible by train.micro_batch * parallel.dp = ", t.micro_batch, " * ", L.dp);
+  TRIDENT_CONFIG_CHECK(t.steps >= 1, "train.steps must be >= 1");
+  TRIDENT_CONFIG_CHECK(t.warmup >= 0, "train.warmup must be >= 0");
+  TRIDENT_CONFIG_CHECK(t.lr > 0 && t.min_lr >= 0 && t.min_lr <= t.lr, "train.lr must be > 0 and 0 <= train.min_lr <= train.lr");
+  TRIDENT_CONFIG_CHECK(t.beta1 >= 0 && t.beta1 < 1 && t.beta2 >= 0 && t.beta2 < 1, "train.beta1 and train.beta2 must be in [0, 1)");
+  TRIDENT_CONFIG_CHECK(t.eps > 0, "train.eps must be > 0");
+  TRIDENT_CONFIG_CHECK(t.clip >= 0, "train.clip must be >= 0");
+  TRIDENT_CONFIG_CHECK(t.weight_decay >= 0, "train.weight_decay must be >= 0");
+  TRIDENT_CONFIG_CHECK(t.threads >= 0, "train.threads must be >= 0");
+  TRIDENT_CONFIG_CHECK(c.log.interval >= 1, "log.interval must be >= 1");
+  TRIDENT_CONFIG_CHECK(!c.log.run_dir.empty(), "log.run_dir must not be empty");
+
+  c.resolved_ini = resolved_ini(v);
+  return c;
+}
+
+po::options_description schema_options() {
+  po::options_description desc("configuration keys (INI [section] key = value, or --section.key=value)");
+  for (const ConfigKey& k : config_schema())
+    desc.add_options()(k.name, po::value<std::string>()->default_value(k.fallback), k.help);
+  return desc;
+}
+
+}  // namespace
+
+std::string config_help(const std::string& usage) {
+  po::options_description general("options");
+  general.add_options()("config", po::value<std::string>(), "INI configuration file")("help", "this help");
+  std::ostringstream os;
+  os << usage << "\n\n" << general << "\n" << schema_options();
+  return os.str();
+}
+
+train::RunConfig parse_run_config(int argc, char** argv, int world_size) {
+  po::options_description general("options");
+  general.add_options()("config", po::value<std::string>(), "INI configuration file");
+  po::options_description keys = schema_options();
+  po::options_description all;
+  all.add(general).add(keys);
+
+  po::variables_map vm;
+  std::string source = "the command line";
+  try {
+    // Command-line values are stored first, so they win over the file's.
+    po::store(po::command_line_parser(argc, argv).options(all).style(po::command_line_style::default_style &
+                                                                     ~po::command_line_style::allow_guessing).run(),
+              vm);
+    if (vm.count("config")) {
+      source = vm["config"].as<std::string>();
+      std::ifstream file(source);
+      TRIDENT_CONFIG_CHECK(file.good(), "cannot read config file ", source);
+      po::store(po::parse_config_file(file, keys, /*allow_unregistered=*/false), vm);
+    }
+    po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    throw ConfigError("unknown configuration key '" + e.get_option_name() + "' in " + source +
+                      " (trident train --help lists every key)");
+  } catch (const po::error& e) {
+    throw ConfigError(std::string(e.what()) + " (in " + source + ")");
+  }
+  std::map<std::string, std::string> values;
+  for (const ConfigKey& k : config_schema()) values[k.name] = vm[k.name].as<std::string>();
+  return to_run_config(Values(std::move(values)), world_size);
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,73 @@
+// `trident train`: parse the configuration, set up MPI, the grid and the backend, then train.
+#include <omp.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "trident/backend/cpu_ops.hpp"
+#include "trident/cli/commands.hpp"
+#include "trident/cli/config_parser.hpp"
+#include "trident/core/log.hpp"
+#include "trident/core/timer.hpp"
+#include "trident/dist/mpi_session.hpp"
+#include "trident/train/trainer.hpp"
+
+namespace trident::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: trident train --config FILE [--section.key=value ...]\n"
+    "       mpirun -np N trident train --config FILE --parallel.dp=N";
+
+bool wants_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return true;
+  return false;
+}
+
+// Threads per rank: the configured number, or the node's cores shared among its ranks.
+int compute_threads(int configured) {
+  if (configured > 0) return configured;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / dist::ranks_on_this_node());
+}
+
+}  // namespace
+
+int run_train(int argc, char** argv) {
+  if (wants_help(argc, argv)) {
+    std::printf("%s\n", config_help(kUsage).c_str());
+    return 0;
+  }
+  dist::MpiSession mpi(&argc, &argv);
+  Logger log(mpi.world_rank());
+  train::RunConfig cfg;
+  try {
+    cfg = parse_run_config(argc, argv, mpi.world_size());
+  } catch (const ConfigError& e) {
+    // Every rank parsed the same input and failed the same way: rank 0 reports, all exit 2.
+    if (mpi.world_rank() == 0) std::fprintf(stderr, "trident train: error: %s\n", e.what());
+    return 2;
+  }
+  try {
+    const int threads = compute_threads(cfg.train.threads);
+    std::unique_ptr<Ops> ops = make_cpu_ops(threads);
+    dist::Topology topology(cfg.layout);
+    const std::string grid = topology.describe();
+    log.info(grid);
+    log.info("threads per rank: ", threads);
+    train::Trainer trainer(cfg, *ops, topology, log);
+    Stopwatch watch;
+    const train::StepResult last = trainer.run();
+    log.info("done: ", cfg.train.steps, " steps in ", watch.seconds(), " s, final loss ", last.loss,
+             "; run directory ", cfg.log.run_dir);
+    return 0;
+  } catch (const ConfigError& e) {
+    mpi.abort(2, std::string("trident train: error: ") + e.what());
+  } catch (const std::exception& e) {
+    mpi.abort(1, std::string("trident train: failed: ") + e.what());
+  }
+}
+
+}  // namespace trident::cli

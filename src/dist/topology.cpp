@@ -1,0 +1,78 @@
+// Splitting MPI_COMM_WORLD into the tp, dp, pp, model-parallel and embedding groups.
+#include "trident/dist/topology.hpp"
+
+#include <sstream>
+#include <vector>
+
+#include "trident/dist/mpi_session.hpp"
+
+namespace trident::dist {
+
+namespace {
+
+int world_size_of_mpi() {
+  int size = 1;
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  return size;
+}
+
+MPI_Comm split(int color, int key) {
+  MPI_Comm out = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, key, &out));
+  return out;
+}
+
+}  // namespace
+
+Topology::Topology(const Layout& layout)
+    : layout_(layout),
+      world_(MPI_COMM_WORLD),
+      tp_(MPI_COMM_SELF),
+      dp_(MPI_COMM_SELF),
+      pp_(MPI_COMM_SELF),
+      model_parallel_(MPI_COMM_SELF) {
+  TRIDENT_CONFIG_CHECK(layout.dp >= 1 && layout.tp >= 1 && layout.pp >= 1,
+                       "parallel.dp, parallel.tp and parallel.pp must be >= 1");
+  const int world = world_size_of_mpi();
+  TRIDENT_CONFIG_CHECK(world == layout.world(), "the job has ", world, " ranks but parallel.dp * tp * pp = ",
+                       layout.dp, " * ", layout.tp, " * ", layout.pp, " = ", layout.world(),
+                       "; launch dp*tp*pp ranks or change the layout");
+  const int rank = world_.rank();
+  const int tp = layout.tp, dp = layout.dp;
+  tp_rank_ = rank % tp;
+  dp_rank_ = (rank / tp) % dp;
+  pp_rank_ = rank / (tp * dp);
+
+  tp_ = Communicator(split(pp_rank_ * dp + dp_rank_, tp_rank_));
+  dp_ = Communicator(split(pp_rank_ * tp + tp_rank_, dp_rank_));
+  pp_ = Communicator(split(dp_rank_ * tp + tp_rank_, pp_rank_));
+  model_parallel_ = Communicator(split(dp_rank_, pp_rank_ * tp + tp_rank_));
+  const bool in_embedding = is_first_stage() || is_last_stage();
+  MPI_Comm emb = split(in_embedding ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_);
+  if (emb != MPI_COMM_NULL) embedding_ = std::make_unique<Communicator>(emb);
+}
+
+std::string Topology::describe() {
+  constexpr int kHostLen = 64;
+  char host[kHostLen] = {};
+  int len = 0;
+  char name[MPI_MAX_PROCESSOR_NAME];
+  MPI_Get_processor_name(name, &len);
+  std::snprintf(host, kHostLen, "%.*s", len, name);
+  std::vector<int> coords(3 * static_cast<size_t>(world_size()));
+  int mine[3] = {dp_rank_, tp_rank_, pp_rank_};
+  std::vector<char> hosts(static_cast<size_t>(kHostLen) * world_size());
+  MPI_CHECK(MPI_Gather(mine, 3, MPI_INT, coords.data(), 3, MPI_INT, 0, world_.comm()));
+  MPI_CHECK(MPI_Gather(host, kHostLen, MPI_CHAR, hosts.data(), kHostLen, MPI_CHAR, 0, world_.comm()));
+  std::ostringstream os;
+  os << "topology: " << world_size() << " ranks = dp " << layout_.dp << " x tp " << layout_.tp << " x pp "
+     << layout_.pp << "\n";
+  const int shown = std::min(world_size(), 64);
+  for (int r = 0; r < shown; ++r)
+    os << "  rank " << r << " -> (dp " << coords[3 * r] << ", tp " << coords[3 * r + 1] << ", pp "
+       << coords[3 * r + 2] << ") on " << &hosts[static_cast<size_t>(r) * kHostLen] << (r + 1 < shown ? "\n" : "");
+  if (shown < world_size()) os << "\n  ... " << world_size() - shown << " more ranks";
+  return os.str();
+}
+
+}  // namespace trident::dist

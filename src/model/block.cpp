@@ -1,0 +1,57 @@
+// Transformer block: norms, residual stream, attention and MLP in order.
+#include "trident/model/block.hpp"
+
+namespace trident::model {
+
+namespace {
+std::string block_prefix(int index) { return "blocks." + std::to_string(index); }
+}  // namespace
+
+TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg)
+    : cfg_(cfg),
+      norm1_(store, block_prefix(index) + ".attn_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
+      attn_(store, block_prefix(index) + ".attn", cfg),
+      norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
+      mlp_(store, block_prefix(index) + ".mlp", cfg) {}
+
+BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DType dtype) const {
+  const int64_t rows = batch * cfg_.seq_len;
+  BlockActivations a;
+  a.norm1 = norm1_.make_activations(ops, rows, dtype);
+  a.attn = attn_.make_activations(ops, batch, dtype);
+  a.mid = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
+  a.norm2 = norm2_.make_activations(ops, rows, dtype);
+  a.mlp = mlp_.make_activations(ops, rows, dtype);
+  return a;
+}
+
+BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype) const {
+  const int64_t rows = batch * cfg_.seq_len;
+  BlockScratch s;
+  s.dnorm = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
+  s.attn = attn_.make_scratch(ops, batch, dtype);
+  s.mlp = mlp_.make_scratch(ops, rows, dtype);
+  return s;
+}
+
+void TransformerBlock::forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a,
+                               Tensor& y) const {
+  norm1_.forward(ops, x, a.norm1);
+  ops.copy(x, a.mid);
+  attn_.forward(ops, a.norm1.y, positions, a.attn, a.mid);
+  norm2_.forward(ops, a.mid, a.norm2);
+  ops.copy(a.mid, y);
+  mlp_.forward(ops, a.norm2.y, a.mlp, y);
+}
+
+void TransformerBlock::backward(Ops& ops, const Tensor& x, const Tensor& positions, const BlockActivations& a,
+                                Tensor& dres, BlockScratch& s) const {
+  // y = h + mlp(norm2(h)): dL/dh = dres + norm2'(mlp'(dres)).
+  mlp_.backward(ops, a.norm2.y, a.mlp, dres, s.mlp, s.dnorm);
+  norm2_.backward(ops, a.mid, a.norm2, s.dnorm, dres);
+  // h = x + attn(norm1(x)): dL/dx = dres + norm1'(attn'(dres)).
+  attn_.backward(ops, a.norm1.y, positions, a.attn, dres, s.attn, s.dnorm);
+  norm1_.backward(ops, x, a.norm1, s.dnorm, dres);
+}
+
+}  // namespace trident::model

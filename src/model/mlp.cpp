@@ -1,0 +1,57 @@
+// Feed-forward layer forward and backward.
+#include "trident/model/mlp.hpp"
+
+#include <cmath>
+#include <memory>
+
+namespace trident::model {
+
+Mlp::Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg)
+    : cfg_(cfg),
+      up_(store, prefix + ".up", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02),
+      down_(store, prefix + ".down", cfg.ffn_hidden, cfg.hidden, cfg.has_bias(), 0.02 / std::sqrt(2.0 * cfg.layers)) {
+  if (cfg.gated_mlp())
+    gate_ = std::make_unique<Linear>(store, prefix + ".gate", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02);
+}
+
+MlpActivations Mlp::make_activations(Ops& ops, int64_t rows, DType dtype) const {
+  MlpActivations a;
+  a.up = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
+  if (gate_) a.gate = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
+  a.act = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
+  return a;
+}
+
+MlpScratch Mlp::make_scratch(Ops& ops, int64_t rows, DType dtype) const {
+  MlpScratch s;
+  s.dact = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
+  if (gate_) s.dgate = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
+  return s;
+}
+
+void Mlp::forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& residual) const {
+  up_.forward(ops, x, a.up);
+  if (gate_) {
+    gate_->forward(ops, x, a.gate);
+    ops.swiglu_forward(a.gate, a.up, a.act);
+  } else {
+    ops.gelu_forward(a.up, a.act);
+  }
+  down_.forward(ops, a.act, residual, /*accumulate=*/true);
+}
+
+void Mlp::backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dresidual, MlpScratch& s,
+                   Tensor& dx) const {
+  down_.backward(ops, a.act, dresidual, &s.dact);
+  if (gate_) {
+    // dact -> (dgate, dup); dup reuses dact's buffer once both are computed by the kernel.
+    ops.swiglu_backward(a.gate, a.up, s.dact, s.dgate, s.dact);
+    gate_->backward(ops, x, s.dgate, &dx);
+    up_.backward(ops, x, s.dact, &dx, /*accumulate_dx=*/true);
+  } else {
+    ops.gelu_backward(a.up, s.dact, s.dact);
+    up_.backward(ops, x, s.dact, &dx);
+  }
+}
+
+}  // namespace trident::model

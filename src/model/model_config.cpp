@@ -1,0 +1,59 @@
+// Model configuration rules and parameter / FLOP counts.
+#include "trident/model/model_config.hpp"
+
+#include "trident/core/error.hpp"
+
+namespace trident::model {
+
+Arch arch_from_name(const std::string& name) {
+  if (name == "gpt2") return Arch::kGPT2;
+  if (name == "llama") return Arch::kLlama;
+  throw ConfigError("model.arch: unknown architecture '" + name + "' (expected gpt2 or llama)");
+}
+
+const char* arch_name(Arch arch) { return arch == Arch::kGPT2 ? "gpt2" : "llama"; }
+
+void ModelConfig::resolve() {
+  TRIDENT_CONFIG_CHECK(layers >= 1, "model.layers must be >= 1 (got ", layers, ")");
+  TRIDENT_CONFIG_CHECK(hidden >= 1, "model.hidden must be >= 1 (got ", hidden, ")");
+  TRIDENT_CONFIG_CHECK(heads >= 1, "model.heads must be >= 1 (got ", heads, ")");
+  TRIDENT_CONFIG_CHECK(hidden % heads == 0, "model.heads = ", heads, " must divide model.hidden = ", hidden);
+  if (kv_heads == 0) kv_heads = heads;
+  TRIDENT_CONFIG_CHECK(kv_heads >= 1 && heads % kv_heads == 0, "model.kv_heads = ", kv_heads,
+                       " must divide model.heads = ", heads);
+  TRIDENT_CONFIG_CHECK(arch == Arch::kLlama || kv_heads == heads,
+                       "model.kv_heads = ", kv_heads, " differs from model.heads: grouped-query attention needs arch = llama");
+  TRIDENT_CONFIG_CHECK(arch != Arch::kLlama || head_size() % 2 == 0, "model.hidden / model.heads = ", head_size(),
+                       " must be even for rotary embeddings (arch = llama)");
+  if (ffn_hidden == 0)
+    ffn_hidden = arch == Arch::kGPT2 ? 4 * hidden : (8 * hidden / 3 + 63) / 64 * 64;
+  TRIDENT_CONFIG_CHECK(ffn_hidden >= 1, "model.ffn_hidden must be >= 1 (got ", ffn_hidden, ")");
+  TRIDENT_CONFIG_CHECK(vocab >= 2, "model.vocab must be >= 2 (got ", vocab, ")");
+  TRIDENT_CONFIG_CHECK(seq_len >= 1, "model.seq_len must be >= 1 (got ", seq_len, ")");
+  TRIDENT_CONFIG_CHECK(dropout >= 0.0 && dropout < 1.0, "model.dropout must be in [0, 1) (got ", dropout, ")");
+}
+
+int64_t ModelConfig::matmul_params() const {
+  const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
+  const int64_t attn = c * q + 2 * c * kv + q * c;
+  const int64_t mlp = (gated_mlp() ? 3 : 2) * c * ffn_hidden;
+  return layers * (attn + mlp) + int64_t(vocab) * c;
+}
+
+int64_t ModelConfig::total_params() const {
+  const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
+  int64_t per_layer = c * q + 2 * c * kv + q * c + (gated_mlp() ? 3 : 2) * c * ffn_hidden;
+  per_layer += (has_bias() ? 2 : 1) * 2 * c;                         // two norms
+  if (has_bias()) per_layer += q + 2 * kv + c + ffn_hidden + c;      // projection biases
+  int64_t total = layers * per_layer + int64_t(vocab) * c;           // token embedding
+  if (learned_positions()) total += int64_t(seq_len) * c;
+  total += (has_bias() ? 2 : 1) * c;                                 // final norm
+  if (!tie_embeddings) total += int64_t(vocab) * c;                  // separate head
+  return total;
+}
+
+double ModelConfig::train_flops_per_token() const {
+  return 6.0 * static_cast<double>(matmul_params()) + 12.0 * layers * double(seq_len) * hidden;
+}
+
+}  // namespace trident::model

@@ -1,0 +1,86 @@
+// Flat parameter/gradient buffers and initialisation by global coordinates.
+#include "trident/model/param_store.hpp"
+
+#include <vector>
+
+#include "trident/core/rng.hpp"
+
+namespace trident::model {
+
+Parameter& ParamStore::add(ParamSpec spec) {
+  TRIDENT_CHECK(!values_.defined(), "parameter ", spec.name, " added after allocate()");
+  TRIDENT_CHECK(find(spec.name) == nullptr, "duplicate parameter name ", spec.name);
+  auto p = std::make_unique<Parameter>();
+  p->local_shape = spec.global_shape;
+  if (spec.split_dim >= 0) {
+    const int64_t extent = spec.global_shape[spec.split_dim];
+    TRIDENT_CHECK(extent % spec.split_parts == 0, spec.name, ": dim ", spec.split_dim, " = ", extent,
+                  " not divisible into ", spec.split_parts, " shards");
+    p->local_shape[spec.split_dim] = extent / spec.split_parts;
+  }
+  p->offset = numel_;
+  numel_ += p->local_shape.numel();
+  p->spec = std::move(spec);
+  params_.push_back(std::move(p));
+  return *params_.back();
+}
+
+void ParamStore::allocate(Ops& ops, DType dtype) {
+  values_ = ops.zeros(Shape{numel_}, dtype);
+  grads_ = ops.zeros(Shape{numel_}, dtype);
+  for (auto& p : params_) {
+    const int64_t n = p->local_shape.numel();
+    p->value = values_.narrow(p->offset, p->offset + n).view(p->local_shape);
+    p->grad = grads_.narrow(p->offset, p->offset + n).view(p->local_shape);
+  }
+}
+
+int64_t ParamStore::global_index(const Parameter& p, int64_t i) {
+  const ParamSpec& s = p.spec;
+  if (s.split_dim < 0) return i;
+  // Unravel i over the local shape, shift the split coordinate, ravel over the global shape.
+  const Shape& local = p.local_shape;
+  int64_t coords[Shape::kMaxDims];
+  for (int d = local.ndim() - 1; d >= 0; --d) {
+    coords[d] = i % local[d];
+    i /= local[d];
+  }
+  coords[s.split_dim] += static_cast<int64_t>(s.split_index) * local[s.split_dim];
+  int64_t g = 0;
+  for (int d = 0; d < local.ndim(); ++d) g = g * s.global_shape[d] + coords[d];
+  return g;
+}
+
+void ParamStore::initialize(Ops& ops, uint64_t seed) {
+  for (auto& p : params_) {
+    const int64_t n = p->local_shape.numel();
+    std::vector<double> host(static_cast<size_t>(n));
+    if (p->spec.init == Init::kNormal) {
+      const uint64_t key = rng_key(seed, p->spec.name);
+      // Rounded to fp32 first so every dtype starts from the same fp32 values.
+      for (int64_t i = 0; i < n; ++i)
+        host[i] = static_cast<float>(p->spec.init_std * rng_normal(key, static_cast<uint64_t>(global_index(*p, i))));
+    } else {
+      std::fill(host.begin(), host.end(), p->spec.init == Init::kOnes ? 1.0 : 0.0);
+    }
+    Tensor staged = Tensor::zeros(p->local_shape, DType::kF64);
+    std::copy(host.begin(), host.end(), staged.data<double>());
+    ops.copy(staged, p->value);
+  }
+}
+
+void ParamStore::zero_grads(Ops& ops) { ops.fill(grads_, 0.0); }
+
+Parameter* ParamStore::find(const std::string& name) {
+  for (auto& p : params_)
+    if (p->spec.name == name) return p.get();
+  return nullptr;
+}
+
+Parameter& ParamStore::at(const std::string& name) {
+  Parameter* p = find(name);
+  TRIDENT_CHECK(p != nullptr, "no parameter named ", name);
+  return *p;
+}
+
+}  // namespace trident::model

@@ -1,0 +1,114 @@
+// The training loop: micro-batch accumulation, dp gradient sum, clipping, AdamW, metrics.
+#include "trident/train/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "trident/core/timer.hpp"
+
+namespace trident::train {
+
+namespace {
+
+std::string format_duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char out[32];
+  if (s >= 3600) std::snprintf(out, sizeof out, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  else std::snprintf(out, sizeof out, "%ldm%02lds", s / 60, s % 60);
+  return out;
+}
+
+}  // namespace
+
+Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log)
+    : cfg_(cfg), ops_(ops), topology_(topology), log_(log) {
+  TRIDENT_CONFIG_CHECK(!cfg.data.train.empty(), "data.train: no training shard prefix given");
+  reader_ = std::make_unique<data::ShardReader>(cfg.data.train);
+  TRIDENT_CONFIG_CHECK(reader_->vocab() <= static_cast<uint64_t>(cfg.model.vocab), "data.train: shard ",
+                       cfg.data.train, " was written for vocab ", reader_->vocab(), " but model.vocab = ",
+                       cfg.model.vocab);
+  sampler_ = std::make_unique<data::BatchSampler>(
+      *reader_, data::SamplerOptions{.seq_len = cfg.model.seq_len, .global_batch = cfg.train.global_batch,
+                                     .micro_batch = cfg.train.micro_batch, .dp_rank = topology.dp_rank(),
+                                     .dp_size = topology.layout().dp, .seed = cfg.train.seed});
+  batch_ = sampler_->make_batch();
+
+  model_ = std::make_unique<model::GPTModel>(cfg.model, ops, DType::kF32, cfg.train.micro_batch);
+  model_->initialize(cfg.train.seed);
+  optimizer_ = std::make_unique<AdamW>(model_->params(), ops, cfg.train);
+  peak_flops_ = ops.peak_flops(DType::kF32);
+
+  const model::ModelConfig& m = model_->config();
+  log_.info("model: ", model::arch_name(m.arch), ", ", m.layers, " layers, hidden ", m.hidden, ", heads ", m.heads,
+            "/", m.kv_heads, ", ffn ", m.ffn_hidden, ", vocab ", m.vocab, ", seq ", m.seq_len, ": ",
+            model_->params().numel(), " parameters (", m.total_params(), " counted)");
+  log_.info("memory per rank: parameters+gradients ", 2 * model_->params().flat_values().bytes() >> 20,
+            " MiB, optimizer state ", optimizer_->state_bytes() >> 20, " MiB, activations ",
+            model_->activation_bytes() >> 20, " MiB");
+  log_.info("data: ", reader_->num_tokens(), " tokens in ", reader_->num_documents(), " documents, ",
+            sampler_->num_windows(), " windows of ", m.seq_len, "; global batch ", cfg.train.global_batch,
+            " = dp ", topology.layout().dp, " x ", sampler_->micro_batches_per_step(), " micro-batches x ",
+            cfg.train.micro_batch, " sequences");
+  log_.info("backend: ", ops.name(), ", measured peak ", peak_flops_ / 1e9, " GFLOP/s fp32 per rank");
+
+  if (topology.world_rank() == 0) {
+    std::filesystem::create_directories(std::filesystem::path(cfg.log.run_dir) / "checkpoints");
+    std::ofstream(std::filesystem::path(cfg.log.run_dir) / "config.ini") << cfg.resolved_ini;
+    metrics_ = std::make_unique<io::MetricsWriter>((std::filesystem::path(cfg.log.run_dir) / "metrics.jsonl").string(),
+                                                   /*append=*/false);
+  }
+  topology.world().barrier();
+}
+
+Trainer::~Trainer() = default;
+
+StepResult Trainer::train_step(int64_t step) {
+  return optimizer_step(*model_, *optimizer_, ops_, topology_.dp(), cfg_.train, step,
+                        sampler_->count_valid_targets(step), sampler_->micro_batches_per_step(),
+                        [&](int k, data::Batch& batch) { sampler_->fill(step, k, batch); }, batch_);
+}
+
+StepResult Trainer::run() {
+  StepResult last;
+  for (int64_t step = 0; step < cfg_.train.steps; ++step) {
+    last = train_step(step);
+    elapsed_ += last.seconds;
+    if ((step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps) log_step(step, last);
+  }
+  return last;
+}
+
+void Trainer::log_step(int64_t step, const StepResult& r) {
+  const double tokens_per_step = double(cfg_.train.global_batch) * cfg_.model.seq_len;
+  const double tokens_per_s = tokens_per_step / r.seconds;
+  const double flops = model_->config().train_flops_per_token() * tokens_per_step;
+  const double mfu = flops / r.seconds / (peak_flops_ * topology_.world_size());
+  const double mem_mb = peak_rss_mb();
+  if (metrics_) {
+    metrics_->write({{"step", double(step + 1)},
+                     {"loss", r.loss},
+                     {"lr", r.lr},
+                     {"grad_norm", r.grad_norm},
+                     {"tokens", tokens_per_step * double(step + 1)},
+                     {"tokens_per_s", tokens_per_s},
+                     {"mfu", mfu},
+                     {"loss_scale", 1.0},
+                     {"skipped", 0.0},
+                     {"mem_mb", mem_mb},
+                     {"elapsed_s", elapsed_},
+                     {"step_s", r.seconds},
+                     {"comm_bytes", double(topology_.dp().bytes_moved())},
+                     {"comm_s", topology_.dp().seconds()}});
+  }
+  const double eta = elapsed_ / double(step + 1) * double(cfg_.train.steps - step - 1);
+  char line[256];
+  std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s | MFU %.1f%% | ETA %s",
+                static_cast<long long>(step + 1), static_cast<long long>(cfg_.train.steps), r.loss, r.lr, r.grad_norm,
+                tokens_per_s, 100.0 * mfu, format_duration(eta).c_str());
+  log_.progress(line);
+}
+
+}  // namespace trident::train

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Bad configuration and command lines: each gives exit code 2 and a message naming the key
+# and the rule, before any work (no run directory is created).
+# usage: config_errors.sh TRIDENT SOURCE_DIR
+set -uo pipefail
+trident=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$src"
+failures=0
+
+# expect CODE PATTERN ARGS...: run trident ARGS, check the exit code and that stderr matches.
+expect() {
+  local code=$1 pattern=$2
+  shift 2
+  local out rc
+  out=$("$trident" "$@" 2>&1 >/dev/null)
+  rc=$?
+  if [[ $rc -ne $code ]] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL: trident $* -> exit $rc (want $code), stderr: $out (want /$pattern/)"
+    failures=$((failures + 1))
+  else
+    echo "ok: trident $* -> $rc: $out"
+  fi
+}
+
+cfg=input/configs/tiny.ini
+run="--log.run_dir=$work/run"
+cat > "$work/unknown.ini" <<'INI'
+[model]
+layers = 2
+colour = blue
+INI
+cat > "$work/badtype.ini" <<'INI'
+[train]
+steps = many
+INI
+
+expect 2 "unknown configuration key 'model.colour'" train --config "$work/unknown.ini" $run
+expect 2 "unknown configuration key.*model.nope" train --config $cfg --model.nope=3 $run
+expect 2 "train.steps: expected an integer, got 'many'" train --config "$work/badtype.ini" $run
+expect 2 "model.hidden: expected an integer, got '6x4'" train --config $cfg --model.hidden=6x4 $run
+expect 2 "train.lr: expected a number" train --config $cfg --train.lr=fast $run
+expect 2 "model.tie_embeddings: expected true or false" train --config $cfg --model.tie_embeddings=maybe $run
+expect 2 "model.heads = 5 must divide model.hidden = 64" train --config $cfg --model.heads=5 $run
+expect 2 "model.kv_heads = 3 must divide model.heads = 4" train --config $cfg --model.arch=llama --model.kv_heads=3 $run
+expect 2 "model.arch: unknown architecture 'bert'" train --config $cfg --model.arch=bert $run
+expect 2 "world size must equal dp\*tp\*pp" train --config $cfg --parallel.dp=2 $run
+expect 2 "train.global_batch = 15 must be divisible by train.micro_batch" train --config $cfg --train.global_batch=15 $run
+expect 2 "train.decay: unknown schedule 'step'" train --config $cfg --train.decay=step $run
+expect 2 "parallel.tp = 2: tensor parallelism is not available" train --config $cfg --parallel.tp=2 --parallel.dp=1 $run
+expect 2 "cannot read config file" train --config "$work/missing.ini" $run
+expect 2 "data.train.*not found|cannot open" train --config $cfg --data.train="$work/nothing" $run
+expect 2 "unknown command 'fly'" fly
+expect 2 "'--input' is required" prep --output "$work/x"
+
+if [[ -e $work/run ]]; then
+  echo "FAIL: a rejected configuration created its run directory"
+  failures=$((failures + 1))
+fi
+[[ $failures -eq 0 ]] && echo "all config error cases passed"
+exit $((failures > 0))

@@ -1,0 +1,223 @@
+// Every layer's backward against central finite differences in fp64: the loss is <out, R> for
+// a fixed random R, so dL/dout = R, and each parameter and input element is perturbed by +-h.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "test_util.hpp"
+#include "trident/backend/cpu_ops.hpp"
+#include "trident/model/block.hpp"
+#include "trident/model/embedding.hpp"
+#include "trident/model/lm_head.hpp"
+
+namespace trident::model {
+namespace {
+
+using testing::fill_uniform;
+
+constexpr double kStep = 1e-6;
+constexpr double kTolerance = 1e-6;
+// Gradients that are zero in exact arithmetic (a key bias shifts all scores of a query equally)
+// are compared on this absolute scale: finite differences carry ~1e-9 of rounding noise.
+constexpr double kGradientFloor = 1e-2;
+
+ModelConfig tiny_config(Arch arch) {
+  ModelConfig c;
+  c.arch = arch;
+  c.layers = 2;
+  c.hidden = 16;
+  c.heads = 4;
+  c.kv_heads = arch == Arch::kLlama ? 2 : 4;
+  c.ffn_hidden = 20;
+  c.vocab = 11;
+  c.seq_len = 5;
+  c.tie_embeddings = arch == Arch::kGPT2;
+  c.resolve();
+  return c;
+}
+
+// Randomises every parameter (biases and norm weights too, so no gradient path is trivial).
+void randomize(ParamStore& store, uint64_t seed) {
+  Tensor all = store.flat_values();
+  fill_uniform(all, seed, 0.5);
+  for (auto& p : store.all())
+    if (p->spec.init == Init::kOnes)
+      for (int64_t i = 0; i < p->value.numel(); ++i) p->value.data<double>()[i] += 1.0;
+}
+
+// Checks d<out, R>/d(theta) for every parameter element and every element of `inputs`.
+// run(backward) computes the layer's output and returns <out, R>; when backward is true it also
+// accumulates parameter gradients and writes input gradients. The analytic gradients are
+// snapshotted first, so finite-difference passes may touch the gradient buffers freely.
+void check_gradients(Ops& ops, ParamStore& store, std::vector<std::pair<Tensor, Tensor>> inputs_and_grads,
+                     const std::function<double(bool)>& run) {
+  store.zero_grads(ops);
+  for (auto& [x, dx] : inputs_and_grads) ops.fill(dx, 0.0);
+  run(true);
+  std::vector<std::vector<double>> param_grads, input_grads;
+  for (auto& p : store.all()) param_grads.push_back(testing::to_vector(p->grad));
+  for (auto& [x, dx] : inputs_and_grads) input_grads.push_back(testing::to_vector(dx));
+
+  auto numeric = [&](double* value) {
+    const double saved = *value;
+    *value = saved + kStep;
+    const double up = run(false);
+    *value = saved - kStep;
+    const double down = run(false);
+    *value = saved;
+    return (up - down) / (2 * kStep);
+  };
+  for (size_t k = 0; k < store.all().size(); ++k) {
+    Parameter& p = *store.all()[k];
+    std::vector<double> fd(param_grads[k].size());
+    for (int64_t i = 0; i < p.value.numel(); ++i) fd[i] = numeric(p.value.data<double>() + i);
+    EXPECT_LT(testing::relative_error(param_grads[k], fd, kGradientFloor), kTolerance) << "parameter " << p.spec.name;
+  }
+  for (size_t k = 0; k < inputs_and_grads.size(); ++k) {
+    Tensor& x = inputs_and_grads[k].first;
+    std::vector<double> fd(input_grads[k].size());
+    for (int64_t i = 0; i < x.numel(); ++i) fd[i] = numeric(x.data<double>() + i);
+    EXPECT_LT(testing::relative_error(input_grads[k], fd, kGradientFloor), kTolerance) << "input gradient";
+  }
+}
+
+class LayerGradients : public ::testing::TestWithParam<Arch> {
+ protected:
+  std::unique_ptr<Ops> ops_ = make_cpu_ops(1);
+  ModelConfig cfg_ = tiny_config(GetParam());
+  static constexpr int64_t kBatch = 2;
+  int64_t rows() const { return kBatch * cfg_.seq_len; }
+  Tensor positions() const {
+    Tensor p = Tensor::zeros(Shape{rows()}, DType::kI32);
+    for (int64_t i = 0; i < rows(); ++i) p.data<int32_t>()[i] = static_cast<int32_t>(i % cfg_.seq_len);
+    return p;
+  }
+  Tensor random(Shape s, uint64_t seed) const {
+    Tensor t = Tensor::zeros(s, DType::kF64);
+    fill_uniform(t, seed);
+    return t;
+  }
+};
+
+TEST_P(LayerGradients, Linear) {
+  ParamStore store;
+  Linear layer(store, "lin", 7, 5, /*bias=*/true, 0.02);
+  store.allocate(*ops_, DType::kF64);
+  randomize(store, 1);
+  Tensor x = random(Shape{rows(), 7}, 2), dx = Tensor::zeros(x.shape(), DType::kF64);
+  Tensor r = random(Shape{rows(), 5}, 3), y = Tensor::zeros(r.shape(), DType::kF64);
+  check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
+    layer.forward(*ops_, x, y);
+    if (backward) layer.backward(*ops_, x, r, &dx);
+    return testing::dot(y, r);
+  });
+}
+
+TEST_P(LayerGradients, Norm) {
+  ParamStore store;
+  Norm norm(store, "norm", cfg_.hidden, GetParam() == Arch::kGPT2, 1e-5);
+  store.allocate(*ops_, DType::kF64);
+  randomize(store, 4);
+  NormActivations a = norm.make_activations(*ops_, rows(), DType::kF64);
+  Tensor x = random(Shape{rows(), cfg_.hidden}, 5), dx = Tensor::zeros(x.shape(), DType::kF64);
+  Tensor r = random(x.shape(), 6);
+  check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
+    norm.forward(*ops_, x, a);
+    if (backward) norm.backward(*ops_, x, a, r, dx);
+    return testing::dot(a.y, r);
+  });
+}
+
+TEST_P(LayerGradients, Attention) {
+  ParamStore store;
+  Attention attn(store, "attn", cfg_);
+  store.allocate(*ops_, DType::kF64);
+  randomize(store, 7);
+  AttentionActivations a = attn.make_activations(*ops_, kBatch, DType::kF64);
+  AttentionScratch s = attn.make_scratch(*ops_, kBatch, DType::kF64);
+  Tensor pos = positions();
+  Tensor x = random(Shape{rows(), cfg_.hidden}, 8), dx = Tensor::zeros(x.shape(), DType::kF64);
+  Tensor r = random(x.shape(), 9), out = Tensor::zeros(x.shape(), DType::kF64);
+  check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
+    ops_->fill(out, 0.0);
+    attn.forward(*ops_, x, pos, a, out);
+    if (backward) attn.backward(*ops_, x, pos, a, r, s, dx);
+    return testing::dot(out, r);
+  });
+}
+
+TEST_P(LayerGradients, Mlp) {
+  ParamStore store;
+  Mlp mlp(store, "mlp", cfg_);
+  store.allocate(*ops_, DType::kF64);
+  randomize(store, 10);
+  MlpActivations a = mlp.make_activations(*ops_, rows(), DType::kF64);
+  MlpScratch s = mlp.make_scratch(*ops_, rows(), DType::kF64);
+  Tensor x = random(Shape{rows(), cfg_.hidden}, 11), dx = Tensor::zeros(x.shape(), DType::kF64);
+  Tensor r = random(x.shape(), 12), out = Tensor::zeros(x.shape(), DType::kF64);
+  check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
+    ops_->fill(out, 0.0);
+    mlp.forward(*ops_, x, a, out);
+    if (backward) mlp.backward(*ops_, x, a, r, s, dx);
+    return testing::dot(out, r);
+  });
+}
+
+TEST_P(LayerGradients, TransformerBlock) {
+  ParamStore store;
+  TransformerBlock block(store, 0, cfg_);
+  store.allocate(*ops_, DType::kF64);
+  randomize(store, 13);
+  BlockActivations a = block.make_activations(*ops_, kBatch, DType::kF64);
+  BlockScratch s = block.make_scratch(*ops_, kBatch, DType::kF64);
+  Tensor pos = positions();
+  Tensor x = random(Shape{rows(), cfg_.hidden}, 14), dx = Tensor::zeros(x.shape(), DType::kF64);
+  Tensor r = random(x.shape(), 15), y = Tensor::zeros(x.shape(), DType::kF64);
+  check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
+    block.forward(*ops_, x, pos, a, y);
+    if (backward) {
+      ops_->copy(r, dx);  // backward turns dL/dy into dL/dx in place
+      block.backward(*ops_, x, pos, a, dx, s);
+    }
+    return testing::dot(y, r);
+  });
+}
+
+TEST_P(LayerGradients, Embedding) {
+  ParamStore store;
+  Embedding emb(store, cfg_);
+  store.allocate(*ops_, DType::kF64);
+  randomize(store, 16);
+  Tensor tokens = Tensor::zeros(Shape{rows()}, DType::kI32), pos = positions();
+  for (int64_t i = 0; i < rows(); ++i) tokens.data<int32_t>()[i] = static_cast<int32_t>((i * 7) % 5);  // repeats
+  Tensor r = random(Shape{rows(), cfg_.hidden}, 17), out = Tensor::zeros(r.shape(), DType::kF64);
+  check_gradients(*ops_, store, {}, [&](bool backward) {
+    emb.forward(*ops_, tokens, pos, out);
+    if (backward) emb.backward(*ops_, tokens, pos, r);
+    return testing::dot(out, r);
+  });
+}
+
+TEST_P(LayerGradients, HeadWithCrossEntropy) {
+  ParamStore store;
+  LMHead head(store, cfg_, nullptr);
+  store.allocate(*ops_, DType::kF64);
+  randomize(store, 18);
+  HeadBuffers b = head.make_buffers(*ops_, rows(), DType::kF64);
+  Tensor targets = Tensor::zeros(Shape{rows()}, DType::kI32);
+  for (int64_t i = 0; i < rows(); ++i) targets.data<int32_t>()[i] = i % 4 == 1 ? -1 : static_cast<int32_t>((i * 3) % cfg_.vocab);
+  Tensor x = random(Shape{rows(), cfg_.hidden}, 19), dx = Tensor::zeros(x.shape(), DType::kF64);
+  Tensor dx_scratch = Tensor::zeros(x.shape(), DType::kF64);
+  check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
+    head.forward(*ops_, x, b);
+    // loss_backward always computes the gradient; only the analytic pass keeps it.
+    const double loss = head.loss_backward(*ops_, x, targets, 0.25, b, backward ? dx : dx_scratch);
+    return 0.25 * loss;
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, LayerGradients, ::testing::Values(Arch::kGPT2, Arch::kLlama),
+                         [](const auto& info) { return std::string(arch_name(info.param)); });
+
+}  // namespace
+}  // namespace trident::model
