@@ -1,0 +1,153 @@
+// Private helpers shared by the flash-style attention forward and backward on the CPU:
+// the checked shape, key-tile packing and the score row q . K_tile^T.
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common.hpp"
+
+namespace trident::cpu {
+
+// Keys are processed kAttnTile at a time; packed tiles are zero-padded to this width so the
+// score loops have a constant trip count (4 zmm registers of fp32, 8 of fp64).
+inline constexpr int64_t kAttnTile = 64;
+
+// q, out, dout: [B, T, NH*HS]; k, v: [B, T, NKV*HS]; lse: [B, NH, T].
+struct AttnShape {
+  int64_t B, T, NH, NKV, HS;
+  int64_t q_stride() const { return NH * HS; }
+  int64_t kv_stride() const { return NKV * HS; }
+};
+
+inline AttnShape check_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const Tensor& out, const Tensor& lse, int heads, int kv_heads) {
+  check_tensor(q, op, "q");
+  TRIDENT_CHECK(q.ndim() == 3, op, ": q ", q.shape().str(), " must be [B, T, NH*HS]");
+  TRIDENT_CHECK(heads > 0 && kv_heads > 0 && heads % kv_heads == 0, op, ": heads ", heads,
+                " must be a positive multiple of kv_heads ", kv_heads);
+  TRIDENT_CHECK(q.dim(2) % heads == 0, op, ": q width ", q.dim(2), " is not a multiple of heads ", heads);
+  const AttnShape s{q.dim(0), q.dim(1), heads, kv_heads, q.dim(2) / heads};
+  for (const Tensor* t : {&k, &v}) {
+    check_dtype(*t, q.dtype(), op, t == &k ? "k" : "v");
+    TRIDENT_CHECK(t->numel() == s.B * s.T * s.kv_stride() && last_dim(*t) == s.kv_stride(), op, ": ",
+                  t == &k ? "k " : "v ", t->shape().str(), " is not [B=", s.B, ", T=", s.T,
+                  ", NKV*HS=", s.kv_stride(), "]");
+  }
+  check_dtype(out, q.dtype(), op, "out");
+  TRIDENT_CHECK(out.shape() == q.shape(), op, ": out ", out.shape().str(), " differs from q ", q.shape().str());
+  check_dtype(lse, q.dtype(), op, "lse");
+  check_numel(lse, s.B * s.NH * s.T, op, "lse [B, NH, T]");
+  return s;
+}
+
+// dst[d * kAttnTile + j] = src[j * stride + d] for j < rows, 0 for rows <= j < kAttnTile.
+// src: rows x HS (row stride `stride`), dst: [HS, kAttnTile].
+template <typename T>
+void pack_transposed(const T* src, int64_t stride, int64_t rows, int64_t HS, T* dst) {
+  for (int64_t d = 0; d < HS; ++d) {
+    T* out = dst + d * kAttnTile;
+    for (int64_t j = 0; j < rows; ++j) out[j] = src[j * stride + d];
+    for (int64_t j = rows; j < kAttnTile; ++j) out[j] = T(0);
+  }
+}
+
+// 64-byte vectors (one zmm) through GCC/Clang vector extensions: the accumulators below must
+// live in registers, which plain arrays in auto-vectorised loops did not reliably get.
+template <typename T> struct Simd;
+template <> struct Simd<float> {
+  typedef float V __attribute__((vector_size(64)));
+};
+template <> struct Simd<double> {
+  typedef double V __attribute__((vector_size(64)));
+};
+template <typename T> inline constexpr int64_t kLanes = 64 / sizeof(T);
+template <typename T>
+inline typename Simd<T>::V vload(const T* p) {
+  typename Simd<T>::V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <typename T>
+inline void vstore(T* p, typename Simd<T>::V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// s[0:kAttnTile] = scale * x[0:HS] @ tile[HS, kAttnTile]: the score row of one query against a
+// packed key tile (or dout against a packed value tile). Two accumulator sets cover FMA latency.
+template <typename T>
+inline void row_times_tile(const T* x, const T* tile, int64_t HS, T scale, T* s) {
+  using V = typename Simd<T>::V;
+  constexpr int NV = kAttnTile / kLanes<T>;
+  V a[NV] = {}, b[NV] = {};
+  int64_t d = 0;
+  for (; d + 2 <= HS; d += 2) {
+    const T x0 = x[d], x1 = x[d + 1];
+    const T* t0 = tile + d * kAttnTile;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      a[v] += x0 * vload(t0 + v * kLanes<T>);
+      b[v] += x1 * vload(t0 + kAttnTile + v * kLanes<T>);
+    }
+  }
+  if (d < HS) {
+    const T x0 = x[d];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) a[v] += x0 * vload(tile + d * kAttnTile + v * kLanes<T>);
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) vstore(s + v * kLanes<T>, (a[v] + b[v]) * scale);
+}
+
+// NV vectors of o[0:NV*lanes] = alpha * o + sum_{j<n} p[j] * rows[j * stride + 0:NV*lanes], kept in
+// registers across j, with j unrolled by two into separate accumulators.
+template <typename T, int NV>
+inline void accumulate_block(T* o, T alpha, const T* p, const T* rows, int64_t stride, int64_t n) {
+  using V = typename Simd<T>::V;
+  V a[NV], b[NV] = {};
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) a[v] = alpha * vload(o + v * kLanes<T>);
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const T p0 = p[j], p1 = p[j + 1];
+    const T* r0 = rows + j * stride;
+    const T* r1 = r0 + stride;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      a[v] += p0 * vload(r0 + v * kLanes<T>);
+      b[v] += p1 * vload(r1 + v * kLanes<T>);
+    }
+  }
+  if (j < n) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) a[v] += p[j] * vload(rows + j * stride + v * kLanes<T>);
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) vstore(o + v * kLanes<T>, a[v] + b[v]);
+}
+
+// o[0:HS] = alpha * o + sum_{j < n} p[j] * rows[j * stride + 0:HS]: P @ V for one output row, or
+// dS @ K, or (with p a column of P^T) one row of dV. o must not overlap rows.
+template <typename T>
+inline void accumulate_rows(T* o, T alpha, const T* p, const T* rows, int64_t stride, int64_t n, int64_t HS) {
+  constexpr int64_t L = kLanes<T>;
+  int64_t d0 = 0;
+  for (; d0 + 4 * L <= HS; d0 += 4 * L) accumulate_block<T, 4>(o + d0, alpha, p, rows + d0, stride, n);
+  for (; d0 + L <= HS; d0 += L) accumulate_block<T, 1>(o + d0, alpha, p, rows + d0, stride, n);
+  if (d0 == HS) return;
+  for (int64_t d = d0; d < HS; ++d) {
+    T acc = alpha * o[d];
+    for (int64_t j = 0; j < n; ++j) acc += p[j] * rows[j * stride + d];
+    o[d] = acc;
+  }
+}
+
+// Per-thread scratch of at least n elements, reused across calls (no allocation once warm).
+template <typename T, int Slot>
+T* thread_scratch(size_t n) {
+  static thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+}  // namespace trident::cpu

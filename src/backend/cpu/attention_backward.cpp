@@ -1,0 +1,118 @@
+// Causal attention backward, flash-attention-2 style: probabilities are recomputed from lse per
+// key tile; D_t = dout_t . out_t, dS = P * (dP - D). One task per (b, kv head) owns dk, dv of
+// that kv head and dq of its query heads, so there are no races and no T x T matrix.
+#include "attention.hpp"
+#include "kernels.hpp"
+
+namespace trident::cpu {
+namespace {
+
+// Query rows whose P and dS rows are kept (transposed) to update dk, dv with register accumulators.
+constexpr int64_t kQBlock = 32;
+
+// q, out, dout, dq: [B, T, NH*HS]; k, v, dk, dv: [B, T, NKV*HS]; lse: [B, NH, T].
+template <typename T>
+void attention_backward_impl(const AttnShape& s, const T* q, const T* k, const T* v, const T* out,
+                             const T* lse, const T* dout, T* dq, T* dk, T* dv) {
+  const int64_t B = s.B, Tn = s.T, NH = s.NH, NKV = s.NKV, HS = s.HS, group = s.NH / s.NKV;
+  const int64_t qs = s.q_stride(), kvs = s.kv_stride();
+  const T scale = T(1) / std::sqrt(T(HS));
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (B * NH * Tn * Tn * HS > (int64_t(1) << 17))
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t g = 0; g < NKV; ++g) {
+      T* kt = thread_scratch<T, 0>(static_cast<size_t>(HS * kAttnTile));
+      T* vt = thread_scratch<T, 1>(static_cast<size_t>(HS * kAttnTile));
+      T* dk_acc = thread_scratch<T, 2>(static_cast<size_t>(kAttnTile * HS));
+      T* dv_acc = thread_scratch<T, 3>(static_cast<size_t>(kAttnTile * HS));
+      T* D = thread_scratch<T, 4>(static_cast<size_t>(group * Tn));
+      T* pt = thread_scratch<T, 5>(static_cast<size_t>(kAttnTile * kQBlock));   // P^T of a query block
+      T* dst = thread_scratch<T, 6>(static_cast<size_t>(kAttnTile * kQBlock));  // dS^T of a query block
+      alignas(64) T p[kAttnTile];
+      alignas(64) T ds[kAttnTile];
+      const int64_t kv_col = g * HS;
+      // D[hh, t] = dout . out for the group's query heads; dq of those heads starts at zero.
+      for (int64_t hh = 0; hh < group; ++hh) {
+        const int64_t col = (g * group + hh) * HS;
+        for (int64_t t = 0; t < Tn; ++t) {
+          const T* o = out + (b * Tn + t) * qs + col;
+          const T* dout_row = dout + (b * Tn + t) * qs + col;
+          T sum = 0;
+#pragma omp simd reduction(+ : sum)
+          for (int64_t d = 0; d < HS; ++d) sum += o[d] * dout_row[d];
+          D[hh * Tn + t] = sum;
+          std::fill(dq + (b * Tn + t) * qs + col, dq + (b * Tn + t) * qs + col + HS, T(0));
+        }
+      }
+      for (int64_t j0 = 0; j0 < Tn; j0 += kAttnTile) {
+        const int64_t nj = std::min(kAttnTile, Tn - j0);
+        const T* k_tile = k + (b * Tn + j0) * kvs + kv_col;
+        pack_transposed(k_tile, kvs, nj, HS, kt);
+        pack_transposed(v + (b * Tn + j0) * kvs + kv_col, kvs, nj, HS, vt);
+        std::fill(dk_acc, dk_acc + nj * HS, T(0));
+        std::fill(dv_acc, dv_acc + nj * HS, T(0));
+        for (int64_t hh = 0; hh < group; ++hh) {
+          const int64_t h = g * group + hh;
+          const T* lse_h = lse + (b * NH + h) * Tn;
+          // queries that see some key of this tile, kQBlock rows at a time
+          for (int64_t t0 = j0; t0 < Tn; t0 += kQBlock) {
+            const int64_t nb = std::min(kQBlock, Tn - t0);
+            const T* q_blk = q + (b * Tn + t0) * qs + h * HS;
+            const T* do_blk = dout + (b * Tn + t0) * qs + h * HS;
+            for (int64_t i = 0; i < nb; ++i) {
+              const int64_t t = t0 + i, valid = std::min(nj, t - j0 + 1);
+              // p = exp(scale q.k - lse); dp = dout.v; ds = p (dp - D) * scale
+              row_times_tile(q_blk + i * qs, kt, HS, scale, p);
+              row_times_tile(do_blk + i * qs, vt, HS, T(1), ds);
+              const T lse_t = lse_h[t], D_t = D[hh * Tn + t];
+#pragma omp simd
+              for (int64_t j = 0; j < kAttnTile; ++j) {
+                p[j] = j < valid ? exp_t<T>(p[j] - lse_t) : T(0);
+                ds[j] = p[j] * (ds[j] - D_t) * scale;
+              }
+              for (int64_t j = 0; j < nj; ++j) {
+                pt[j * kQBlock + i] = p[j];
+                dst[j * kQBlock + i] = ds[j];
+              }
+              accumulate_rows(dq + (b * Tn + t) * qs + h * HS, T(1), ds, k_tile, kvs, valid, HS);  // dq += dS K
+            }
+            // dv[j] += sum_i P[i, j] dout[i]; dk[j] += sum_i dS[i, j] q[i], from the first query that sees j
+            for (int64_t j = 0; j < std::min(nj, t0 + nb - j0); ++j) {
+              const int64_t i0 = std::max<int64_t>(0, j0 + j - t0);
+              accumulate_rows(dv_acc + j * HS, T(1), pt + j * kQBlock + i0, do_blk + i0 * qs, qs, nb - i0, HS);
+              accumulate_rows(dk_acc + j * HS, T(1), dst + j * kQBlock + i0, q_blk + i0 * qs, qs, nb - i0, HS);
+            }
+          }
+        }
+        for (int64_t j = 0; j < nj; ++j) {
+          T* dk_out = dk + (b * Tn + j0 + j) * kvs + kv_col;
+          T* dv_out = dv + (b * Tn + j0 + j) * kvs + kv_col;
+          std::copy(dk_acc + j * HS, dk_acc + (j + 1) * HS, dk_out);
+          std::copy(dv_acc + j * HS, dv_acc + (j + 1) * HS, dv_out);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, int heads, int kv_heads, Tensor& dq, Tensor& dk, Tensor& dv) {
+  constexpr const char* op = "attention_backward";
+  const AttnShape s = check_attention(op, q, k, v, out, lse, heads, kv_heads);
+  check_dtype(dout, q.dtype(), op, "dout");
+  TRIDENT_CHECK(dout.shape() == q.shape(), op, ": dout ", dout.shape().str(), " differs from q ", q.shape().str());
+  check_dtype(dq, q.dtype(), op, "dq");
+  TRIDENT_CHECK(dq.shape() == q.shape(), op, ": dq ", dq.shape().str(), " differs from q ", q.shape().str());
+  check_dtype(dk, q.dtype(), op, "dk");
+  check_numel(dk, k.numel(), op, "dk");
+  check_dtype(dv, q.dtype(), op, "dv");
+  check_numel(dv, v.numel(), op, "dv");
+  dispatch_float(q.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    attention_backward_impl<T>(s, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<T>(),
+                               dout.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>());
+  });
+}
+
+}  // namespace trident::cpu

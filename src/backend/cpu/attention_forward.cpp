@@ -1,0 +1,76 @@
+// Causal attention forward, flash style: per (b, h, query tile) stream over key tiles up to the
+// diagonal with an online softmax; no T x T matrix. GQA: query head h reads kv head h/(NH/NKV).
+#include "attention.hpp"
+#include "kernels.hpp"
+
+namespace trident::cpu {
+namespace {
+
+// q: [B, T, NH*HS]; k, v: [B, T, NKV*HS]; out: [B, T, NH*HS]; lse: [B, NH, T].
+template <typename T>
+void attention_forward_impl(const AttnShape& s, const T* q, const T* k, const T* v, T* out, T* lse) {
+  const int64_t B = s.B, Tn = s.T, NH = s.NH, HS = s.HS, group = s.NH / s.NKV;
+  const int64_t qs = s.q_stride(), kvs = s.kv_stride();
+  const int64_t q_tiles = (Tn + kAttnTile - 1) / kAttnTile;
+  const T scale = T(1) / std::sqrt(T(HS));
+#pragma omp parallel for collapse(3) schedule(dynamic, 1) if (B * NH * Tn * Tn * HS > (int64_t(1) << 18))
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < NH; ++h) {
+      for (int64_t qt = 0; qt < q_tiles; ++qt) {
+        T* kt = thread_scratch<T, 0>(static_cast<size_t>(HS * kAttnTile));
+        T* acc = thread_scratch<T, 1>(static_cast<size_t>(kAttnTile * HS));
+        T m[kAttnTile], l[kAttnTile];
+        alignas(64) T p[kAttnTile];
+        const int64_t i0 = qt * kAttnTile, ni = std::min(kAttnTile, Tn - i0);
+        const int64_t kv_col = (h / group) * HS;
+        for (int64_t i = 0; i < ni; ++i) {
+          m[i] = -INFINITY;
+          l[i] = T(0);
+        }
+        std::fill(acc, acc + ni * HS, T(0));
+        for (int64_t j0 = 0; j0 < i0 + ni; j0 += kAttnTile) {
+          const int64_t nj = std::min(kAttnTile, i0 + ni - j0);
+          pack_transposed(k + (b * Tn + j0) * kvs + kv_col, kvs, nj, HS, kt);
+          for (int64_t i = 0; i < ni; ++i) {
+            const int64_t t = i0 + i, valid = std::min(nj, t - j0 + 1);  // keys j0 .. t
+            row_times_tile(q + (b * Tn + t) * qs + h * HS, kt, HS, scale, p);
+            T row_max = m[i];
+#pragma omp simd reduction(max : row_max)
+            for (int64_t j = 0; j < kAttnTile; ++j) row_max = j < valid && p[j] > row_max ? p[j] : row_max;
+            const T alpha = m[i] == -INFINITY ? T(0) : exp_t<T>(m[i] - row_max);
+            T sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t j = 0; j < kAttnTile; ++j) {
+              p[j] = j < valid ? exp_t<T>(p[j] - row_max) : T(0);
+              sum += p[j];
+            }
+            m[i] = row_max;
+            l[i] = l[i] * alpha + sum;
+            accumulate_rows(acc + i * HS, alpha, p, v + (b * Tn + j0) * kvs + kv_col, kvs, valid, HS);
+          }
+        }
+        for (int64_t i = 0; i < ni; ++i) {
+          const int64_t t = i0 + i;
+          const T inv = T(1) / l[i];
+          T* orow = out + (b * Tn + t) * qs + h * HS;
+#pragma omp simd
+          for (int64_t d = 0; d < HS; ++d) orow[d] = acc[i * HS + d] * inv;
+          lse[(b * NH + h) * Tn + t] = m[i] + std::log(l[i]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads, Tensor& out,
+                       Tensor& lse) {
+  const AttnShape s = check_attention("attention_forward", q, k, v, out, lse, heads, kv_heads);
+  dispatch_float(q.dtype(), "attention_forward", [&](auto tag) {
+    using T = decltype(tag);
+    attention_forward_impl<T>(s, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<T>());
+  });
+}
+
+}  // namespace trident::cpu

@@ -1,0 +1,85 @@
+// Private helpers of the CPU backend: dtype dispatch, argument checks, parallel thresholds and
+// a vectorisable fp32 exp (glibc's expf does not vectorise without -ffast-math).
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "trident/core/tensor.hpp"
+
+namespace trident::cpu {
+
+// Elementwise loops smaller than this run on one thread (a parallel region costs a few us).
+inline constexpr int64_t kParallelElems = int64_t(1) << 15;
+// Column block of the race-free reductions over rows (dw, db, dbias, dwte): each thread owns
+// whole blocks of columns and walks all rows, so results do not depend on the thread count.
+inline constexpr int64_t kColBlock = 64;
+
+// Calls f(float{}) or f(double{}) for a float dtype; anything else is an error naming op.
+template <typename F>
+void dispatch_float(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kF32: f(float{}); return;
+    case DType::kF64: f(double{}); return;
+    default:
+      TRIDENT_CHECK(false, op, ": dtype ", dtype_name(dtype), " is not supported by the cpu backend (fp32, fp64)");
+  }
+}
+
+inline void check_tensor(const Tensor& t, const char* op, const char* name) {
+  TRIDENT_CHECK(t.defined(), op, ": ", name, " is undefined");
+  TRIDENT_CHECK(t.device() == Device::kCPU, op, ": ", name, " is not on the cpu");
+}
+
+inline void check_dtype(const Tensor& t, DType dtype, const char* op, const char* name) {
+  check_tensor(t, op, name);
+  TRIDENT_CHECK(t.dtype() == dtype, op, ": ", name, " is ", dtype_name(t.dtype()), ", expected ",
+                dtype_name(dtype));
+}
+
+inline void check_numel(const Tensor& t, int64_t numel, const char* op, const char* name) {
+  TRIDENT_CHECK(t.numel() == numel, op, ": ", name, " ", t.shape().str(), " has ", t.numel(),
+                " elements, expected ", numel);
+}
+
+// Last dimension of a tensor seen as 2-D [rows, last].
+inline int64_t last_dim(const Tensor& t) { return t.ndim() == 0 ? 1 : t.dim(-1); }
+inline int64_t rows_of(const Tensor& t) {
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < t.ndim(); ++i) rows *= t.dim(i);
+  return rows;
+}
+
+// Checks that every id in ids (int32, n elements) lies in [0, limit). Run before a parallel
+// region: an exception must not leave an OpenMP region.
+void check_ids(const Tensor& ids, int64_t limit, const char* op, const char* name);
+
+// exp(x) in fp32 to ~2 ulp (Cephes expf: 2^n * poly(r), |r| <= ln2/2); 0 below -87.3, inputs
+// above 88 are clamped. Branch-free, so `#pragma omp simd` loops calling it vectorise.
+inline float exp_fast(float x) {
+  const float xc = std::min(std::max(x, -87.3f), 88.0f);
+  // round to nearest by adding 1.5 * 2^23 (std::floor/rint block vectorisation without -ffast-math)
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  return x < -87.3f ? 0.0f : p * scale;
+}
+
+template <typename T> inline T exp_t(T x) { return std::exp(x); }
+template <> inline float exp_t<float>(float x) { return exp_fast(x); }
+
+// 1 / (1 + exp(-x)), accurate in relative terms on both tails.
+template <typename T> inline T sigmoid_t(T x) { return T(1) / (T(1) + exp_t<T>(-x)); }
+
+}  // namespace trident::cpu

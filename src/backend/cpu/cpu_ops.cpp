@@ -1,0 +1,131 @@
+// CpuOps: the Ops interface on the host. Each method checks nothing itself and forwards to the
+// kernel of its file (kernels.hpp); the object owns the only state (rope table, peak cache).
+#include "trident/backend/cpu_ops.hpp"
+
+#include <omp.h>
+
+#include <optional>
+
+#include "common.hpp"
+#include "kernels.hpp"
+
+namespace trident {
+namespace {
+
+class CpuOps final : public Ops {
+ public:
+  Device device() const override { return Device::kCPU; }
+  std::string name() const override { return "cpu"; }
+
+  double peak_flops(DType dtype) override {
+    if (dtype == DType::kF64) {
+      if (!peak_f64_) peak_f64_ = cpu::measure_peak_fma_flops(DType::kF64);
+      return *peak_f64_;
+    }
+    if (!peak_f32_) peak_f32_ = cpu::measure_peak_fma_flops(DType::kF32);
+    // bf16 dot products (vdpbf16ps) do twice the fp32 work per instruction.
+    if (dtype == DType::kBF16 && cpu::cpu_has_avx512_bf16()) return 2.0 * *peak_f32_;
+    return *peak_f32_;
+  }
+
+  Tensor zeros(Shape shape, DType dtype) override { return Tensor::zeros(shape, dtype); }
+  void copy(const Tensor& src, Tensor& dst) override { cpu::copy(src, dst); }
+  void fill(Tensor& x, double value) override { cpu::fill(x, value); }
+
+  void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+            Tensor& c) override {
+    cpu::gemm(trans_a, trans_b, alpha, a, b, beta, c);
+  }
+
+  void add_bias(Tensor& y, const Tensor& bias) override { cpu::add_bias(y, bias); }
+  void bias_backward(const Tensor& dy, Tensor& dbias) override { cpu::bias_backward(dy, dbias); }
+  void add(const Tensor& a, const Tensor& b, Tensor& out) override { cpu::add(a, b, out); }
+  void scale(Tensor& x, double s) override { cpu::scale(x, s); }
+  double sum_squares(const Tensor& x) override { return cpu::sum_squares(x); }
+
+  void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
+                         Tensor& out) override {
+    cpu::embedding_forward(tokens, positions, wte, wpe, out);
+  }
+  void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, Tensor& dwte,
+                          Tensor& dwpe) override {
+    cpu::embedding_backward(tokens, positions, dout, dwte, dwpe);
+  }
+
+  void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y,
+                         Tensor& mean, Tensor& rstd) override {
+    cpu::layernorm_forward(x, w, b, eps, y, mean, rstd);
+  }
+  void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                          const Tensor& rstd, Tensor& dx, Tensor& dw, Tensor& db) override {
+    cpu::layernorm_backward(dy, x, w, mean, rstd, dx, dw, db);
+  }
+  void rmsnorm_forward(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override {
+    cpu::rmsnorm_forward(x, w, eps, y, rstd);
+  }
+  void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd, Tensor& dx,
+                        Tensor& dw) override {
+    cpu::rmsnorm_backward(dy, x, w, rstd, dx, dw);
+  }
+
+  void gelu_forward(const Tensor& x, Tensor& y) override { cpu::gelu_forward(x, y); }
+  void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override { cpu::gelu_backward(x, dy, dx); }
+  void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y) override {
+    cpu::swiglu_forward(gate, up, y);
+  }
+  void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate,
+                       Tensor& dup) override {
+    cpu::swiglu_backward(gate, up, dy, dgate, dup);
+  }
+
+  void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) override {
+    cpu::rope(x, positions, head_size, theta, /*inverse=*/false, rope_table_);
+  }
+  void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) override {
+    cpu::rope(dx, positions, head_size, theta, /*inverse=*/true, rope_table_);
+  }
+
+  void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
+                         Tensor& out, Tensor& lse) override {
+    cpu::attention_forward(q, k, v, heads, kv_heads, out, lse);
+  }
+  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                          const Tensor& lse, const Tensor& dout, int heads, int kv_heads, Tensor& dq,
+                          Tensor& dk, Tensor& dv) override {
+    cpu::attention_backward(q, k, v, out, lse, dout, heads, kv_heads, dq, dk, dv);
+  }
+
+  void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,
+                                      Tensor& losses, Tensor& dlogits) override {
+    cpu::cross_entropy_forward_backward(logits, targets, grad_scale, losses, dlogits);
+  }
+
+  void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+             const AdamWArgs& args) override {
+    cpu::adamw(param, grad, exp_avg, exp_avg_sq, args);
+  }
+
+ private:
+  cpu::RopeTable rope_table_;
+  std::optional<double> peak_f32_, peak_f64_;
+};
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cpu_ops(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+  return std::make_unique<CpuOps>();
+}
+
+namespace cpu {
+
+void check_ids(const Tensor& ids, int64_t limit, const char* op, const char* name) {
+  check_dtype(ids, DType::kI32, op, name);
+  const int32_t* p = ids.data<int32_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    TRIDENT_CHECK(p[i] >= 0 && p[i] < limit, op, ": ", name, "[", i, "] = ", p[i], " is outside [0, ", limit,
+                  ")");
+}
+
+}  // namespace cpu
+}  // namespace trident

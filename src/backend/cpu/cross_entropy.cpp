@@ -1,0 +1,60 @@
+// Fused softmax + cross-entropy forward and backward over the vocabulary, one row per task.
+// logits, dlogits: [N, V] (may alias); targets: [N] int32 (< 0: ignored); losses: [N].
+#include "common.hpp"
+#include "kernels.hpp"
+
+namespace trident::cpu {
+
+// losses[n] = lse(logits[n]) - logits[n, t]; dlogits[n] = grad_scale * (softmax(logits[n]) - onehot(t)).
+void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,
+                                    Tensor& losses, Tensor& dlogits) {
+  constexpr const char* op = "cross_entropy_forward_backward";
+  check_tensor(logits, op, "logits");
+  const int64_t V = last_dim(logits), N = rows_of(logits);
+  check_dtype(targets, DType::kI32, op, "targets");
+  check_numel(targets, N, op, "targets");
+  check_dtype(losses, logits.dtype(), op, "losses");
+  check_numel(losses, N, op, "losses");
+  check_dtype(dlogits, logits.dtype(), op, "dlogits");
+  check_numel(dlogits, N * V, op, "dlogits");
+  const int32_t* tgt = targets.data<int32_t>();
+  for (int64_t n = 0; n < N; ++n)
+    TRIDENT_CHECK(tgt[n] < V, op, ": targets[", n, "] = ", tgt[n], " is not below the vocabulary size ", V);
+  dispatch_float(logits.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* pl = logits.data<T>();
+    T* pd = dlogits.data<T>();  // may be pl: each element is read before it is written
+    T* ploss = losses.data<T>();
+    const T gs = T(grad_scale);
+#pragma omp parallel for if (N * V > kParallelElems) schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const T* x = pl + n * V;
+      T* dx = pd + n * V;
+      const int32_t t = tgt[n];
+      if (t < 0) {
+        ploss[n] = T(0);
+#pragma omp simd
+        for (int64_t j = 0; j < V; ++j) dx[j] = T(0);
+        continue;
+      }
+      T mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+      for (int64_t j = 0; j < V; ++j) mx = x[j] > mx ? x[j] : mx;  // not std::max: its reference blocks vectorisation
+      const T x_target = x[t];  // read before dx (maybe x) is overwritten
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < V; ++j) {  // one exp per logit: keep exp(x - max) in dx (row fits in L2)
+        const T e = exp_t<T>(x[j] - mx);
+        dx[j] = e;
+        sum += e;
+      }
+      ploss[n] = mx + std::log(sum) - x_target;
+      const T f = gs / sum;
+#pragma omp simd
+      for (int64_t j = 0; j < V; ++j) dx[j] *= f;
+      dx[t] -= gs;
+    }
+  });
+}
+
+}  // namespace trident::cpu

@@ -1,0 +1,95 @@
+// Token (+ learned position) embedding lookup and its backward.
+// tokens, positions: [N] int32; wte: [V, C]; wpe: [P, C] (optional); out, dout: [N, C].
+#include "common.hpp"
+#include "kernels.hpp"
+
+namespace trident::cpu {
+namespace {
+
+struct EmbeddingShape {
+  int64_t N, C, V, P;
+};
+
+// Checks ids, table and activation shapes; returns the sizes. P = 0 when table2 is undefined.
+EmbeddingShape check_embedding(const char* op, const Tensor& tokens, const Tensor& positions,
+                               const Tensor& table, const Tensor& table2, const Tensor& act) {
+  check_tensor(table, op, "wte");
+  check_dtype(act, table.dtype(), op, "activations");
+  const int64_t N = tokens.numel(), C = last_dim(table), V = rows_of(table);
+  check_numel(act, N * C, op, "activations");
+  TRIDENT_CHECK(N == 0 || last_dim(act) == C, op, ": activations ", act.shape().str(), " do not end in C=", C);
+  check_ids(tokens, V, op, "tokens");
+  int64_t P = 0;
+  if (table2.defined()) {
+    check_dtype(table2, table.dtype(), op, "wpe");
+    TRIDENT_CHECK(last_dim(table2) == C, op, ": wpe ", table2.shape().str(), " does not end in C=", C);
+    P = rows_of(table2);
+    check_numel(positions, N, op, "positions");
+    check_ids(positions, P, op, "positions");
+  }
+  return {N, C, V, P};
+}
+
+}  // namespace
+
+// out[n, :] = wte[tokens[n], :] + wpe[positions[n], :]
+void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
+                       Tensor& out) {
+  const auto s = check_embedding("embedding_forward", tokens, positions, wte, wpe, out);
+  dispatch_float(wte.dtype(), "embedding_forward", [&](auto tag) {
+    using T = decltype(tag);
+    const int32_t* tok = tokens.data<int32_t>();
+    const int32_t* pos = s.P ? positions.data<int32_t>() : nullptr;
+    const T* pte = wte.data<T>();
+    const T* ppe = s.P ? wpe.data<T>() : nullptr;
+    T* po = out.data<T>();
+    const int64_t C = s.C;
+#pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
+    for (int64_t n = 0; n < s.N; ++n) {
+      const T* te = pte + int64_t(tok[n]) * C;
+      T* o = po + n * C;
+      if (ppe) {
+        const T* pe = ppe + int64_t(pos[n]) * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) o[c] = te[c] + pe[c];
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) o[c] = te[c];
+      }
+    }
+  });
+}
+
+// dwte[tokens[n], :] += dout[n, :]; dwpe[positions[n], :] += dout[n, :]. Tokens repeat, so
+// threads split the channels (blocks of kColBlock) and each walks all rows: no races, and
+// the sum order is the row order whatever the thread count.
+void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, Tensor& dwte,
+                        Tensor& dwpe) {
+  const auto s = check_embedding("embedding_backward", tokens, positions, dwte, dwpe, dout);
+  dispatch_float(dwte.dtype(), "embedding_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int32_t* tok = tokens.data<int32_t>();
+    const int32_t* pos = s.P ? positions.data<int32_t>() : nullptr;
+    const T* pd = dout.data<T>();
+    T* pte = dwte.data<T>();
+    T* ppe = s.P ? dwpe.data<T>() : nullptr;
+    const int64_t C = s.C, blocks = (C + kColBlock - 1) / kColBlock;
+#pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t c0 = blk * kColBlock, width = std::min(kColBlock, C - c0);
+      for (int64_t n = 0; n < s.N; ++n) {
+        const T* d = pd + n * C + c0;
+        T* te = pte + int64_t(tok[n]) * C + c0;
+#pragma omp simd
+        for (int64_t c = 0; c < width; ++c) te[c] += d[c];
+        if (ppe) {
+          T* pe = ppe + int64_t(pos[n]) * C + c0;
+#pragma omp simd
+          for (int64_t c = 0; c < width; ++c) pe[c] += d[c];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace trident::cpu

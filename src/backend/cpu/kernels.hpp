@@ -1,0 +1,78 @@
+// Declarations of the CPU kernels behind CpuOps, one group per source file. Each takes
+// Tensors, checks dtypes and shapes, and dispatches to a template over float/double.
+#pragma once
+#include <vector>
+
+#include "trident/backend/ops.hpp"
+#include "trident/core/tensor.hpp"
+
+namespace trident::cpu {
+
+// gemm.cpp
+void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta, Tensor& c);
+
+// elementwise.cpp
+void copy(const Tensor& src, Tensor& dst);
+void fill(Tensor& x, double value);
+void add_bias(Tensor& y, const Tensor& bias);
+void bias_backward(const Tensor& dy, Tensor& dbias);
+void add(const Tensor& a, const Tensor& b, Tensor& out);
+void scale(Tensor& x, double s);
+double sum_squares(const Tensor& x);
+
+// embedding.cpp
+void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
+                       Tensor& out);
+void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, Tensor& dwte,
+                        Tensor& dwpe);
+
+// norm.cpp
+void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y, Tensor& mean,
+                       Tensor& rstd);
+void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                        const Tensor& rstd, Tensor& dx, Tensor& dw, Tensor& db);
+void rmsnorm_forward(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd);
+void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd, Tensor& dx,
+                      Tensor& dw);
+
+// activation.cpp
+void gelu_forward(const Tensor& x, Tensor& y);
+void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y);
+void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup);
+
+// rope.cpp: cos/sin of pos * theta^(-2i/HS) for pos < positions(), i < HS/2, computed in
+// double once and grown on demand (owned by the CpuOps object, not global).
+class RopeTable {
+ public:
+  // Makes the table cover positions [0, max_pos] for (head_size, theta).
+  void ensure(int head_size, double theta, int64_t max_pos);
+  const double* cos_row(int64_t pos) const { return cos_.data() + pos * half_; }
+  const double* sin_row(int64_t pos) const { return sin_.data() + pos * half_; }
+
+ private:
+  int half_ = 0;
+  double theta_ = 0;
+  int64_t positions_ = 0;
+  std::vector<double> cos_, sin_;
+};
+void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool inverse, RopeTable& table);
+
+// attention_forward.cpp, attention_backward.cpp
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads, Tensor& out,
+                       Tensor& lse);
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, int heads, int kv_heads, Tensor& dq, Tensor& dk, Tensor& dv);
+
+// cross_entropy.cpp
+void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,
+                                    Tensor& losses, Tensor& dlogits);
+
+// adamw.cpp
+void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const Ops::AdamWArgs& args);
+
+// peak.cpp: FLOP/s of a register-only FMA loop on all OpenMP threads for ~40 ms.
+double measure_peak_fma_flops(DType dtype);
+bool cpu_has_avx512_bf16();
+
+}  // namespace trident::cpu

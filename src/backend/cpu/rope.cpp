@@ -1,0 +1,73 @@
+// Rotary position embedding (rotate-half pairing (i, i + HS/2) as in Llama), in place.
+// x: [N, H*HS]; positions: [N] int32; angle(n, i) = positions[n] * theta^(-2i/HS), i < HS/2.
+#include <limits>
+
+#include "common.hpp"
+#include "kernels.hpp"
+
+namespace trident::cpu {
+
+void RopeTable::ensure(int head_size, double theta, int64_t max_pos) {
+  const int half = head_size / 2;
+  if (half != half_ || theta != theta_) {
+    half_ = half;
+    theta_ = theta;
+    positions_ = 0;
+    cos_.clear();
+    sin_.clear();
+  }
+  if (max_pos < positions_) return;
+  // Grow to at least double, so a slowly increasing max position rebuilds rarely.
+  const int64_t grown = std::max<int64_t>(max_pos + 1, 2 * positions_);
+  cos_.resize(static_cast<size_t>(grown * half));
+  sin_.resize(static_cast<size_t>(grown * half));
+  for (int64_t p = positions_; p < grown; ++p) {
+    for (int i = 0; i < half; ++i) {
+      const double angle = double(p) * std::pow(theta, -2.0 * i / head_size);
+      cos_[p * half + i] = std::cos(angle);
+      sin_[p * half + i] = std::sin(angle);
+    }
+  }
+  positions_ = grown;
+}
+
+// forward: x1' = x1 cos - x2 sin, x2' = x2 cos + x1 sin (x1 = x[i], x2 = x[i + HS/2] of a head);
+// inverse (backward, the transpose of the rotation): g1' = g1 cos + g2 sin, g2' = g2 cos - g1 sin.
+void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool inverse, RopeTable& table) {
+  const char* op = inverse ? "rope_backward" : "rope_forward";
+  check_tensor(x, op, "x");
+  TRIDENT_CHECK(head_size > 0 && head_size % 2 == 0, op, ": head_size ", head_size, " must be positive and even");
+  const int64_t width = last_dim(x), N = rows_of(x);
+  TRIDENT_CHECK(width % head_size == 0, op, ": x ", x.shape().str(), " last dim is not a multiple of head_size ",
+                head_size);
+  check_numel(positions, N, op, "positions");
+  check_ids(positions, std::numeric_limits<int32_t>::max(), op, "positions");
+  const int32_t* pos = positions.data<int32_t>();
+  int64_t max_pos = 0;
+  for (int64_t n = 0; n < N; ++n) max_pos = std::max<int64_t>(max_pos, pos[n]);
+  table.ensure(head_size, theta, max_pos);
+  const int64_t H = width / head_size, half = head_size / 2;
+  dispatch_float(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    T* px = x.data<T>();
+    const T sign = inverse ? T(-1) : T(1);
+#pragma omp parallel for if (N * width > kParallelElems) schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const double* cs = table.cos_row(pos[n]);
+      const double* sn = table.sin_row(pos[n]);
+      for (int64_t h = 0; h < H; ++h) {
+        T* x1 = px + n * width + h * head_size;
+        T* x2 = x1 + half;
+#pragma omp simd
+        for (int64_t i = 0; i < half; ++i) {
+          const T c = T(cs[i]), s = sign * T(sn[i]);
+          const T a = x1[i], b = x2[i];
+          x1[i] = a * c - b * s;
+          x2[i] = b * c + a * s;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace trident::cpu

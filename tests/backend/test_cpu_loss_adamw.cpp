@@ -1,0 +1,76 @@
+// Tests of the CPU fused softmax cross-entropy (ignored targets, aliasing, checks) and of the
+// AdamW step against PyTorch's formula evaluated in double over several steps.
+#include "test_cpu_util.hpp"
+
+namespace trident::test {
+namespace {
+
+template <typename T>
+class CpuLossAdamwTest : public CpuOpsTyped<T> {};
+TYPED_TEST_SUITE(CpuLossAdamwTest, FloatTypes);
+
+TYPED_TEST(CpuLossAdamwTest, CrossEntropyWithIgnoredTargetsAndAliasing) {
+  using T = TypeParam;
+  constexpr DType dt = DTypeOf<T>::value;
+  for (int64_t V : {1, 13, 67, 5000}) {
+    for (bool alias : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "V=" << V << " alias=" << alias);
+      const int64_t N = 6;
+      const double grad_scale = 0.125;
+      std::vector<int32_t> tgt = {0, -1, static_cast<int32_t>(V - 1), static_cast<int32_t>(V / 2), -100, 0};
+      Tensor logits = randn<T>(Shape{2, 3, V}, 81, 4.0), losses = this->ops_->zeros(Shape{N}, dt);
+      logits.data<T>()[2 * V + V - 1] = T(30);  // a confident row
+      const Vec vl = to_vec(logits);
+      Vec want_loss(N), want_d(vl.size(), 0.0);
+      for (int64_t n = 0; n < N; ++n) {
+        if (tgt[n] < 0) continue;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < V; ++j) mx = std::max(mx, vl[n * V + j]);
+        for (int64_t j = 0; j < V; ++j) sum += std::exp(vl[n * V + j] - mx);
+        want_loss[n] = mx + std::log(sum) - vl[n * V + tgt[n]];
+        for (int64_t j = 0; j < V; ++j)
+          want_d[n * V + j] = grad_scale * (std::exp(vl[n * V + j] - mx) / sum - (j == tgt[n]));
+      }
+      Tensor dlogits = alias ? logits : randn<T>(Shape{2, 3, V}, 82);
+      this->ops_->cross_entropy_forward_backward(logits, i32_tensor(tgt), grad_scale, losses, dlogits);
+      EXPECT_CLOSE(losses, want_loss, T, 1);
+      EXPECT_CLOSE(dlogits, want_d, T, 1);
+    }
+  }
+}
+
+TEST_F(CpuOpsTest, CrossEntropyRejectsTargetsOutsideTheVocabulary) {
+  Tensor logits = Tensor::zeros(Shape{2, 7}, DType::kF32), losses = Tensor::zeros(Shape{2}, DType::kF32);
+  EXPECT_THROW(ops_->cross_entropy_forward_backward(logits, i32_tensor({0, 7}), 1.0, losses, logits), Error);
+  EXPECT_THROW(ops_->cross_entropy_forward_backward(logits, i32_tensor({0}), 1.0, losses, logits), Error);
+}
+
+TYPED_TEST(CpuLossAdamwTest, AdamWMatchesPyTorchFormulaOverSteps) {
+  using T = TypeParam;
+  const int64_t n = 50001;  // above the parallel threshold, odd
+  Tensor p = randn<T>(Shape{n}, 91), m = this->ops_->zeros(Shape{n}, DTypeOf<T>::value),
+         v = this->ops_->zeros(Shape{n}, DTypeOf<T>::value);
+  Vec rp = to_vec(p), rm(n, 0.0), rv(n, 0.0);
+  Ops::AdamWArgs args{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .step = 0,
+                      .grad_scale = 0.5};
+  for (long step = 1; step <= 4; ++step) {
+    Tensor g = randn<T>(Shape{n}, 100 + step, 3.0);
+    const Vec vg = to_vec(g);
+    args.step = step;
+    const double bc1 = 1 - std::pow(args.beta1, step), bc2 = 1 - std::pow(args.beta2, step);
+    for (int64_t i = 0; i < n; ++i) {
+      const double gi = vg[i] * args.grad_scale;
+      rp[i] *= 1 - args.lr * args.weight_decay;
+      rm[i] = args.beta1 * rm[i] + (1 - args.beta1) * gi;
+      rv[i] = args.beta2 * rv[i] + (1 - args.beta2) * gi * gi;
+      rp[i] -= args.lr / bc1 * rm[i] / (std::sqrt(rv[i]) / std::sqrt(bc2) + args.eps);
+    }
+    this->ops_->adamw(p, g, m, v, args);
+  }
+  EXPECT_CLOSE(p, rp, T, 1);
+  EXPECT_CLOSE(m, rm, T, 1);
+  EXPECT_CLOSE(v, rv, T, 1);
+}
+
+}  // namespace
+}  // namespace trident::test
