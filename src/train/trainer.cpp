@@ -76,7 +76,8 @@ StepResult Trainer::run() {
   for (int64_t step = 0; step < cfg_.train.steps; ++step) {
     last = train_step(step);
     elapsed_ += last.seconds;
-    if ((step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps) log_step(step, last);
+    // The first step is always logged: it shows the starting loss (about ln(vocab)).
+    if (step == 0 || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps) log_step(step, last);
   }
   return last;
 }
