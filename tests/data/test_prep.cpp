@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "trident/core/error.hpp"
+#include "temp_dir.hpp"
 #include "trident/data/byte_tokenizer.hpp"
 #include "trident/data/prep.hpp"
 #include "trident/data/shard_format.hpp"
@@ -16,15 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/trident_test_prep_XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& leaf) const { return (path / leaf).string(); }
-};
+using testing::TempDir;
 
 std::string write_file(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::binary) << content;

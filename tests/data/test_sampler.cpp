@@ -8,6 +8,7 @@
 #include <set>
 
 #include "trident/core/error.hpp"
+#include "temp_dir.hpp"
 #include "trident/data/sampler.hpp"
 
 namespace trident::data {
@@ -15,15 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/trident_test_sampler_XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& leaf) const { return (path / leaf).string(); }
-};
+using testing::TempDir;
 
 constexpr int64_t kT = 16;  // seq_len
 constexpr int64_t kW = 24;  // windows in the test shard

@@ -10,6 +10,7 @@
 #include <initializer_list>
 
 #include "trident/core/error.hpp"
+#include "temp_dir.hpp"
 #include "trident/data/shard_format.hpp"
 
 namespace trident::data {
@@ -17,15 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/trident_test_shard_XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& leaf) const { return (path / leaf).string(); }
-};
+using testing::TempDir;
 
 struct Doc {
   std::vector<uint32_t> tokens;
