@@ -53,7 +53,7 @@ int run_train(int argc, char** argv) {
   try {
     const int threads = compute_threads(cfg.train.threads);
     std::unique_ptr<Ops> ops = make_cpu_ops(threads);
-    dist::Topology topology(cfg.layout);
+    dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
     const std::string grid = topology.describe();
     log.info(grid);
     log.info("threads per rank: ", threads);

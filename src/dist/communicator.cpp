@@ -1,12 +1,77 @@
-// Blocking MPI collectives with byte and time accounting.
+// MPI collectives and point-to-point, blocking and non-blocking, with byte and time accounting.
 #include "trident/dist/communicator.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 #include "trident/dist/mpi_session.hpp"
 
 namespace trident::dist {
+
+namespace {
+
+MPI_Datatype mpi_float_type(const Tensor& x, const char* op) {
+  TRIDENT_CHECK(x.device() == Device::kCPU, op, ": MPI needs host memory");
+  TRIDENT_CHECK(x.dtype() == DType::kF32 || x.dtype() == DType::kF64, op, " of ", dtype_name(x.dtype()),
+                " (fp32 or fp64 expected)");
+  return x.dtype() == DType::kF64 ? MPI_DOUBLE : MPI_FLOAT;
+}
+
+int checked_count(int64_t n, const char* op) {
+  TRIDENT_CHECK(n >= 0 && n <= INT32_MAX, op, ": ", n, " elements do not fit one MPI call");
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+const char* comm_op_name(CommOp op) {
+  switch (op) {
+    case CommOp::kAllReduce: return "all_reduce";
+    case CommOp::kReduceScatter: return "reduce_scatter";
+    case CommOp::kAllGather: return "all_gather";
+    case CommOp::kBroadcast: return "broadcast";
+    case CommOp::kPointToPoint: return "send_recv";
+    case CommOp::kCount: break;
+  }
+  return "?";
+}
+
+// --- CommRequest --------------------------------------------------------------------------
+
+CommRequest::~CommRequest() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && pending()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+}
+
+CommRequest::CommRequest(CommRequest&& o) noexcept
+    : owner_(o.owner_), op_(o.op_), requests_(std::exchange(o.requests_, {})) {}
+
+CommRequest& CommRequest::operator=(CommRequest&& o) noexcept {
+  std::swap(owner_, o.owner_);
+  std::swap(op_, o.op_);
+  std::swap(requests_, o.requests_);
+  return *this;
+}
+
+bool CommRequest::test() {
+  if (!pending()) return true;
+  int done = 0;
+  MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE));
+  if (done) requests_.clear();
+  return done != 0;
+}
+
+void CommRequest::wait() {
+  if (!pending()) return;
+  const double t0 = MPI_Wtime();
+  MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
+  requests_.clear();
+  if (owner_) owner_->account(op_, 0, MPI_Wtime() - t0);
+}
+
+// --- Communicator -------------------------------------------------------------------------
 
 Communicator::Communicator(MPI_Comm comm) : comm_(comm) {
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
@@ -36,41 +101,105 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   return *this;
 }
 
-void Communicator::all_reduce_sum(Tensor& x) {
-  if (size_ == 1 || x.numel() == 0) return;
-  TRIDENT_CHECK(x.device() == Device::kCPU, "MPI all-reduce needs host memory");
-  const MPI_Datatype type = x.dtype() == DType::kF64 ? MPI_DOUBLE : MPI_FLOAT;
-  TRIDENT_CHECK(x.dtype() == DType::kF64 || x.dtype() == DType::kF32, "all_reduce_sum of ",
-                dtype_name(x.dtype()));
-  const double t0 = MPI_Wtime();
-  const size_t elem = dtype_size(x.dtype());
-  const size_t chunk = kMaxChunkBytes / elem;
-  char* base = static_cast<char*>(x.raw());
-  for (size_t begin = 0, n = static_cast<size_t>(x.numel()); begin < n; begin += chunk) {
-    const int count = static_cast<int>(std::min(chunk, n - begin));
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, base + begin * elem, count, type, MPI_SUM, comm_));
+void Communicator::account(CommOp op, uint64_t bytes, double seconds) {
+  bytes_[static_cast<int>(op)] += bytes;
+  seconds_[static_cast<int>(op)] += seconds;
+}
+
+uint64_t Communicator::bytes_moved() const { return std::accumulate(bytes_.begin(), bytes_.end(), uint64_t(0)); }
+double Communicator::seconds() const { return std::accumulate(seconds_.begin(), seconds_.end(), 0.0); }
+
+CommRequest Communicator::iall_reduce_sum(Tensor& x) {
+  const MPI_Datatype type = mpi_float_type(x, "all_reduce_sum");
+  std::vector<MPI_Request> requests;
+  if (size_ > 1 && x.numel() > 0) {
+    const size_t elem = dtype_size(x.dtype()), chunk = kMaxChunkBytes / elem, n = static_cast<size_t>(x.numel());
+    char* base = static_cast<char*>(x.raw());
+    for (size_t begin = 0; begin < n; begin += chunk) {
+      requests.emplace_back();
+      MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + begin * elem, static_cast<int>(std::min(chunk, n - begin)), type,
+                               MPI_SUM, comm_, &requests.back()));
+    }
+    account(CommOp::kAllReduce, x.bytes(), 0);
   }
-  bytes_ += x.bytes();
-  seconds_ += MPI_Wtime() - t0;
+  return CommRequest(this, CommOp::kAllReduce, std::move(requests));
+}
+
+void Communicator::all_reduce_sum(Tensor& x) {
+  const MPI_Datatype type = mpi_float_type(x, "all_reduce_sum");
+  if (size_ == 1 || x.numel() == 0) return;
+  const double t0 = MPI_Wtime();
+  const size_t elem = dtype_size(x.dtype()), chunk = kMaxChunkBytes / elem, n = static_cast<size_t>(x.numel());
+  char* base = static_cast<char*>(x.raw());
+  for (size_t begin = 0; begin < n; begin += chunk)
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, base + begin * elem, static_cast<int>(std::min(chunk, n - begin)), type,
+                            MPI_SUM, comm_));
+  account(CommOp::kAllReduce, x.bytes(), MPI_Wtime() - t0);
 }
 
 void Communicator::all_reduce_sum(double* values, int count) {
   if (size_ == 1) return;
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm_));
-  bytes_ += sizeof(double) * static_cast<size_t>(count);
+  account(CommOp::kAllReduce, sizeof(double) * static_cast<size_t>(count), 0);
 }
 
 void Communicator::all_reduce_max(double* values, int count) {
   if (size_ == 1) return;
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_MAX, comm_));
-  bytes_ += sizeof(double) * static_cast<size_t>(count);
+  account(CommOp::kAllReduce, sizeof(double) * static_cast<size_t>(count), 0);
 }
+
+CommRequest Communicator::ireduce_scatter_sum(const Tensor& in, Tensor& out) {
+  const MPI_Datatype type = mpi_float_type(in, "reduce_scatter_sum");
+  TRIDENT_CHECK(out.dtype() == in.dtype() && in.numel() == out.numel() * size_, "reduce_scatter_sum: in has ",
+                in.numel(), " elements, out ", out.numel(), ", group of ", size_);
+  std::vector<MPI_Request> requests(1);
+  MPI_CHECK(MPI_Ireduce_scatter_block(in.raw(), out.raw(), checked_count(out.numel(), "reduce_scatter_sum"), type,
+                                      MPI_SUM, comm_, &requests[0]));
+  account(CommOp::kReduceScatter, in.bytes(), 0);
+  return CommRequest(this, CommOp::kReduceScatter, std::move(requests));
+}
+
+void Communicator::reduce_scatter_sum(const Tensor& in, Tensor& out) { ireduce_scatter_sum(in, out).wait(); }
+
+CommRequest Communicator::iall_gather_in_place(Tensor& x) {
+  const MPI_Datatype type = mpi_float_type(x, "all_gather");
+  TRIDENT_CHECK(x.numel() % size_ == 0, "all_gather: ", x.numel(), " elements not divisible into ", size_, " blocks");
+  std::vector<MPI_Request> requests(1);
+  MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, type, x.raw(), checked_count(x.numel() / size_, "all_gather"), type,
+                           comm_, &requests[0]));
+  account(CommOp::kAllGather, x.bytes(), 0);
+  return CommRequest(this, CommOp::kAllGather, std::move(requests));
+}
+
+void Communicator::all_gather_in_place(Tensor& x) { iall_gather_in_place(x).wait(); }
+
+void Communicator::broadcast(Tensor& x, int root) { broadcast(x.raw(), x.bytes(), root); }
 
 void Communicator::broadcast(void* data, size_t bytes, int root) {
   if (size_ == 1) return;
-  MPI_CHECK(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm_));
-  bytes_ += bytes;
+  const double t0 = MPI_Wtime();
+  MPI_CHECK(MPI_Bcast(data, checked_count(static_cast<int64_t>(bytes), "broadcast"), MPI_BYTE, root, comm_));
+  account(CommOp::kBroadcast, bytes, MPI_Wtime() - t0);
 }
+
+CommRequest Communicator::isend(const Tensor& x, int peer, int tag) {
+  std::vector<MPI_Request> requests(1);
+  MPI_CHECK(MPI_Isend(x.raw(), checked_count(static_cast<int64_t>(x.bytes()), "send"), MPI_BYTE, peer, tag, comm_,
+                      &requests[0]));
+  account(CommOp::kPointToPoint, x.bytes(), 0);
+  return CommRequest(this, CommOp::kPointToPoint, std::move(requests));
+}
+
+CommRequest Communicator::irecv(Tensor& x, int peer, int tag) {
+  std::vector<MPI_Request> requests(1);
+  MPI_CHECK(MPI_Irecv(x.raw(), checked_count(static_cast<int64_t>(x.bytes()), "recv"), MPI_BYTE, peer, tag, comm_,
+                      &requests[0]));
+  return CommRequest(this, CommOp::kPointToPoint, std::move(requests));
+}
+
+void Communicator::send(const Tensor& x, int peer, int tag) { isend(x, peer, tag).wait(); }
+void Communicator::recv(Tensor& x, int peer, int tag) { irecv(x, peer, tag).wait(); }
 
 void Communicator::barrier() {
   if (size_ > 1) MPI_CHECK(MPI_Barrier(comm_));

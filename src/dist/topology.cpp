@@ -10,30 +10,30 @@ namespace trident::dist {
 
 namespace {
 
-int world_size_of_mpi() {
-  int size = 1;
-  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  return size;
+MPI_Comm duplicate(MPI_Comm base) {
+  MPI_Comm out = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_dup(base, &out));
+  return out;
 }
 
-MPI_Comm split(int color, int key) {
+MPI_Comm split(const Communicator& world, int color, int key) {
   MPI_Comm out = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, key, &out));
+  MPI_CHECK(MPI_Comm_split(world.comm(), color, key, &out));
   return out;
 }
 
 }  // namespace
 
-Topology::Topology(const Layout& layout)
+Topology::Topology(const Layout& layout, MPI_Comm base)
     : layout_(layout),
-      world_(MPI_COMM_WORLD),
+      world_(duplicate(base)),
       tp_(MPI_COMM_SELF),
       dp_(MPI_COMM_SELF),
       pp_(MPI_COMM_SELF),
       model_parallel_(MPI_COMM_SELF) {
   TRIDENT_CONFIG_CHECK(layout.dp >= 1 && layout.tp >= 1 && layout.pp >= 1,
                        "parallel.dp, parallel.tp and parallel.pp must be >= 1");
-  const int world = world_size_of_mpi();
+  const int world = world_.size();
   TRIDENT_CONFIG_CHECK(world == layout.world(), "the job has ", world, " ranks but parallel.dp * tp * pp = ",
                        layout.dp, " * ", layout.tp, " * ", layout.pp, " = ", layout.world(),
                        "; launch dp*tp*pp ranks or change the layout");
@@ -43,12 +43,12 @@ Topology::Topology(const Layout& layout)
   dp_rank_ = (rank / tp) % dp;
   pp_rank_ = rank / (tp * dp);
 
-  tp_ = Communicator(split(pp_rank_ * dp + dp_rank_, tp_rank_));
-  dp_ = Communicator(split(pp_rank_ * tp + tp_rank_, dp_rank_));
-  pp_ = Communicator(split(dp_rank_ * tp + tp_rank_, pp_rank_));
-  model_parallel_ = Communicator(split(dp_rank_, pp_rank_ * tp + tp_rank_));
+  tp_ = Communicator(split(world_, pp_rank_ * dp + dp_rank_, tp_rank_));
+  dp_ = Communicator(split(world_, pp_rank_ * tp + tp_rank_, dp_rank_));
+  pp_ = Communicator(split(world_, dp_rank_ * tp + tp_rank_, pp_rank_));
+  model_parallel_ = Communicator(split(world_, dp_rank_, pp_rank_ * tp + tp_rank_));
   const bool in_embedding = is_first_stage() || is_last_stage();
-  MPI_Comm emb = split(in_embedding ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_);
+  MPI_Comm emb = split(world_, in_embedding ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_);
   if (emb != MPI_COMM_NULL) embedding_ = std::make_unique<Communicator>(emb);
 }
 

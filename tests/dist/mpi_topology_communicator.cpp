@@ -38,7 +38,7 @@ std::vector<Layout> layouts(int n) {
 
 TEST(Topology, GroupsFollowTheGridFormula) {
   for (const Layout& L : layouts(world_size())) {
-    Topology topo(L);
+    Topology topo(L, MPI_COMM_WORLD);
     const int r = topo.world_rank();
     ASSERT_EQ(r, (topo.pp_rank() * L.dp + topo.dp_rank()) * L.tp + topo.tp_rank());
     auto rank_of = [&](int dp_i, int tp_i, int pp_i) { return (pp_i * L.dp + dp_i) * L.tp + tp_i; };
@@ -67,8 +67,8 @@ TEST(Topology, GroupsFollowTheGridFormula) {
 }
 
 TEST(Topology, WorldSizeMismatchIsAConfigError) {
-  EXPECT_THROW(Topology({.dp = world_size() + 1, .tp = 1, .pp = 1}), ConfigError);
-  EXPECT_THROW(Topology({.dp = 0, .tp = 1, .pp = 1}), ConfigError);
+  EXPECT_THROW(Topology({.dp = world_size() + 1, .tp = 1, .pp = 1}, MPI_COMM_WORLD), ConfigError);
+  EXPECT_THROW(Topology({.dp = 0, .tp = 1, .pp = 1}, MPI_COMM_WORLD), ConfigError);
 }
 
 TEST(Communicator, AllReduceSumEverySize) {
@@ -105,6 +105,50 @@ TEST(Communicator, ScalarsAndBroadcast) {
   world.broadcast(data.data(), data.size(), n - 1);
   EXPECT_EQ(std::string(data.begin(), data.end()), std::string(1001, 'x'));
   world.barrier();
+}
+
+TEST(Communicator, ReduceScatterAndAllGather) {
+  Communicator world(MPI_COMM_WORLD);
+  const int n = world.size(), r = world.rank();
+  for (int64_t block : {int64_t(0), int64_t(1), int64_t(5), int64_t(100003)}) {
+    Tensor in = Tensor::zeros(Shape{block * n}, DType::kF32), out = Tensor::zeros(Shape{block}, DType::kF32);
+    for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = float(r + 1) * float(i % 7);
+    CommRequest req = world.ireduce_scatter_sum(in, out);
+    req.wait();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < block; ++i) bad += out.data<float>()[i] != float(n * (n + 1) / 2) * float((r * block + i) % 7);
+    EXPECT_EQ(bad, 0) << "reduce_scatter block " << block;
+
+    Tensor gathered = Tensor::zeros(Shape{block * n}, DType::kF64);
+    for (int64_t i = 0; i < block; ++i) gathered.data<double>()[r * block + i] = r * 1000.0 + double(i);
+    world.all_gather_in_place(gathered);
+    bad = 0;
+    for (int64_t i = 0; i < block * n; ++i) bad += gathered.data<double>()[i] != (i / block) * 1000.0 + double(i % block);
+    EXPECT_EQ(bad, 0) << "all_gather block " << block;
+  }
+  EXPECT_GT(world.bytes(CommOp::kReduceScatter), 0u);
+}
+
+TEST(Communicator, NonBlockingAllReduceAndPointToPoint) {
+  Communicator world(MPI_COMM_WORLD);
+  const int n = world.size(), r = world.rank();
+  Tensor a = Tensor::zeros(Shape{(int64_t(6) << 20) + 3}, DType::kF32);  // 3 chunks
+  std::fill(a.data<float>(), a.data<float>() + a.numel(), float(r));
+  CommRequest req = world.iall_reduce_sum(a);
+  while (!req.test()) {
+  }
+  EXPECT_EQ(a.data<float>()[a.numel() - 1], float(n * (n - 1) / 2));
+  // A ring: send to the next rank, receive from the previous, sizes 0 and odd.
+  for (int64_t size : {int64_t(0), int64_t(33)}) {
+    Tensor out = Tensor::zeros(Shape{size}, DType::kF32), in = Tensor::zeros(Shape{size}, DType::kF32);
+    std::fill(out.data<float>(), out.data<float>() + size, float(r));
+    CommRequest recv = world.irecv(in, (r + n - 1) % n, 7);
+    CommRequest send = world.isend(out, (r + 1) % n, 7);
+    recv.wait();
+    send.wait();
+    for (int64_t i = 0; i < size; ++i) ASSERT_EQ(in.data<float>()[i], float((r + n - 1) % n));
+  }
+  EXPECT_GT(world.bytes(CommOp::kPointToPoint), 0u);
 }
 
 }  // namespace

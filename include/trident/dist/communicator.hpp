@@ -1,16 +1,49 @@
-// Communicator: RAII over one MPI_Comm (non-copyable, movable). Collectives must be called in
-// the same order on every rank of the group. Large reductions go in pieces of at most
-// kMaxChunkBytes: Open MPI's MPI_Allreduce slows ~20x above 64 MiB on these machines
-// (a per-call scratch allocation hits the page-fault cost; see MACHINE-NOTES.md).
+// Communicator: RAII over one MPI_Comm (non-copyable, movable). Every collective must be called
+// in the same order on every rank of the group. Blocking and non-blocking forms; a
+// non-blocking call returns a CommRequest to test or wait on. Large all-reduces go in pieces of
+// at most kMaxChunkBytes: Open MPI's MPI_Allreduce slows sharply above ~64 MiB on these
+// machines (a per-call scratch allocation meets the page-fault cost; MACHINE-NOTES.md).
+// Bytes and seconds are accounted per operation kind (metrics comm_bytes, comm_s).
 #pragma once
 #include <mpi.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "trident/core/tensor.hpp"
 
 namespace trident::dist {
+
+enum class CommOp : int { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kPointToPoint, kCount };
+const char* comm_op_name(CommOp op);
+
+class Communicator;
+
+// Outstanding non-blocking operation (possibly several MPI requests, one per chunk).
+// Non-copyable, movable; the destructor waits for completion (local, never a new collective).
+class CommRequest {
+ public:
+  CommRequest() = default;
+  CommRequest(Communicator* owner, CommOp op, std::vector<MPI_Request> requests)
+      : owner_(owner), op_(op), requests_(std::move(requests)) {}
+  ~CommRequest();
+  CommRequest(CommRequest&& o) noexcept;
+  CommRequest& operator=(CommRequest&& o) noexcept;
+  CommRequest(const CommRequest&) = delete;
+  CommRequest& operator=(const CommRequest&) = delete;
+
+  // True when complete; also lets MPI progress the operation.
+  bool test();
+  void wait();
+  bool pending() const { return !requests_.empty(); }
+
+ private:
+  Communicator* owner_ = nullptr;
+  CommOp op_ = CommOp::kAllReduce;
+  std::vector<MPI_Request> requests_;
+};
 
 class Communicator {
  public:
@@ -28,23 +61,45 @@ class Communicator {
   int size() const { return size_; }
   MPI_Comm comm() const { return comm_; }
 
-  // In-place sum over the group of a float tensor (fp32 or fp64), chunked.
+  // In-place sum over the group of an fp32/fp64 tensor, chunked.
   void all_reduce_sum(Tensor& x);
+  CommRequest iall_reduce_sum(Tensor& x);
   void all_reduce_sum(double* values, int count);
   void all_reduce_max(double* values, int count);
+
+  // Reduce-scatter with equal blocks: in holds size() blocks of out.numel() elements; rank r
+  // receives the sum of block r. out must not overlap in.
+  void reduce_scatter_sum(const Tensor& in, Tensor& out);
+  CommRequest ireduce_scatter_sum(const Tensor& in, Tensor& out);
+  // All-gather in place with equal blocks: block rank() of x is this rank's contribution, and
+  // on return x holds every rank's block.
+  void all_gather_in_place(Tensor& x);
+  CommRequest iall_gather_in_place(Tensor& x);
+
+  void broadcast(Tensor& x, int root);
   void broadcast(void* data, size_t bytes, int root);
+  void send(const Tensor& x, int peer, int tag);
+  void recv(Tensor& x, int peer, int tag);
+  CommRequest isend(const Tensor& x, int peer, int tag);
+  CommRequest irecv(Tensor& x, int peer, int tag);
   void barrier();
 
-  // Bytes this rank handed to collectives and seconds spent in them, since construction.
-  uint64_t bytes_moved() const { return bytes_; }
-  double seconds() const { return seconds_; }
+  // Bytes this rank handed to communication and seconds spent waiting for it, per kind and in
+  // total, since construction.
+  uint64_t bytes(CommOp op) const { return bytes_[static_cast<int>(op)]; }
+  double seconds(CommOp op) const { return seconds_[static_cast<int>(op)]; }
+  uint64_t bytes_moved() const;
+  double seconds() const;
 
  private:
+  friend class CommRequest;
+  void account(CommOp op, uint64_t bytes, double seconds);
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
-  uint64_t bytes_ = 0;
-  double seconds_ = 0;
+  std::array<uint64_t, static_cast<int>(CommOp::kCount)> bytes_{};
+  std::array<double, static_cast<int>(CommOp::kCount)> seconds_{};
 };
 
 }  // namespace trident::dist

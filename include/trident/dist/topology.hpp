@@ -24,8 +24,9 @@ struct Layout {
 
 class Topology {
  public:
-  // Collective over MPI_COMM_WORLD. world size != dp*tp*pp is a ConfigError.
-  explicit Topology(const Layout& layout);
+  // Collective over base (MPI_COMM_WORLD in main; tests may pass MPI_COMM_SELF or a split), which
+  // is duplicated, not owned. base's size != dp*tp*pp is a ConfigError.
+  Topology(const Layout& layout, MPI_Comm base);
 
   const Layout& layout() const { return layout_; }
   int world_rank() const { return world_.rank(); }
