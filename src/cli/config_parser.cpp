@@ -97,6 +97,10 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
 
   c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp")};
   c.microbatches = v.int32("parallel.microbatches");
+  c.zero = v.int32("parallel.zero");
+  TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
+  c.comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap")};
+  TRIDENT_CONFIG_CHECK(c.comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", c.comm.bucket_mb, ")");
 
   train::TrainConfig& t = c.train;
   t.steps = v.integer("train.steps");
@@ -126,8 +130,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   (void)v.int32("parallel.virtual_stages");
   (void)v.boolean("lora.enabled");
   (void)v.boolean("lisa.enabled");
-  (void)v.boolean("comm.overlap");
-  (void)v.number("comm.bucket_mb");
   (void)v.int32("checkpoint.interval");
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
@@ -135,7 +137,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   v.require_default("model.init_from", "initialisation from a pretrained model");
   v.require_default("parallel.tp", "tensor parallelism");
   v.require_default("parallel.pp", "pipeline parallelism");
-  v.require_default("parallel.zero", "ZeRO-1");
   v.require_default("parallel.sequence_parallel", "sequence parallelism");
   v.require_default("parallel.virtual_stages", "the interleaved schedule");
   v.require_default("train.precision", "mixed precision");
@@ -145,7 +146,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   v.require_default("data.packing", "packing");
   v.require_default("data.bucket", "bucketing");
   v.require_default("comm.compression", "gradient compression");
-  v.require_default("comm.overlap", "overlapped gradient reduction");
   v.require_default("checkpoint.interval", "checkpointing");
   v.require_default("log.eval_interval", "periodic evaluation");
 

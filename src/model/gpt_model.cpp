@@ -7,13 +7,18 @@ namespace {
 size_t bytes_of(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
 }  // namespace
 
-GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch)
+GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple)
     : cfg_(cfg), ops_(ops), dtype_(dtype), micro_batch_(micro_batch) {
   cfg_.resolve();
   embedding_ = std::make_unique<Embedding>(params_, cfg_);
-  for (int l = 0; l < cfg_.layers; ++l) blocks_.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_));
+  // Parameters are laid out in forward order, so backward completes them from the end down.
+  for (int l = 0; l < cfg_.layers; ++l) {
+    block_offset_.push_back(params_.numel());
+    blocks_.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_));
+  }
+  head_offset_ = params_.numel();
   head_ = std::make_unique<LMHead>(params_, cfg_, cfg_.tie_embeddings ? &embedding_->token_weight() : nullptr);
-  params_.allocate(ops_, dtype_);
+  params_.allocate(ops_, dtype_, pad_multiple);
 
   const int64_t rows = int64_t(micro_batch) * cfg_.seq_len;
   tokens_ = ops_.zeros(Shape{rows}, DType::kI32);
@@ -55,9 +60,13 @@ double GPTModel::forward_backward(const Tensor& tokens, const Tensor& targets, c
   forward(tokens, positions);
   ops_.copy(targets, targets_);
   const double loss_sum = head_->loss_backward(ops_, residual_.back(), targets_, grad_scale, head_buffers_, dres_);
-  for (size_t l = blocks_.size(); l-- > 0;)
+  grads_ready_from(head_offset_);
+  for (size_t l = blocks_.size(); l-- > 0;) {
     blocks_[l]->backward(ops_, residual_[l], positions_, acts_[l], dres_, scratch_);
+    grads_ready_from(block_offset_[l]);
+  }
   embedding_->backward(ops_, tokens_, positions_, dres_);
+  grads_ready_from(0);
   return loss_sum;
 }
 

@@ -25,9 +25,11 @@ Parameter& ParamStore::add(ParamSpec spec) {
   return *params_.back();
 }
 
-void ParamStore::allocate(Ops& ops, DType dtype) {
-  values_ = ops.zeros(Shape{numel_}, dtype);
-  grads_ = ops.zeros(Shape{numel_}, dtype);
+void ParamStore::allocate(Ops& ops, DType dtype, int64_t pad_multiple) {
+  TRIDENT_CHECK(pad_multiple >= 1, "pad_multiple ", pad_multiple);
+  const int64_t padded = (numel_ + pad_multiple - 1) / pad_multiple * pad_multiple;
+  values_ = ops.zeros(Shape{padded}, dtype);
+  grads_ = ops.zeros(Shape{padded}, dtype);
   for (auto& p : params_) {
     const int64_t n = p->local_shape.numel();
     p->value = values_.narrow(p->offset, p->offset + n).view(p->local_shape);

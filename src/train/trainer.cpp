@@ -36,9 +36,13 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
                                      .dp_size = topology.layout().dp, .seed = cfg.train.seed});
   batch_ = sampler_->make_batch();
 
-  model_ = std::make_unique<model::GPTModel>(cfg.model, ops, DType::kF32, cfg.train.micro_batch);
+  model_ = std::make_unique<model::GPTModel>(cfg.model, ops, DType::kF32, cfg.train.micro_batch,
+                                             GradReducer::pad_multiple(topology.layout().dp));
   model_->initialize(cfg.train.seed);
-  optimizer_ = std::make_unique<AdamW>(model_->params(), ops, cfg.train);
+  reducer_ = std::make_unique<GradReducer>(
+      model_->params(), ops, topology.dp(),
+      ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1});
+  optimizer_ = std::make_unique<AdamW>(model_->params(), ops, cfg.train, reducer_->optimizer_segments());
   peak_flops_ = ops.peak_flops(DType::kF32);
 
   const model::ModelConfig& m = model_->config();
@@ -46,8 +50,10 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
             "/", m.kv_heads, ", ffn ", m.ffn_hidden, ", vocab ", m.vocab, ", seq ", m.seq_len, ": ",
             model_->params().numel(), " parameters (", m.total_params(), " counted)");
   log_.info("memory per rank: parameters+gradients ", 2 * model_->params().flat_values().bytes() >> 20,
-            " MiB, optimizer state ", optimizer_->state_bytes() >> 20, " MiB, activations ",
-            model_->activation_bytes() >> 20, " MiB");
+            " MiB, optimizer state ", double(optimizer_->state_bytes()) / (1 << 20), " MiB", cfg.zero ? " (ZeRO-1 share)" : "",
+            ", activations ", model_->activation_bytes() >> 20, " MiB");
+  log_.info("data parallel: dp ", topology.layout().dp, ", ", reducer_->num_buckets(), " gradient buckets of <= ",
+            cfg.comm.bucket_mb, " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero);
   log_.info("data: ", reader_->num_tokens(), " tokens in ", reader_->num_documents(), " documents, ",
             sampler_->num_windows(), " windows of ", m.seq_len, "; global batch ", cfg.train.global_batch,
             " = dp ", topology.layout().dp, " x ", sampler_->micro_batches_per_step(), " micro-batches x ",
@@ -66,7 +72,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
 Trainer::~Trainer() = default;
 
 StepResult Trainer::train_step(int64_t step) {
-  return optimizer_step(*model_, *optimizer_, ops_, topology_.dp(), cfg_.train, step,
+  return optimizer_step(*model_, *optimizer_, *reducer_, ops_, topology_.dp(), cfg_.train, step,
                         sampler_->count_valid_targets(step), sampler_->micro_batches_per_step(),
                         [&](int k, data::Batch& batch) { sampler_->fill(step, k, batch); }, batch_);
 }
@@ -102,7 +108,8 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"elapsed_s", elapsed_},
                      {"step_s", r.seconds},
                      {"comm_bytes", double(topology_.dp().bytes_moved())},
-                     {"comm_s", topology_.dp().seconds()}});
+                     {"comm_s", topology_.dp().seconds()},
+                     {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)}});
   }
   const double eta = elapsed_ / double(step + 1) * double(cfg_.train.steps - step - 1);
   char line[256];

@@ -2,6 +2,7 @@
 // forward and backward over buffers allocated once for a fixed micro-batch size (no heap
 // allocation per step). tokens, targets, positions: [B, T] int32 host tensors.
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -13,8 +14,9 @@ namespace trident::model {
 
 class GPTModel {
  public:
-  // dtype: fp32 for training, fp64 for finite-difference checks.
-  GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch);
+  // dtype: fp32 for training, fp64 for finite-difference checks. The flat parameter buffers are
+  // padded to a multiple of pad_multiple elements (data-parallel sharding).
+  GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple = 1);
 
   void initialize(uint64_t seed) { params_.initialize(ops_, seed); }
   ParamStore& params() { return params_; }
@@ -26,6 +28,11 @@ class GPTModel {
   // parallelism give the global mean). Returns the unscaled sum of token losses.
   double forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                           double grad_scale);
+  // Called during backward with an offset into the flat gradient buffer: from there to the end,
+  // the gradients of this micro-batch are complete (data parallelism starts reducing them).
+  // Offsets decrease over one backward pass and end at 0. Pass nullptr to remove.
+  void set_grad_ready_hook(std::function<void(int64_t)> hook) { grad_ready_hook_ = std::move(hook); }
+
   // Forward only; returns the logits [B*T, V] (valid until the next call).
   const Tensor& forward_logits(const Tensor& tokens, const Tensor& positions);
 
@@ -34,6 +41,9 @@ class GPTModel {
 
  private:
   void forward(const Tensor& tokens, const Tensor& positions);
+  void grads_ready_from(int64_t offset) const {
+    if (grad_ready_hook_) grad_ready_hook_(offset);
+  }
 
   ModelConfig cfg_;
   Ops& ops_;
@@ -43,6 +53,9 @@ class GPTModel {
   std::unique_ptr<Embedding> embedding_;
   std::vector<std::unique_ptr<TransformerBlock>> blocks_;
   std::unique_ptr<LMHead> head_;
+  std::vector<int64_t> block_offset_;      // flat offset of each block's first parameter
+  int64_t head_offset_ = 0;                // flat offset of the final norm (then the head)
+  std::function<void(int64_t)> grad_ready_hook_;
 
   // Per micro-batch buffers.
   Tensor tokens_, targets_, positions_;   // [B*T] on the device

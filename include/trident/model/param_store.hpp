@@ -37,7 +37,9 @@ class ParamStore {
  public:
   // Registers a parameter; views become valid after allocate().
   Parameter& add(ParamSpec spec);
-  void allocate(Ops& ops, DType dtype);
+  // One flat value and one flat gradient buffer, zero-padded at the end to a multiple of
+  // pad_multiple elements (so data-parallel shards divide evenly).
+  void allocate(Ops& ops, DType dtype, int64_t pad_multiple = 1);
   // Fills every parameter from (seed, name, global index) by its Init rule.
   void initialize(Ops& ops, uint64_t seed);
   void zero_grads(Ops& ops);
@@ -46,7 +48,8 @@ class ParamStore {
   const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
   Parameter* find(const std::string& name);
   Parameter& at(const std::string& name);
-  int64_t numel() const { return numel_; }
+  int64_t numel() const { return numel_; }                   // parameters' elements
+  int64_t padded_numel() const { return values_.numel(); }   // length of the flat buffers
   const Tensor& flat_values() const { return values_; }
   const Tensor& flat_grads() const { return grads_; }
 

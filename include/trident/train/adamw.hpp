@@ -1,7 +1,7 @@
-// AdamW with decoupled weight decay over a ParamStore: first and second moments in the master
-// weights' dtype (fp32), one
-// flat buffer each, viewed per parameter. Weight decay applies to parameters whose spec asks
-// for it (matmul weights), not to norms, biases or embeddings.
+// AdamW with decoupled weight decay over ranges of the flat parameter buffer (segments): the
+// whole model, or this rank's ZeRO-1 share of it. First and second moments exist only for the
+// segments, in the master weights' dtype (fp32). Weight decay applies to segments whose
+// parameter asks for it (matmul weights), not to norms, biases or embeddings.
 #pragma once
 #include <vector>
 
@@ -10,9 +10,16 @@
 
 namespace trident::train {
 
+// Flat elements [begin, end) of the parameter buffer, updated from grad (end - begin elements).
+struct OptimSegment {
+  int64_t begin = 0, end = 0;
+  bool weight_decay = false;
+  Tensor grad;
+};
+
 class AdamW {
  public:
-  AdamW(model::ParamStore& params, Ops& ops, const TrainConfig& cfg);
+  AdamW(model::ParamStore& params, Ops& ops, const TrainConfig& cfg, std::vector<OptimSegment> segments);
   // One update with learning rate lr; gradients are multiplied by grad_scale first (clipping).
   void step(double lr, double grad_scale);
   int64_t steps_taken() const { return step_; }
@@ -22,8 +29,9 @@ class AdamW {
   model::ParamStore& params_;
   Ops& ops_;
   const TrainConfig& cfg_;
+  std::vector<OptimSegment> segments_;
   Tensor exp_avg_, exp_avg_sq_;
-  std::vector<Tensor> exp_avg_views_, exp_avg_sq_views_;
+  std::vector<Tensor> values_, exp_avg_views_, exp_avg_sq_views_;  // per segment
   int64_t step_ = 0;
 };
 

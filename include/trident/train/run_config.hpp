@@ -38,6 +38,11 @@ struct DataConfig {
   bool bucket = false;
 };
 
+struct CommConfig {
+  double bucket_mb = 25;
+  bool overlap = true;
+};
+
 struct LogConfig {
   std::string run_dir = "runs/default";
   int interval = 1;
@@ -49,8 +54,10 @@ struct RunConfig {
   model::ModelConfig model;
   dist::Layout layout;
   int microbatches = 0;     // parallel.microbatches (0: derive from micro_batch)
+  int zero = 0;             // parallel.zero: ZeRO stage (0 or 1)
   TrainConfig train;
   DataConfig data;
+  CommConfig comm;
   LogConfig log;
   std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
 

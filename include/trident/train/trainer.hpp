@@ -37,6 +37,7 @@ class Trainer {
   std::unique_ptr<data::BatchSampler> sampler_;
   data::Batch batch_;
   std::unique_ptr<model::GPTModel> model_;
+  std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<io::MetricsWriter> metrics_;
   double peak_flops_ = 0;

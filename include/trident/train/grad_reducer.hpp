@@ -1,0 +1,67 @@
+// GradReducer: data-parallel gradient reduction over contiguous buckets of the flat gradient
+// buffer (comm.bucket_mb). With overlap, a bucket's non-blocking reduction starts during the
+// last micro-batch's backward as soon as every gradient in it is final; the optimizer then
+// waits only for what is still in flight. Gradients are reduced once per optimizer step.
+//
+// Without ZeRO each bucket is all-reduced. With ZeRO-1 (parallel.zero = 1) each bucket is
+// reduce-scattered: dp rank r owns block r of every bucket, updates only those parameters
+// (optimizer state exists only for them, ~1/dp of the whole) and all-gathers the updated
+// values afterwards. Bucket lengths are multiples of dp, so blocks divide evenly.
+#pragma once
+#include <vector>
+
+#include "trident/dist/communicator.hpp"
+#include "trident/model/param_store.hpp"
+#include "trident/train/adamw.hpp"
+
+namespace trident::train {
+
+struct ReducerOptions {
+  double bucket_mb = 25;
+  bool overlap = true;
+  bool zero = false;
+};
+
+class GradReducer {
+ public:
+  // The flat buffers of params must be padded to a multiple of pad_multiple(dp size).
+  GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options);
+  static int64_t pad_multiple(int dp_size) { return 16 * int64_t(dp_size); }
+
+  bool overlap() const { return options_.overlap; }
+  // Marks every bucket pending; call before the step's last micro-batch.
+  void start_step();
+  // Gradients from flat offset `offset` to the end are final: start those buckets (overlap).
+  void grads_final_from(int64_t offset);
+  // Starts what is left and waits for every bucket.
+  void finish();
+  // Global L2 norm of the reduced gradient (after finish), the same on every rank.
+  double grad_norm();
+  // The ranges of the flat buffer this rank updates, with their gradients (all of it without
+  // ZeRO, its blocks with ZeRO).
+  std::vector<OptimSegment> optimizer_segments() const;
+  // ZeRO: all-gathers the updated parameter blocks (no-op otherwise).
+  void gather_parameters();
+
+  size_t num_buckets() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    int64_t begin = 0, end = 0;  // flat element range, length a multiple of dp
+    Tensor shard_grad;           // ZeRO: this rank's block of the reduced gradient
+    dist::CommRequest request;
+    bool started = false;
+  };
+  void start(Bucket& b);
+  int64_t block_begin(const Bucket& b) const { return b.begin + (b.end - b.begin) / dp_.size() * dp_.rank(); }
+  int64_t block_end(const Bucket& b) const { return block_begin(b) + (b.end - b.begin) / dp_.size(); }
+
+  model::ParamStore& params_;
+  Ops& ops_;
+  dist::Communicator& dp_;
+  ReducerOptions options_;
+  std::vector<Bucket> buckets_;
+  size_t next_to_start_ = 0;  // buckets start from the last one down
+};
+
+}  // namespace trident::train

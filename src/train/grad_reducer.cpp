@@ -1,0 +1,89 @@
+// Bucketed, overlapped data-parallel gradient reduction and ZeRO-1 sharding.
+#include "trident/train/grad_reducer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trident::train {
+
+GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options)
+    : params_(params), ops_(ops), dp_(dp), options_(options) {
+  const int64_t total = params.padded_numel();
+  const int64_t align = pad_multiple(dp.size());
+  TRIDENT_CHECK(total % align == 0, "flat buffer of ", total, " elements is not padded to ", align);
+  TRIDENT_CONFIG_CHECK(options.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", options.bucket_mb, ")");
+  const int64_t elem = static_cast<int64_t>(dtype_size(params.flat_grads().dtype()));
+  const int64_t bucket = std::max(align, static_cast<int64_t>(options.bucket_mb * (1 << 20)) / elem / align * align);
+  for (int64_t begin = 0; begin < total; begin += bucket) {
+    Bucket b;
+    b.begin = begin;
+    b.end = std::min(total, begin + bucket);
+    if (options.zero && dp.size() > 1) b.shard_grad = ops.zeros(Shape{(b.end - b.begin) / dp.size()}, params.flat_grads().dtype());
+    buckets_.push_back(std::move(b));
+  }
+  next_to_start_ = buckets_.size();
+}
+
+void GradReducer::start_step() {
+  for (Bucket& b : buckets_) b.started = false;
+  next_to_start_ = buckets_.size();
+}
+
+void GradReducer::start(Bucket& b) {
+  b.started = true;
+  if (dp_.size() == 1) return;
+  Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
+  b.request = options_.zero ? dp_.ireduce_scatter_sum(grads, b.shard_grad) : dp_.iall_reduce_sum(grads);
+}
+
+void GradReducer::grads_final_from(int64_t offset) {
+  while (next_to_start_ > 0 && buckets_[next_to_start_ - 1].begin >= offset) start(buckets_[--next_to_start_]);
+  // Entering MPI lets it progress the reductions already in flight.
+  for (size_t i = next_to_start_; i < buckets_.size(); ++i) buckets_[i].request.test();
+}
+
+void GradReducer::finish() {
+  while (next_to_start_ > 0) start(buckets_[--next_to_start_]);
+  for (Bucket& b : buckets_) b.request.wait();
+}
+
+double GradReducer::grad_norm() {
+  double sum = 0;
+  if (options_.zero && dp_.size() > 1) {
+    for (Bucket& b : buckets_) sum += ops_.sum_squares(b.shard_grad);
+    dp_.all_reduce_sum(&sum, 1);
+  } else {
+    sum = ops_.sum_squares(params_.flat_grads());
+  }
+  return std::sqrt(sum);
+}
+
+std::vector<OptimSegment> GradReducer::optimizer_segments() const {
+  std::vector<OptimSegment> segments;
+  const bool sharded = options_.zero && dp_.size() > 1;
+  for (const auto& p : params_.all()) {
+    const int64_t p_begin = p->offset, p_end = p->offset + p->local_shape.numel();
+    if (!sharded) {
+      segments.push_back({p_begin, p_end, p->spec.weight_decay, params_.flat_grads().narrow(p_begin, p_end)});
+      continue;
+    }
+    for (const Bucket& b : buckets_) {
+      const int64_t lo = std::max(p_begin, block_begin(b)), hi = std::min(p_end, block_end(b));
+      if (lo < hi)
+        segments.push_back({lo, hi, p->spec.weight_decay, b.shard_grad.narrow(lo - block_begin(b), hi - block_begin(b))});
+    }
+  }
+  return segments;
+}
+
+void GradReducer::gather_parameters() {
+  if (!options_.zero || dp_.size() == 1) return;
+  std::vector<dist::CommRequest> requests;
+  for (Bucket& b : buckets_) {
+    Tensor values = params_.flat_values().narrow(b.begin, b.end);
+    requests.push_back(dp_.iall_gather_in_place(values));
+  }
+  for (auto& r : requests) r.wait();
+}
+
+}  // namespace trident::train
