@@ -95,9 +95,12 @@ int bench_gemm(int argc, char** argv) {
 
 }  // namespace
 
+int bench_allreduce(int argc, char** argv);  // bench_allreduce.cpp
+
 int run_bench(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "gemm") return bench_gemm(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: trident bench gemm [--help]\n");
+  if (argc >= 2 && std::string(argv[1]) == "allreduce") return bench_allreduce(argc - 1, argv + 1);
+  std::fprintf(stderr, "usage: trident bench gemm|allreduce [--help]\n");
   return (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) ? 0 : 2;
 }
 

@@ -1,8 +1,10 @@
 // Communicator: RAII over one MPI_Comm (non-copyable, movable). Every collective must be called
 // in the same order on every rank of the group. Blocking and non-blocking forms; a
 // non-blocking call returns a CommRequest to test or wait on. Large all-reduces go in pieces of
-// at most kMaxChunkBytes: Open MPI's MPI_Allreduce slows sharply above ~64 MiB on these
-// machines (a per-call scratch allocation meets the page-fault cost; MACHINE-NOTES.md).
+// at most kMaxChunkBytes: Open MPI's MPI_Allreduce slows sharply above ~32 MiB on these
+// machines (its per-call scratch buffer is then mmap-ed afresh and pays the page-fault cost;
+// MACHINE-NOTES.md). `trident bench allreduce` measured 2-4 MiB pieces fastest (8-10 GB/s on
+// 2 ranks at 64-256 MiB against ~2 GB/s for one plain call).
 // Bytes and seconds are accounted per operation kind (metrics comm_bytes, comm_s).
 #pragma once
 #include <mpi.h>
@@ -47,7 +49,7 @@ class CommRequest {
 
 class Communicator {
  public:
-  static constexpr size_t kMaxChunkBytes = size_t(16) << 20;
+  static constexpr size_t kMaxChunkBytes = size_t(4) << 20;
 
   // Takes ownership of comm (freed in the destructor unless it is MPI_COMM_WORLD/SELF).
   explicit Communicator(MPI_Comm comm);
