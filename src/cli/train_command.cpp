@@ -57,7 +57,7 @@ int run_train(int argc, char** argv) {
     const std::string grid = topology.describe();
     log.info(grid);
     log.info("threads per rank: ", threads);
-    train::Trainer trainer(cfg, *ops, topology, log);
+    train::Trainer trainer(cfg, *ops, topology, log, train::FaultInjection::from_environment());
     Stopwatch watch;
     const train::StepResult last = trainer.run();
     log.info("done: ", cfg.train.steps, " steps in ", watch.seconds(), " s, final loss ", last.loss,

@@ -23,8 +23,8 @@ std::string format_duration(double seconds) {
 
 }  // namespace
 
-Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log)
-    : cfg_(cfg), ops_(ops), topology_(topology), log_(log) {
+Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log, FaultInjection fault)
+    : cfg_(cfg), ops_(ops), topology_(topology), log_(log), fault_(fault) {
   TRIDENT_CONFIG_CHECK(!cfg.data.train.empty(), "data.train: no training shard prefix given");
   reader_ = std::make_unique<data::ShardReader>(cfg.data.train);
   TRIDENT_CONFIG_CHECK(reader_->vocab() <= static_cast<uint64_t>(cfg.model.vocab), "data.train: shard ",
@@ -80,6 +80,8 @@ StepResult Trainer::train_step(int64_t step) {
 StepResult Trainer::run() {
   StepResult last;
   for (int64_t step = 0; step < cfg_.train.steps; ++step) {
+    TRIDENT_CHECK(!fault_.fires(topology_.world_rank(), step + 1), "injected failure (TRIDENT_TEST_FAIL) on rank ",
+                  topology_.world_rank(), " at step ", step + 1);
     last = train_step(step);
     elapsed_ += last.seconds;
     // The first step is always logged: it shows the starting loss (about ln(vocab)).

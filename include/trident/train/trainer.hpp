@@ -10,6 +10,7 @@
 #include "trident/io/metrics_writer.hpp"
 #include "trident/model/gpt_model.hpp"
 #include "trident/train/adamw.hpp"
+#include "trident/train/fault_injection.hpp"
 #include "trident/train/optimizer_step.hpp"
 #include "trident/train/run_config.hpp"
 
@@ -17,7 +18,8 @@ namespace trident::train {
 
 class Trainer {
  public:
-  Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log);
+  Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log,
+          FaultInjection fault = {});
   ~Trainer();
 
   // Runs train.steps optimizer steps, writing metrics on rank 0. Returns the last step's result.
@@ -40,6 +42,7 @@ class Trainer {
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<io::MetricsWriter> metrics_;
+  FaultInjection fault_;
   double peak_flops_ = 0;
   double elapsed_ = 0;
 };

@@ -1,0 +1,22 @@
+// Parsing the fault-injection test hook.
+#include "trident/train/fault_injection.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "trident/core/error.hpp"
+
+namespace trident::train {
+
+FaultInjection FaultInjection::from_environment() {
+  FaultInjection f;
+  const char* text = std::getenv("TRIDENT_TEST_FAIL");
+  if (!text || !*text) return f;
+  long long step = -1;
+  TRIDENT_CONFIG_CHECK(std::sscanf(text, "rank=%d,step=%lld", &f.rank, &step) == 2 && f.rank >= 0 && step >= 1,
+                       "TRIDENT_TEST_FAIL='", text, "': expected rank=R,step=S");
+  f.step = step;
+  return f;
+}
+
+}  // namespace trident::train
