@@ -22,7 +22,7 @@ class Logger {
   void warn(const Args&... args) const {
     emit(stderr, detail::concat("[rank ", rank_, "] warning: ", args...));
   }
-  // A line rewritten in place on a terminal (progress), a plain line otherwise.
+  // The progress line of a training step (one line each, so logs and terminals read the same).
   void progress(const std::string& line) const;
 
  private:
