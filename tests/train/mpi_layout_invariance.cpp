@@ -7,9 +7,11 @@
 #include <mpi.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "test_util.hpp"
 #include "trident/backend/cpu_ops.hpp"
+#include "trident/data/prep.hpp"
 #include "trident/train/trainer.hpp"
 
 namespace trident::train {
@@ -89,6 +91,46 @@ TEST(LayoutInvariance, DataParallelMatchesSingleRank) {
   MPI_Barrier(MPI_COMM_WORLD);
   std::filesystem::remove_all(dir + "_ref" + std::to_string(rank));
   if (rank == 0) std::filesystem::remove_all(dir + "_dp");
+}
+
+// Fine-tuning data: prompts are not trained on, so micro-batches hold unequal numbers of valid
+// targets. The loss is normalised by the global batch's count, so dp still changes nothing.
+TEST(LayoutInvariance, DataParallelWithLossMasks) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  std::string dir = "/tmp/trident_masks_XXXXXX";
+  if (rank == 0) {
+    dir = mkdtemp(dir.data());
+    std::ofstream jsonl(dir + "/tasks.jsonl");
+    for (int i = 0; i < 400; ++i) {
+      // Prompts of 5 to 120 characters, answers of 3 to 40: masks cover very different shares.
+      jsonl << "{\"input\": \"Q" << i << ": " << std::string(5 + (i * 37) % 115, char('a' + i % 26))
+            << "\", \"output\": \"A: " << i * i << std::string((i * 11) % 37, 'z') << "\"}\n";
+    }
+    jsonl.close();
+    data::prepare_shards({.inputs = {dir + "/tasks.jsonl"}, .output = dir + "/tasks"});
+  }
+  char path[64] = {};
+  std::snprintf(path, sizeof path, "%s", dir.c_str());
+  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+  dir = path;
+
+  RunConfig ref_cfg = tiny_run(1, dir + "/ref" + std::to_string(rank));
+  ref_cfg.data.train = dir + "/tasks";
+  const Curve reference = train(ref_cfg, MPI_COMM_SELF);
+  for (int zero : {0, 1}) {
+    RunConfig cfg = tiny_run(world, dir + "/dp");
+    cfg.data.train = dir + "/tasks";
+    cfg.zero = zero;
+    cfg.comm.bucket_mb = 0.05;
+    const Curve got = train(cfg, MPI_COMM_WORLD);
+    for (size_t s = 0; s < reference.losses.size(); ++s)
+      EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << "zero " << zero << " step " << s + 1;
+    EXPECT_LT(testing::relative_error(got.params, reference.params), 1e-5) << "zero " << zero;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove_all(dir);
 }
 
 }  // namespace
