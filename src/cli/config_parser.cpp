@@ -133,7 +133,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   (void)v.int32("checkpoint.interval");
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
-  v.require_default("model.dropout", "dropout");
   v.require_default("model.init_from", "initialisation from a pretrained model");
   v.require_default("parallel.tp", "tensor parallelism");
   v.require_default("parallel.pp", "pipeline parallelism");

@@ -14,7 +14,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"model.vocab", "320", "vocabulary size (>= the tokenizer's)"},
       {"model.seq_len", "64", "sequence length T"},
       {"model.tie_embeddings", "true", "share the token embedding with the output head"},
-      {"model.dropout", "0", "dropout probability (only 0 in this version)"},
+      {"model.dropout", "0", "dropout on the embedding and on each attention/MLP branch before the residual add"},
       {"model.init_from", "", "initialise from an HF directory or trident checkpoint (not in this version)"},
       {"parallel.dp", "1", "data-parallel ranks"},
       {"parallel.tp", "1", "tensor-parallel ranks (only 1 in this version)"},

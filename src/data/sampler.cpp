@@ -109,6 +109,7 @@ void BatchSampler::fill(int64_t step, int micro_index, Batch& out) {
     });
   }
   out.valid_tokens = b * T - masked;
+  out.first_sequence = rank_begin + micro_index * b;
 }
 
 int64_t BatchSampler::count_valid_targets(int64_t step) {

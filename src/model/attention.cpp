@@ -37,8 +37,8 @@ AttentionScratch Attention::make_scratch(Ops& ops, int64_t batch, DType dtype) c
   return s;
 }
 
-void Attention::forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a,
-                        Tensor& residual) const {
+void Attention::forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
+                        bool accumulate) const {
   q_.forward(ops, x, a.q);
   k_.forward(ops, x, a.k);
   v_.forward(ops, x, a.v);
@@ -47,12 +47,12 @@ void Attention::forward(Ops& ops, const Tensor& x, const Tensor& positions, Atte
     ops.rope_forward(a.k, positions, cfg_.head_size(), cfg_.rope_theta);
   }
   ops.attention_forward(a.q, a.k, a.v, cfg_.heads, cfg_.kv_heads, a.out, a.lse);
-  o_.forward(ops, a.out, residual, /*accumulate=*/true);
+  o_.forward(ops, a.out, out, accumulate);
 }
 
 void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
-                         const Tensor& dresidual, AttentionScratch& s, Tensor& dx) const {
-  o_.backward(ops, a.out, dresidual, &s.dout);
+                         const Tensor& dout, AttentionScratch& s, Tensor& dx) const {
+  o_.backward(ops, a.out, dout, &s.dout);
   ops.attention_backward(a.q, a.k, a.v, a.out, a.lse, s.dout, cfg_.heads, cfg_.kv_heads, s.dq, s.dk, s.dv);
   if (cfg_.arch == Arch::kLlama) {
     ops.rope_backward(s.dq, positions, cfg_.head_size(), cfg_.rope_theta);

@@ -1,6 +1,8 @@
 // The full model: builds parameters in forward order and runs forward / backward.
 #include "trident/model/gpt_model.hpp"
 
+#include "trident/core/rng.hpp"
+
 namespace trident::model {
 
 namespace {
@@ -39,32 +41,56 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   activation_bytes_ += bytes_of(head_buffers_.logits) + bytes_of(dres_);
 }
 
-void GPTModel::forward(const Tensor& tokens, const Tensor& positions) {
+void GPTModel::initialize(uint64_t seed) {
+  params_.initialize(ops_, seed);
+  embed_dropout_key_ = rng_key(seed, "dropout.embed");
+  block_dropout_.clear();
+  for (int l = 0; l < cfg_.layers; ++l) {
+    const std::string prefix = "dropout.blocks." + std::to_string(l);
+    block_dropout_.push_back({.attn = {.key = rng_key(seed, prefix + ".attn")}, .mlp = {.key = rng_key(seed, prefix + ".mlp")}});
+  }
+}
+
+DropoutSite GPTModel::dropout_site(uint64_t key) const {
+  return {.p = cfg_.dropout, .key = key, .stream = static_cast<uint64_t>(dropout_step_),
+          .first_index = dropout_first_sequence_ * cfg_.seq_len * cfg_.hidden};
+}
+
+void GPTModel::forward(const Tensor& tokens, const Tensor& positions, bool train) {
   TRIDENT_CHECK(tokens.numel() == tokens_.numel(), "batch of ", tokens.numel(), " tokens, model built for ",
                 tokens_.numel());
   ops_.copy(tokens, tokens_);
   ops_.copy(positions, positions_);
   embedding_->forward(ops_, tokens_, positions_, residual_[0]);
-  for (size_t l = 0; l < blocks_.size(); ++l)
-    blocks_[l]->forward(ops_, residual_[l], positions_, acts_[l], residual_[l + 1]);
+  const bool dropout = train && cfg_.dropout > 0;
+  if (dropout) dropout_site(embed_dropout_key_).apply(ops_, residual_[0]);
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    TransformerBlock::Dropout d;  // inactive unless training with dropout
+    if (dropout) d = {.attn = dropout_site(block_dropout_[l].attn.key), .mlp = dropout_site(block_dropout_[l].mlp.key)};
+    blocks_[l]->forward(ops_, residual_[l], positions_, acts_[l], residual_[l + 1], scratch_, d);
+  }
   head_->forward(ops_, residual_.back(), head_buffers_);
 }
 
 const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& positions) {
-  forward(tokens, positions);
+  forward(tokens, positions, /*train=*/false);
   return head_buffers_.logits;
 }
 
 double GPTModel::forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                                   double grad_scale) {
-  forward(tokens, positions);
+  forward(tokens, positions, /*train=*/true);
   ops_.copy(targets, targets_);
   const double loss_sum = head_->loss_backward(ops_, residual_.back(), targets_, grad_scale, head_buffers_, dres_);
   grads_ready_from(head_offset_);
+  const bool dropout = cfg_.dropout > 0;
   for (size_t l = blocks_.size(); l-- > 0;) {
-    blocks_[l]->backward(ops_, residual_[l], positions_, acts_[l], dres_, scratch_);
+    TransformerBlock::Dropout d;
+    if (dropout) d = {.attn = dropout_site(block_dropout_[l].attn.key), .mlp = dropout_site(block_dropout_[l].mlp.key)};
+    blocks_[l]->backward(ops_, residual_[l], positions_, acts_[l], dres_, scratch_, d);
     grads_ready_from(block_offset_[l]);
   }
+  if (dropout) dropout_site(embed_dropout_key_).apply(ops_, dres_);
   embedding_->backward(ops_, tokens_, positions_, dres_);
   grads_ready_from(0);
   return loss_sum;

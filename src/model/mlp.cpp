@@ -29,7 +29,7 @@ MlpScratch Mlp::make_scratch(Ops& ops, int64_t rows, DType dtype) const {
   return s;
 }
 
-void Mlp::forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& residual) const {
+void Mlp::forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out, bool accumulate) const {
   up_.forward(ops, x, a.up);
   if (gate_) {
     gate_->forward(ops, x, a.gate);
@@ -37,12 +37,12 @@ void Mlp::forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& residual
   } else {
     ops.gelu_forward(a.up, a.act);
   }
-  down_.forward(ops, a.act, residual, /*accumulate=*/true);
+  down_.forward(ops, a.act, out, accumulate);
 }
 
-void Mlp::backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dresidual, MlpScratch& s,
+void Mlp::backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dout, MlpScratch& s,
                    Tensor& dx) const {
-  down_.backward(ops, a.act, dresidual, &s.dact);
+  down_.backward(ops, a.act, dout, &s.dact);
   if (gate_) {
     // dact -> (dgate, dup); dup reuses dact's buffer once both are computed by the kernel.
     ops.swiglu_backward(a.gate, a.up, s.dact, s.dgate, s.dact);

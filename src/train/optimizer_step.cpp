@@ -25,6 +25,7 @@ StepResult optimizer_step(model::GPTModel& model, AdamW& optimizer, GradReducer&
     if (k + 1 == micro_batches && reducer.overlap())
       model.set_grad_ready_hook([&](int64_t offset) { reducer.grads_final_from(offset); });
     fill(k, batch);
+    model.set_micro_batch_position(step, batch.first_sequence);
     loss_sum += model.forward_backward(batch.tokens, batch.targets, batch.positions, grad_scale);
   }
   model.set_grad_ready_hook(nullptr);

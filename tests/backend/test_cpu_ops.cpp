@@ -137,3 +137,43 @@ TYPED_TEST(CpuBasicTest, BiasAddAndBackward) {
 
 }  // namespace
 }  // namespace trident::test
+
+// Dropout: the keep rate and scaling, determinism, and that the mask follows the global index
+// (a slice with its offset drops exactly what the whole tensor drops there).
+namespace trident {
+namespace {
+
+TEST(CpuDropout, MaskFollowsGlobalIndex) {
+  auto ops = make_cpu_ops(2);
+  const int64_t n = 100003;
+  const double p = 0.25;
+  Tensor whole = Tensor::zeros(Shape{n}, DType::kF64);
+  std::fill(whole.data<double>(), whole.data<double>() + n, 1.0);
+  ops->dropout(whole, p, 77, 5, 0);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = whole.data<double>()[i];
+    ASSERT_TRUE(v == 0.0 || std::abs(v - 1.0 / (1.0 - p)) < 1e-15) << v;
+    kept += v != 0.0;
+  }
+  EXPECT_NEAR(double(kept) / n, 1.0 - p, 0.01);
+  for (int64_t offset : {int64_t(1), int64_t(6), int64_t(4097)}) {
+    Tensor part = Tensor::zeros(Shape{777}, DType::kF32);
+    std::fill(part.data<float>(), part.data<float>() + part.numel(), 1.0f);
+    ops->dropout(part, p, 77, 5, offset);
+    for (int64_t i = 0; i < part.numel(); ++i)
+      ASSERT_EQ(part.data<float>()[i] != 0.0f, whole.data<double>()[offset + i] != 0.0) << offset << " " << i;
+  }
+  Tensor other = Tensor::zeros(Shape{n}, DType::kF64);
+  std::fill(other.data<double>(), other.data<double>() + n, 1.0);
+  ops->dropout(other, p, 77, 6, 0);  // another stream (step) drops other elements
+  int64_t same = 0;
+  for (int64_t i = 0; i < n; ++i) same += (other.data<double>()[i] == 0.0) == (whole.data<double>()[i] == 0.0);
+  EXPECT_LT(same, n * 0.7);
+  Tensor untouched = Tensor::zeros(Shape{9}, DType::kF32);
+  ops->dropout(untouched, 0.0, 1, 1, 0);
+  EXPECT_THROW(ops->dropout(untouched, 1.0, 1, 1, 0), Error);
+}
+
+}  // namespace
+}  // namespace trident

@@ -139,8 +139,7 @@ TEST_P(LayerGradients, Attention) {
   Tensor x = random(Shape{rows(), cfg_.hidden}, 8), dx = Tensor::zeros(x.shape(), DType::kF64);
   Tensor r = random(x.shape(), 9), out = Tensor::zeros(x.shape(), DType::kF64);
   check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
-    ops_->fill(out, 0.0);
-    attn.forward(*ops_, x, pos, a, out);
+    attn.forward(*ops_, x, pos, a, out, /*accumulate=*/false);
     if (backward) attn.backward(*ops_, x, pos, a, r, s, dx);
     return testing::dot(out, r);
   });
@@ -156,31 +155,42 @@ TEST_P(LayerGradients, Mlp) {
   Tensor x = random(Shape{rows(), cfg_.hidden}, 11), dx = Tensor::zeros(x.shape(), DType::kF64);
   Tensor r = random(x.shape(), 12), out = Tensor::zeros(x.shape(), DType::kF64);
   check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
-    ops_->fill(out, 0.0);
-    mlp.forward(*ops_, x, a, out);
+    mlp.forward(*ops_, x, a, out, /*accumulate=*/false);
     if (backward) mlp.backward(*ops_, x, a, r, s, dx);
     return testing::dot(out, r);
   });
 }
 
-TEST_P(LayerGradients, TransformerBlock) {
+void check_block(Ops& ops, const ModelConfig& cfg, int64_t batch, const Tensor& pos,
+                 const TransformerBlock::Dropout& dropout) {
   ParamStore store;
-  TransformerBlock block(store, 0, cfg_);
-  store.allocate(*ops_, DType::kF64);
+  TransformerBlock block(store, 0, cfg);
+  store.allocate(ops, DType::kF64);
   randomize(store, 13);
-  BlockActivations a = block.make_activations(*ops_, kBatch, DType::kF64);
-  BlockScratch s = block.make_scratch(*ops_, kBatch, DType::kF64);
-  Tensor pos = positions();
-  Tensor x = random(Shape{rows(), cfg_.hidden}, 14), dx = Tensor::zeros(x.shape(), DType::kF64);
-  Tensor r = random(x.shape(), 15), y = Tensor::zeros(x.shape(), DType::kF64);
-  check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
-    block.forward(*ops_, x, pos, a, y);
+  BlockActivations a = block.make_activations(ops, batch, DType::kF64);
+  BlockScratch s = block.make_scratch(ops, batch, DType::kF64);
+  const int64_t rows = batch * cfg.seq_len;
+  Tensor x = Tensor::zeros(Shape{rows, cfg.hidden}, DType::kF64), dx = Tensor::zeros(x.shape(), DType::kF64);
+  Tensor r = Tensor::zeros(x.shape(), DType::kF64), y = Tensor::zeros(x.shape(), DType::kF64);
+  fill_uniform(x, 14);
+  fill_uniform(r, 15);
+  check_gradients(ops, store, {{x, dx}}, [&](bool backward) {
+    block.forward(ops, x, pos, a, y, s, dropout);
     if (backward) {
-      ops_->copy(r, dx);  // backward turns dL/dy into dL/dx in place
-      block.backward(*ops_, x, pos, a, dx, s);
+      ops.copy(r, dx);  // backward turns dL/dy into dL/dx in place
+      block.backward(ops, x, pos, a, dx, s, dropout);
     }
     return testing::dot(y, r);
   });
+}
+
+TEST_P(LayerGradients, TransformerBlock) { check_block(*ops_, cfg_, kBatch, positions(), {}); }
+
+// Dropout masks are fixed by (key, step, index), so the block stays a deterministic function.
+TEST_P(LayerGradients, TransformerBlockWithDropout) {
+  const DropoutSite attn{.p = 0.2, .key = 11, .stream = 3, .first_index = 40};
+  const DropoutSite mlp{.p = 0.3, .key = 12, .stream = 3, .first_index = 40};
+  check_block(*ops_, cfg_, kBatch, positions(), {.attn = attn, .mlp = mlp});
 }
 
 TEST_P(LayerGradients, Embedding) {

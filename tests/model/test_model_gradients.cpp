@@ -9,23 +9,30 @@
 namespace trident::model {
 namespace {
 
-class ModelGradients : public ::testing::TestWithParam<Arch> {};
+struct Case {
+  Arch arch;
+  double dropout;
+};
+
+class ModelGradients : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
   auto ops = make_cpu_ops(1);
   ModelConfig cfg;
-  cfg.arch = GetParam();
+  cfg.arch = GetParam().arch;
+  cfg.dropout = GetParam().dropout;
   cfg.layers = 2;
   cfg.hidden = 8;
   cfg.heads = 2;
-  cfg.kv_heads = GetParam() == Arch::kLlama ? 1 : 2;
+  cfg.kv_heads = cfg.arch == Arch::kLlama ? 1 : 2;
   cfg.ffn_hidden = 12;
   cfg.vocab = 11;
   cfg.seq_len = 5;
-  cfg.tie_embeddings = GetParam() == Arch::kGPT2;
+  cfg.tie_embeddings = cfg.arch == Arch::kGPT2;
   const int batch = 2;
   GPTModel model(cfg, *ops, DType::kF64, batch);
   model.initialize(42);
+  model.set_micro_batch_position(/*step=*/3, /*first_sequence=*/6);
   // Larger, non-trivial values than the initialiser's so every path carries gradient.
   for (auto& p : model.params().all()) {
     testing::fill_uniform(p->value, std::hash<std::string>{}(p->spec.name), 0.4);
@@ -69,8 +76,12 @@ TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, ModelGradients, ::testing::Values(Arch::kGPT2, Arch::kLlama),
-                         [](const auto& info) { return std::string(arch_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Models, ModelGradients,
+                         ::testing::Values(Case{Arch::kGPT2, 0.0}, Case{Arch::kLlama, 0.0}, Case{Arch::kGPT2, 0.2},
+                                           Case{Arch::kLlama, 0.2}),
+                         [](const auto& info) {
+                           return std::string(arch_name(info.param.arch)) + (info.param.dropout > 0 ? "_dropout" : "");
+                         });
 
 }  // namespace
 }  // namespace trident::model

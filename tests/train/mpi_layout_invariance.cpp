@@ -93,6 +93,27 @@ TEST(LayoutInvariance, DataParallelMatchesSingleRank) {
   if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 
+// Dropout masks are keyed by the global index of each element, so dp changes nothing either.
+TEST(LayoutInvariance, DataParallelWithDropout) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const std::string dir = "/tmp/trident_dropout_" + std::to_string(getpid());
+  RunConfig ref_cfg = tiny_run(1, dir + "_ref");
+  ref_cfg.model.dropout = 0.1;
+  const Curve reference = train(ref_cfg, MPI_COMM_SELF);
+  RunConfig cfg = tiny_run(world, dir + "_dp");
+  cfg.model.dropout = 0.1;
+  cfg.train.micro_batch = 1;
+  const Curve got = train(cfg, MPI_COMM_WORLD);
+  for (size_t s = 0; s < reference.losses.size(); ++s)
+    EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << "step " << s + 1;
+  EXPECT_LT(testing::relative_error(got.params, reference.params), 1e-5);
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::filesystem::remove_all(dir + "_ref");
+  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
+}
+
 // Fine-tuning data: prompts are not trained on, so micro-batches hold unequal numbers of valid
 // targets. The loss is normalised by the global batch's count, so dp still changes nothing.
 TEST(LayoutInvariance, DataParallelWithLossMasks) {

@@ -94,6 +94,13 @@ class Ops {
   virtual void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
                                               double grad_scale, Tensor& losses, Tensor& dlogits) = 0;
 
+  // Dropout in place with a counter-based mask: global element g = first_index + i is kept and
+  // scaled by 1/(1-p) when u(g) >= p, else zeroed, where u(g) is word g % 4 of the Philox block
+  // (key, g / 4, stream) mapped to (0, 1). The mask depends only on (key, stream, global index):
+  // backward applies the same call to the gradient, and every layout that gives an element the
+  // same global index drops it alike (DESIGN.md section 2).
+  virtual void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) = 0;
+
   // One AdamW step (decoupled weight decay, bias-corrected, PyTorch's formula) on fp32 tensors:
   // p -= lr*wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
   // p -= (lr / (1 - b1^step)) * m / (sqrt(v) / sqrt(1 - b2^step) + eps).

@@ -12,6 +12,7 @@ struct Batch {
   Tensor targets;    // (B, T) next token ids; -1 = no loss here (prompt tokens before loss start)
   Tensor positions;  // (B, T) position of each token (t for plain causal LM)
   int64_t valid_tokens = 0;  // number of targets >= 0 in this micro-batch
+  int64_t first_sequence = 0;  // index of row 0 within the step's global batch (dropout masks)
 };
 
 }  // namespace trident::data

@@ -26,11 +26,12 @@ class Attention {
   AttentionActivations make_activations(Ops& ops, int64_t batch, DType dtype) const;
   AttentionScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
 
-  // residual += o(attention(x)).
-  void forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& residual) const;
-  // dx = d(x) from dresidual (overwritten); parameter gradients accumulate.
+  // out = o(attention(x)), or out += o(attention(x)) when accumulate (onto the residual stream).
+  void forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
+               bool accumulate) const;
+  // dx = d(x) from dout (overwritten); parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
-                const Tensor& dresidual, AttentionScratch& s, Tensor& dx) const;
+                const Tensor& dout, AttentionScratch& s, Tensor& dx) const;
 
  private:
   const ModelConfig& cfg_;

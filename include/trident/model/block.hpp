@@ -4,6 +4,7 @@
 #include <string>
 
 #include "trident/model/attention.hpp"
+#include "trident/model/dropout_site.hpp"
 #include "trident/model/mlp.hpp"
 #include "trident/model/norm.hpp"
 
@@ -17,9 +18,10 @@ struct BlockActivations {
   MlpActivations mlp;
 };
 
-// Backward temporaries shared by all blocks.
+// Temporaries shared by all blocks.
 struct BlockScratch {
-  Tensor dnorm;  // [N, C]
+  Tensor dnorm;   // [N, C]
+  Tensor branch;  // [N, C] attention / MLP output (or its gradient) on its way through dropout
   AttentionScratch attn;
   MlpScratch mlp;
 };
@@ -30,10 +32,16 @@ class TransformerBlock {
   BlockActivations make_activations(Ops& ops, int64_t batch, DType dtype) const;
   BlockScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
 
-  void forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a, Tensor& y) const;
+  // Dropout applies to each branch before it joins the residual stream (when the site is active).
+  struct Dropout {
+    DropoutSite attn, mlp;
+  };
+
+  void forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a, Tensor& y, BlockScratch& s,
+               const Dropout& dropout) const;
   // On entry dres = dL/dy; on return dres = dL/dx. Parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const Tensor& positions, const BlockActivations& a, Tensor& dres,
-                BlockScratch& s) const;
+                BlockScratch& s, const Dropout& dropout) const;
 
  private:
   const ModelConfig& cfg_;

@@ -18,7 +18,8 @@ class GPTModel {
   // padded to a multiple of pad_multiple elements (data-parallel sharding).
   GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple = 1);
 
-  void initialize(uint64_t seed) { params_.initialize(ops_, seed); }
+  // Initialises every parameter and keys the dropout masks, both from the seed.
+  void initialize(uint64_t seed);
   ParamStore& params() { return params_; }
   const ModelConfig& config() const { return cfg_; }
   int micro_batch() const { return micro_batch_; }
@@ -28,6 +29,13 @@ class GPTModel {
   // parallelism give the global mean). Returns the unscaled sum of token losses.
   double forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                           double grad_scale);
+  // Where the next micro-batch sits, for its dropout masks: the optimizer step and the index of
+  // its first sequence within the global batch (so masks do not depend on the dp layout).
+  void set_micro_batch_position(int64_t step, int64_t first_sequence) {
+    dropout_step_ = step;
+    dropout_first_sequence_ = first_sequence;
+  }
+
   // Called during backward with an offset into the flat gradient buffer: from there to the end,
   // the gradients of this micro-batch are complete (data parallelism starts reducing them).
   // Offsets decrease over one backward pass and end at 0. Pass nullptr to remove.
@@ -40,7 +48,8 @@ class GPTModel {
   size_t activation_bytes() const { return activation_bytes_; }
 
  private:
-  void forward(const Tensor& tokens, const Tensor& positions);
+  void forward(const Tensor& tokens, const Tensor& positions, bool train);
+  DropoutSite dropout_site(uint64_t key) const;
   void grads_ready_from(int64_t offset) const {
     if (grad_ready_hook_) grad_ready_hook_(offset);
   }
@@ -56,6 +65,9 @@ class GPTModel {
   std::vector<int64_t> block_offset_;      // flat offset of each block's first parameter
   int64_t head_offset_ = 0;                // flat offset of the final norm (then the head)
   std::function<void(int64_t)> grad_ready_hook_;
+  uint64_t embed_dropout_key_ = 0;
+  std::vector<TransformerBlock::Dropout> block_dropout_;  // keys only; position set per micro-batch
+  int64_t dropout_step_ = 0, dropout_first_sequence_ = 0;
 
   // Per micro-batch buffers.
   Tensor tokens_, targets_, positions_;   // [B*T] on the device

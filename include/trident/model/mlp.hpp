@@ -24,10 +24,10 @@ class Mlp {
   MlpActivations make_activations(Ops& ops, int64_t rows, DType dtype) const;
   MlpScratch make_scratch(Ops& ops, int64_t rows, DType dtype) const;
 
-  // residual += mlp(x).
-  void forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& residual) const;
-  // dx = d(x) (overwritten); parameter gradients accumulate.
-  void backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dresidual, MlpScratch& s,
+  // out = mlp(x), or out += mlp(x) when accumulate (onto the residual stream).
+  void forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out, bool accumulate) const;
+  // dx = d(x) from dout (overwritten); parameter gradients accumulate.
+  void backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dout, MlpScratch& s,
                 Tensor& dx) const;
 
  private:

@@ -41,6 +41,9 @@ class CpuOps final : public Ops {
   void bias_backward(const Tensor& dy, Tensor& dbias) override { cpu::bias_backward(dy, dbias); }
   void add(const Tensor& a, const Tensor& b, Tensor& out) override { cpu::add(a, b, out); }
   void scale(Tensor& x, double s) override { cpu::scale(x, s); }
+  void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) override {
+    cpu::dropout(x, p, key, stream, first_index);
+  }
   double sum_squares(const Tensor& x) override { return cpu::sum_squares(x); }
 
   void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,

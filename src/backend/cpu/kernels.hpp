@@ -18,6 +18,7 @@ void add_bias(Tensor& y, const Tensor& bias);
 void bias_backward(const Tensor& dy, Tensor& dbias);
 void add(const Tensor& a, const Tensor& b, Tensor& out);
 void scale(Tensor& x, double s);
+void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index);
 double sum_squares(const Tensor& x);
 
 // embedding.cpp
