@@ -46,12 +46,13 @@ CommRequest::~CommRequest() {
 }
 
 CommRequest::CommRequest(CommRequest&& o) noexcept
-    : owner_(o.owner_), op_(o.op_), requests_(std::exchange(o.requests_, {})) {}
+    : owner_(o.owner_), op_(o.op_), requests_(std::exchange(o.requests_, {})), counts_(std::move(o.counts_)) {}
 
 CommRequest& CommRequest::operator=(CommRequest&& o) noexcept {
   std::swap(owner_, o.owner_);
   std::swap(op_, o.op_);
   std::swap(requests_, o.requests_);
+  std::swap(counts_, o.counts_);
   return *this;
 }
 
@@ -149,27 +150,47 @@ void Communicator::all_reduce_max(double* values, int count) {
   account(CommOp::kAllReduce, sizeof(double) * static_cast<size_t>(count), 0);
 }
 
+Communicator::Block Communicator::block(int64_t n, int r) const {
+  const int64_t base = n / size_, extra = n % size_;
+  const int64_t begin = r * base + std::min<int64_t>(r, extra);
+  return {begin, begin + base + (r < extra ? 1 : 0)};
+}
+
+namespace {
+// counts[0..size) then displacements[0..size) of the blocks of n elements.
+std::vector<int> block_layout(const Communicator& c, int64_t n, const char* op) {
+  std::vector<int> layout(2 * static_cast<size_t>(c.size()));
+  for (int r = 0; r < c.size(); ++r) {
+    const Communicator::Block b = c.block(n, r);
+    layout[r] = checked_count(b.end - b.begin, op);
+    layout[c.size() + r] = checked_count(b.begin, op);
+  }
+  return layout;
+}
+}  // namespace
+
 CommRequest Communicator::ireduce_scatter_sum(const Tensor& in, Tensor& out) {
   const MPI_Datatype type = mpi_float_type(in, "reduce_scatter_sum");
-  TRIDENT_CHECK(out.dtype() == in.dtype() && in.numel() == out.numel() * size_, "reduce_scatter_sum: in has ",
-                in.numel(), " elements, out ", out.numel(), ", group of ", size_);
+  const Block mine = block(in.numel(), rank_);
+  TRIDENT_CHECK(out.dtype() == in.dtype() && out.numel() == mine.end - mine.begin, "reduce_scatter_sum: rank ",
+                rank_, " owns ", mine.end - mine.begin, " of ", in.numel(), " elements, out has ", out.numel());
+  std::vector<int> layout = block_layout(*this, in.numel(), "reduce_scatter_sum");
   std::vector<MPI_Request> requests(1);
-  MPI_CHECK(MPI_Ireduce_scatter_block(in.raw(), out.raw(), checked_count(out.numel(), "reduce_scatter_sum"), type,
-                                      MPI_SUM, comm_, &requests[0]));
+  MPI_CHECK(MPI_Ireduce_scatter(in.raw(), out.raw(), layout.data(), type, MPI_SUM, comm_, &requests[0]));
   account(CommOp::kReduceScatter, in.bytes(), 0);
-  return CommRequest(this, CommOp::kReduceScatter, std::move(requests));
+  return CommRequest(this, CommOp::kReduceScatter, std::move(requests), std::move(layout));
 }
 
 void Communicator::reduce_scatter_sum(const Tensor& in, Tensor& out) { ireduce_scatter_sum(in, out).wait(); }
 
 CommRequest Communicator::iall_gather_in_place(Tensor& x) {
   const MPI_Datatype type = mpi_float_type(x, "all_gather");
-  TRIDENT_CHECK(x.numel() % size_ == 0, "all_gather: ", x.numel(), " elements not divisible into ", size_, " blocks");
+  std::vector<int> layout = block_layout(*this, x.numel(), "all_gather");
   std::vector<MPI_Request> requests(1);
-  MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, type, x.raw(), checked_count(x.numel() / size_, "all_gather"), type,
-                           comm_, &requests[0]));
+  MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, type, x.raw(), layout.data(), layout.data() + size_, type, comm_,
+                            &requests[0]));
   account(CommOp::kAllGather, x.bytes(), 0);
-  return CommRequest(this, CommOp::kAllGather, std::move(requests));
+  return CommRequest(this, CommOp::kAllGather, std::move(requests), std::move(layout));
 }
 
 void Communicator::all_gather_in_place(Tensor& x) { iall_gather_in_place(x).wait(); }

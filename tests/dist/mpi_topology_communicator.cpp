@@ -107,24 +107,30 @@ TEST(Communicator, ScalarsAndBroadcast) {
   world.barrier();
 }
 
-TEST(Communicator, ReduceScatterAndAllGather) {
+TEST(Communicator, ReduceScatterAndAllGatherEverySize) {
   Communicator world(MPI_COMM_WORLD);
   const int n = world.size(), r = world.rank();
-  for (int64_t block : {int64_t(0), int64_t(1), int64_t(5), int64_t(100003)}) {
-    Tensor in = Tensor::zeros(Shape{block * n}, DType::kF32), out = Tensor::zeros(Shape{block}, DType::kF32);
-    for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = float(r + 1) * float(i % 7);
+  // Sizes: empty, fewer elements than ranks, not divisible by the group, divisible, large.
+  for (int64_t size : {int64_t(0), int64_t(1), int64_t(7), int64_t(8 * 5), int64_t(100003)}) {
+    const Communicator::Block mine = world.block(size, r);
+    Tensor in = Tensor::zeros(Shape{size}, DType::kF32), out = Tensor::zeros(Shape{mine.end - mine.begin}, DType::kF32);
+    for (int64_t i = 0; i < size; ++i) in.data<float>()[i] = float(r + 1) * float(i % 7);
     CommRequest req = world.ireduce_scatter_sum(in, out);
     req.wait();
     int64_t bad = 0;
-    for (int64_t i = 0; i < block; ++i) bad += out.data<float>()[i] != float(n * (n + 1) / 2) * float((r * block + i) % 7);
-    EXPECT_EQ(bad, 0) << "reduce_scatter block " << block;
+    for (int64_t i = 0; i < out.numel(); ++i)
+      bad += out.data<float>()[i] != float(n * (n + 1) / 2) * float((mine.begin + i) % 7);
+    EXPECT_EQ(bad, 0) << "reduce_scatter of " << size;
 
-    Tensor gathered = Tensor::zeros(Shape{block * n}, DType::kF64);
-    for (int64_t i = 0; i < block; ++i) gathered.data<double>()[r * block + i] = r * 1000.0 + double(i);
+    Tensor gathered = Tensor::zeros(Shape{size}, DType::kF64);
+    for (int64_t i = mine.begin; i < mine.end; ++i) gathered.data<double>()[i] = r * 1e6 + double(i);
     world.all_gather_in_place(gathered);
     bad = 0;
-    for (int64_t i = 0; i < block * n; ++i) bad += gathered.data<double>()[i] != (i / block) * 1000.0 + double(i % block);
-    EXPECT_EQ(bad, 0) << "all_gather block " << block;
+    for (int q = 0; q < n; ++q) {
+      const Communicator::Block b = world.block(size, q);
+      for (int64_t i = b.begin; i < b.end; ++i) bad += gathered.data<double>()[i] != q * 1e6 + double(i);
+    }
+    EXPECT_EQ(bad, 0) << "all_gather of " << size;
   }
   EXPECT_GT(world.bytes(CommOp::kReduceScatter), 0u);
 }

@@ -28,8 +28,8 @@ class Communicator;
 class CommRequest {
  public:
   CommRequest() = default;
-  CommRequest(Communicator* owner, CommOp op, std::vector<MPI_Request> requests)
-      : owner_(owner), op_(op), requests_(std::move(requests)) {}
+  CommRequest(Communicator* owner, CommOp op, std::vector<MPI_Request> requests, std::vector<int> counts = {})
+      : owner_(owner), op_(op), requests_(std::move(requests)), counts_(std::move(counts)) {}
   ~CommRequest();
   CommRequest(CommRequest&& o) noexcept;
   CommRequest& operator=(CommRequest&& o) noexcept;
@@ -45,6 +45,7 @@ class CommRequest {
   Communicator* owner_ = nullptr;
   CommOp op_ = CommOp::kAllReduce;
   std::vector<MPI_Request> requests_;
+  std::vector<int> counts_;  // counts/displacements MPI reads until completion
 };
 
 class Communicator {
@@ -69,12 +70,19 @@ class Communicator {
   void all_reduce_sum(double* values, int count);
   void all_reduce_max(double* values, int count);
 
-  // Reduce-scatter with equal blocks: in holds size() blocks of out.numel() elements; rank r
-  // receives the sum of block r. out must not overlap in.
+  // Blocks of n elements over the group: rank r owns [begin, end), the first n % size ranks
+  // one element more (equal blocks when size divides n).
+  struct Block {
+    int64_t begin, end;
+  };
+  Block block(int64_t n, int r) const;
+
+  // Reduce-scatter: rank r receives into out the sum over the group of block(in.numel(), r) of
+  // in. out must not overlap in.
   void reduce_scatter_sum(const Tensor& in, Tensor& out);
   CommRequest ireduce_scatter_sum(const Tensor& in, Tensor& out);
-  // All-gather in place with equal blocks: block rank() of x is this rank's contribution, and
-  // on return x holds every rank's block.
+  // All-gather in place: block(x.numel(), rank()) of x is this rank's contribution; on return x
+  // holds every rank's block.
   void all_gather_in_place(Tensor& x);
   CommRequest iall_gather_in_place(Tensor& x);
 

@@ -53,8 +53,9 @@ class GradReducer {
     bool started = false;
   };
   void start(Bucket& b);
-  int64_t block_begin(const Bucket& b) const { return b.begin + (b.end - b.begin) / dp_.size() * dp_.rank(); }
-  int64_t block_end(const Bucket& b) const { return block_begin(b) + (b.end - b.begin) / dp_.size(); }
+  // This rank's block of a bucket, as the communicator splits it.
+  int64_t block_begin(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).begin; }
+  int64_t block_end(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).end; }
 
   model::ParamStore& params_;
   Ops& ops_;
