@@ -134,7 +134,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
   v.require_default("model.init_from", "initialisation from a pretrained model");
-  v.require_default("parallel.tp", "tensor parallelism");
   v.require_default("parallel.pp", "pipeline parallelism");
   v.require_default("parallel.sequence_parallel", "sequence parallelism");
   v.require_default("parallel.virtual_stages", "the interleaved schedule");
@@ -151,10 +150,10 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   // Rules across keys.
   const dist::Layout& L = c.layout;
   TRIDENT_CONFIG_CHECK(L.dp >= 1 && L.tp >= 1 && L.pp >= 1, "parallel.dp, parallel.tp and parallel.pp must be >= 1");
+  m.check_tensor_parallel(L.tp);
   TRIDENT_CONFIG_CHECK(world_size == L.world(), "parallel.dp * parallel.tp * parallel.pp = ", L.dp, " * ", L.tp,
                        " * ", L.pp, " = ", L.world(), " but the job has ", world_size,
                        " ranks (world size must equal dp*tp*pp)");
-  TRIDENT_CONFIG_CHECK(m.heads % L.tp == 0, "model.heads = ", m.heads, " must be divisible by parallel.tp = ", L.tp);
   TRIDENT_CONFIG_CHECK(m.layers >= L.pp, "model.layers = ", m.layers, " must be >= parallel.pp = ", L.pp);
   TRIDENT_CONFIG_CHECK(t.global_batch >= 1, "train.global_batch must be >= 1");
   if (c.microbatches > 0) {

@@ -17,7 +17,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"model.dropout", "0", "dropout on the embedding and on each attention/MLP branch before the residual add"},
       {"model.init_from", "", "initialise from an HF directory or trident checkpoint (not in this version)"},
       {"parallel.dp", "1", "data-parallel ranks"},
-      {"parallel.tp", "1", "tensor-parallel ranks (only 1 in this version)"},
+      {"parallel.tp", "1", "tensor-parallel ranks (heads, kv_heads and ffn_hidden divisible by it; vocab padded to a multiple)"},
       {"parallel.pp", "1", "pipeline stages (only 1 in this version)"},
       {"parallel.microbatches", "0", "micro-batches per step per dp rank; when set, micro_batch = global_batch / (dp * microbatches)"},
       {"parallel.schedule", "1f1b", "pipeline schedule: gpipe | 1f1b | interleaved"},

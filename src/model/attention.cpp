@@ -9,31 +9,37 @@ namespace {
 double output_init_std(const ModelConfig& cfg) { return 0.02 / std::sqrt(2.0 * cfg.layers); }
 }  // namespace
 
-Attention::Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg)
+Attention::Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp)
     : cfg_(cfg),
-      q_(store, prefix + ".q", cfg.hidden, cfg.heads * cfg.head_size(), cfg.has_bias(), 0.02),
-      k_(store, prefix + ".k", cfg.hidden, cfg.kv_heads * cfg.head_size(), cfg.has_bias(), 0.02),
-      v_(store, prefix + ".v", cfg.hidden, cfg.kv_heads * cfg.head_size(), cfg.has_bias(), 0.02),
-      o_(store, prefix + ".o", cfg.heads * cfg.head_size(), cfg.hidden, cfg.has_bias(), output_init_std(cfg)) {}
+      tp_(tp),
+      heads_(cfg.heads / tp.size()),
+      kv_heads_(cfg.kv_heads / tp.size()),
+      q_(store, prefix + ".q", cfg.hidden, cfg.heads * cfg.head_size(), cfg.has_bias(), 0.02, Split::kColumn, tp),
+      k_(store, prefix + ".k", cfg.hidden, cfg.kv_heads * cfg.head_size(), cfg.has_bias(), 0.02, Split::kColumn, tp),
+      v_(store, prefix + ".v", cfg.hidden, cfg.kv_heads * cfg.head_size(), cfg.has_bias(), 0.02, Split::kColumn, tp),
+      o_(store, prefix + ".o", cfg.heads * cfg.head_size(), cfg.hidden, cfg.has_bias(), output_init_std(cfg),
+         Split::kRow, tp) {
+  cfg.check_tensor_parallel(tp.size());
+}
 
 AttentionActivations Attention::make_activations(Ops& ops, int64_t batch, DType dtype) const {
   const int64_t t = cfg_.seq_len, hs = cfg_.head_size();
   AttentionActivations a;
-  a.q = ops.zeros(Shape{batch, t, cfg_.heads * hs}, dtype);
-  a.k = ops.zeros(Shape{batch, t, cfg_.kv_heads * hs}, dtype);
-  a.v = ops.zeros(Shape{batch, t, cfg_.kv_heads * hs}, dtype);
-  a.out = ops.zeros(Shape{batch, t, cfg_.heads * hs}, dtype);
-  a.lse = ops.zeros(Shape{batch, cfg_.heads, t}, dtype);
+  a.q = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
+  a.k = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
+  a.v = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
+  a.out = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
+  a.lse = ops.zeros(Shape{batch, heads_, t}, dtype);
   return a;
 }
 
 AttentionScratch Attention::make_scratch(Ops& ops, int64_t batch, DType dtype) const {
   const int64_t t = cfg_.seq_len, hs = cfg_.head_size();
   AttentionScratch s;
-  s.dout = ops.zeros(Shape{batch, t, cfg_.heads * hs}, dtype);
-  s.dq = ops.zeros(Shape{batch, t, cfg_.heads * hs}, dtype);
-  s.dk = ops.zeros(Shape{batch, t, cfg_.kv_heads * hs}, dtype);
-  s.dv = ops.zeros(Shape{batch, t, cfg_.kv_heads * hs}, dtype);
+  s.dout = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
+  s.dq = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
+  s.dk = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
+  s.dv = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
   return s;
 }
 
@@ -46,14 +52,14 @@ void Attention::forward(Ops& ops, const Tensor& x, const Tensor& positions, Atte
     ops.rope_forward(a.q, positions, cfg_.head_size(), cfg_.rope_theta);
     ops.rope_forward(a.k, positions, cfg_.head_size(), cfg_.rope_theta);
   }
-  ops.attention_forward(a.q, a.k, a.v, cfg_.heads, cfg_.kv_heads, a.out, a.lse);
+  ops.attention_forward(a.q, a.k, a.v, heads_, kv_heads_, a.out, a.lse);
   o_.forward(ops, a.out, out, accumulate);
 }
 
 void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
                          const Tensor& dout, AttentionScratch& s, Tensor& dx) const {
   o_.backward(ops, a.out, dout, &s.dout);
-  ops.attention_backward(a.q, a.k, a.v, a.out, a.lse, s.dout, cfg_.heads, cfg_.kv_heads, s.dq, s.dk, s.dv);
+  ops.attention_backward(a.q, a.k, a.v, a.out, a.lse, s.dout, heads_, kv_heads_, s.dq, s.dk, s.dv);
   if (cfg_.arch == Arch::kLlama) {
     ops.rope_backward(s.dq, positions, cfg_.head_size(), cfg_.rope_theta);
     ops.rope_backward(s.dk, positions, cfg_.head_size(), cfg_.rope_theta);
@@ -61,6 +67,7 @@ void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, con
   q_.backward(ops, x, s.dq, &dx);
   k_.backward(ops, x, s.dk, &dx, /*accumulate_dx=*/true);
   v_.backward(ops, x, s.dv, &dx, /*accumulate_dx=*/true);
+  tp_.all_reduce(dx);  // each rank's heads contribute part of d(x)
 }
 
 }  // namespace trident::model

@@ -15,12 +15,13 @@ const Tensor& through_dropout(Ops& ops, const DropoutSite& site, const Tensor& d
 }
 }  // namespace
 
-TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg)
+TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp)
     : cfg_(cfg),
+      tensor_parallel_(tp.size() > 1),
       norm1_(store, block_prefix(index) + ".attn_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
-      attn_(store, block_prefix(index) + ".attn", cfg),
+      attn_(store, block_prefix(index) + ".attn", cfg, tp),
       norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
-      mlp_(store, block_prefix(index) + ".mlp", cfg) {}
+      mlp_(store, block_prefix(index) + ".mlp", cfg, tp) {}
 
 BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DType dtype) const {
   const int64_t rows = batch * cfg_.seq_len;
@@ -47,7 +48,9 @@ void TransformerBlock::forward(Ops& ops, const Tensor& x, const Tensor& position
                                BlockScratch& s, const Dropout& dropout) const {
   norm1_.forward(ops, x, a.norm1);
   ops.copy(x, a.mid);
-  if (dropout.attn.active()) {
+  // A branch goes through the scratch buffer when it must be complete before joining the
+  // residual stream: dropout applies to it, or tensor parallelism all-reduces it.
+  if (dropout.attn.active() || tensor_parallel_) {
     attn_.forward(ops, a.norm1.y, positions, a.attn, s.branch, /*accumulate=*/false);
     dropout.attn.apply(ops, s.branch);
     ops.add(a.mid, s.branch, a.mid);
@@ -56,7 +59,7 @@ void TransformerBlock::forward(Ops& ops, const Tensor& x, const Tensor& position
   }
   norm2_.forward(ops, a.mid, a.norm2);
   ops.copy(a.mid, y);
-  if (dropout.mlp.active()) {
+  if (dropout.mlp.active() || tensor_parallel_) {
     mlp_.forward(ops, a.norm2.y, a.mlp, s.branch, /*accumulate=*/false);
     dropout.mlp.apply(ops, s.branch);
     ops.add(y, s.branch, y);

@@ -3,21 +3,28 @@
 
 namespace trident::model {
 
-Embedding::Embedding(ParamStore& store, const ModelConfig& cfg) {
-  tok_ = &store.add({.name = "embed.tok.weight", .global_shape = Shape{cfg.vocab, cfg.hidden}, .init = Init::kNormal,
-                     .init_std = 0.02});
+Embedding::Embedding(ParamStore& store, const ModelConfig& cfg, TensorParallel tp) : tp_(tp) {
+  const int padded = cfg.padded_vocab(tp.size());
+  vocab_offset_ = int64_t(padded / tp.size()) * tp.rank();
+  tok_ = &store.add({.name = "embed.tok.weight", .global_shape = Shape{padded, cfg.hidden}, .init = Init::kNormal,
+                     .init_std = 0.02, .split_dim = tp.size() > 1 ? 0 : -1, .split_parts = tp.size(),
+                     .split_index = tp.rank(), .init_rows = cfg.vocab});
   if (cfg.learned_positions())
     pos_ = &store.add({.name = "embed.pos.weight", .global_shape = Shape{cfg.seq_len, cfg.hidden},
                        .init = Init::kNormal, .init_std = 0.02});
 }
 
 void Embedding::forward(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out) const {
-  ops.embedding_forward(tokens, positions, tok_->value, pos_ ? pos_->value : Tensor(), out);
+  // The replicated position rows are added by one rank only: the all-reduce sums the shards.
+  const bool add_positions = pos_ && tp_.rank() == 0;
+  ops.embedding_forward(tokens, positions, tok_->value, add_positions ? pos_->value : Tensor(), vocab_offset_, out);
+  tp_.all_reduce(out);
 }
 
 void Embedding::backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout) const {
+  // dout is whole on every rank, so the replicated position gradient is the same on all ranks.
   Tensor dpos = pos_ ? pos_->grad : Tensor();
-  ops.embedding_backward(tokens, positions, dout, tok_->grad, dpos);
+  ops.embedding_backward(tokens, positions, dout, vocab_offset_, tok_->grad, dpos);
 }
 
 }  // namespace trident::model

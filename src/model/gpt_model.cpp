@@ -9,17 +9,19 @@ namespace {
 size_t bytes_of(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
 }  // namespace
 
-GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple)
-    : cfg_(cfg), ops_(ops), dtype_(dtype), micro_batch_(micro_batch) {
+GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple,
+                   TensorParallel tp)
+    : cfg_(cfg), tp_(tp), ops_(ops), dtype_(dtype), micro_batch_(micro_batch) {
   cfg_.resolve();
-  embedding_ = std::make_unique<Embedding>(params_, cfg_);
+  cfg_.check_tensor_parallel(tp.size());
+  embedding_ = std::make_unique<Embedding>(params_, cfg_, tp);
   // Parameters are laid out in forward order, so backward completes them from the end down.
   for (int l = 0; l < cfg_.layers; ++l) {
     block_offset_.push_back(params_.numel());
-    blocks_.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_));
+    blocks_.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp));
   }
   head_offset_ = params_.numel();
-  head_ = std::make_unique<LMHead>(params_, cfg_, cfg_.tie_embeddings ? &embedding_->token_weight() : nullptr);
+  head_ = std::make_unique<LMHead>(params_, cfg_, cfg_.tie_embeddings ? &embedding_->token_weight() : nullptr, tp);
   params_.allocate(ops_, dtype_, pad_multiple);
 
   const int64_t rows = int64_t(micro_batch) * cfg_.seq_len;

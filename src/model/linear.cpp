@@ -3,15 +3,27 @@
 
 namespace trident::model {
 
-Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool bias, double init_std,
-               bool weight_decay) {
+Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool bias, double init_std, Split split,
+               TensorParallel tp)
+    : split_(tp.size() > 1 ? split : Split::kNone), tp_(tp) {
+  const int weight_split = split_ == Split::kColumn ? 0 : split_ == Split::kRow ? 1 : -1;
   weight_ = &store.add({.name = name + ".weight", .global_shape = Shape{out, in}, .init = Init::kNormal,
-                        .init_std = init_std, .weight_decay = weight_decay});
-  if (bias) bias_ = &store.add({.name = name + ".bias", .global_shape = Shape{out}, .init = Init::kZeros});
+                        .init_std = init_std, .weight_decay = true, .split_dim = weight_split,
+                        .split_parts = tp.size(), .split_index = tp.rank()});
+  if (bias)
+    bias_ = &store.add({.name = name + ".bias", .global_shape = Shape{out}, .init = Init::kZeros,
+                        .split_dim = split_ == Split::kColumn ? 0 : -1, .split_parts = tp.size(),
+                        .split_index = tp.rank()});
 }
 
 void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate) const {
-  ops.gemm(false, true, 1.0, x, weight_->value, accumulate ? 1.0 : 0.0, y);
+  if (split_ == Split::kRow) {
+    TRIDENT_CHECK(!accumulate, "a row-parallel output is complete only after its all-reduce");
+    ops.gemm(false, true, 1.0, x, weight_->value, 0.0, y);
+    tp_.all_reduce(y);
+  } else {
+    ops.gemm(false, true, 1.0, x, weight_->value, accumulate ? 1.0 : 0.0, y);
+  }
   if (bias_) ops.add_bias(y, bias_->value);
 }
 

@@ -1,13 +1,23 @@
 // Output head: final norm, vocabulary projection, fused cross-entropy and their backward.
 #include "trident/model/lm_head.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 namespace trident::model {
 
-LMHead::LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied)
-    : norm_(store, "final_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps) {
+LMHead::LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, TensorParallel tp)
+    : norm_(store, "final_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps), tp_(tp), vocab_(cfg.vocab) {
+  const int padded = cfg.padded_vocab(tp.size());
+  local_vocab_ = padded / tp.size();
+  vocab_offset_ = local_vocab_ * tp.rank();
   weight_ = tied ? tied
-                 : &store.add({.name = "head.weight", .global_shape = Shape{cfg.vocab, cfg.hidden},
-                               .init = Init::kNormal, .init_std = 0.02, .weight_decay = true});
+                 : &store.add({.name = "head.weight", .global_shape = Shape{padded, cfg.hidden},
+                               .init = Init::kNormal, .init_std = 0.02, .weight_decay = true,
+                               .split_dim = tp.size() > 1 ? 0 : -1, .split_parts = tp.size(),
+                               .split_index = tp.rank(), .init_rows = cfg.vocab});
+  TRIDENT_CHECK(weight_->local_shape[0] == local_vocab_, "head rows ", weight_->local_shape[0], " vs ", local_vocab_);
 }
 
 HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype) const {
@@ -16,6 +26,10 @@ HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype) const {
   b.logits = ops.zeros(Shape{rows, weight_->local_shape[0]}, dtype);
   b.losses = ops.zeros(Shape{rows}, dtype);
   b.host_losses = Tensor::zeros(Shape{rows}, DType::kF64);
+  b.row_max = ops.zeros(Shape{rows}, dtype);
+  b.sum_exp = ops.zeros(Shape{rows}, dtype);
+  b.target_logit = ops.zeros(Shape{rows}, dtype);
+  b.host_stats = Tensor::zeros(Shape{3, rows}, DType::kF64);
   return b;
 }
 
@@ -24,18 +38,53 @@ void LMHead::forward(Ops& ops, const Tensor& x, HeadBuffers& b) const {
   ops.gemm(false, true, 1.0, b.norm.y, weight_->value, 0.0, b.logits);
 }
 
+double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const {
+  const int64_t n = b.row_max.numel();
+  const int64_t valid_columns = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
+  ops.cross_entropy_shard_stats(b.logits, targets, vocab_offset_, valid_columns, b.row_max, b.sum_exp,
+                                b.target_logit);
+  // Combine over the group on the host ([N] values): global max, then each shard's sum
+  // rescaled to it, and the target logit from the shard that holds the target.
+  Tensor host_max = b.host_stats.narrow(0, 1), host_sum = b.host_stats.narrow(1, 2), host_tl = b.host_stats.narrow(2, 3);
+  ops.copy(b.row_max, host_max);
+  ops.copy(b.sum_exp, host_sum);
+  ops.copy(b.target_logit, host_tl);
+  double* mx = host_max.data<double>();
+  double* sum = host_sum.data<double>();
+  std::vector<double> local_max(mx, mx + n);
+  tp_.comm->all_reduce_max(mx, static_cast<int>(n));
+  for (int64_t i = 0; i < n; ++i) sum[i] = sum[i] == 0 ? 0 : sum[i] * std::exp(local_max[i] - mx[i]);
+  tp_.comm->all_reduce_sum(sum, static_cast<int>(2 * n));  // sums and target logits together
+  const double* tl = host_tl.data<double>();
+  const int32_t* t = targets.device() == Device::kCPU ? targets.data<int32_t>() : nullptr;
+  TRIDENT_CHECK(t != nullptr, "vocabulary-parallel loss reads targets on the host");
+  double loss_sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (t[i] >= 0) loss_sum += mx[i] + std::log(sum[i]) - tl[i];
+  ops.copy(host_max, b.row_max);
+  ops.copy(host_sum, b.sum_exp);
+  ops.cross_entropy_shard_backward(b.logits, targets, vocab_offset_, valid_columns, b.row_max, b.sum_exp, grad_scale,
+                                   b.logits);
+  return loss_sum;
+}
+
 double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale,
                              HeadBuffers& b, Tensor& dx) const {
-  ops.cross_entropy_forward_backward(b.logits, targets, grad_scale, b.losses, b.logits);
-  ops.copy(b.losses, b.host_losses);
   double loss_sum = 0;
-  const double* l = b.host_losses.data<double>();
-  for (int64_t i = 0; i < b.host_losses.numel(); ++i) loss_sum += l[i];
+  if (tp_.size() == 1) {
+    ops.cross_entropy_forward_backward(b.logits, targets, grad_scale, b.losses, b.logits);
+    ops.copy(b.losses, b.host_losses);
+    const double* l = b.host_losses.data<double>();
+    for (int64_t i = 0; i < b.host_losses.numel(); ++i) loss_sum += l[i];
+  } else {
+    loss_sum = vocab_parallel_loss(ops, targets, grad_scale, b);
+  }
 
   const Tensor& dlogits = b.logits;
   ops.gemm(true, false, 1.0, dlogits, b.norm.y, 1.0, weight_->grad);  // [V, N] @ [N, C]
   Tensor& dnorm = b.norm.y;  // the normalised input is no longer needed: reuse it for its gradient
   ops.gemm(false, false, 1.0, dlogits, weight_->value, 0.0, dnorm);
+  tp_.all_reduce(dnorm);  // each vocabulary shard contributes part of d(norm output)
   ops.fill(dx, 0.0);
   norm_.backward(ops, x, b.norm, dnorm, dx);
   return loss_sum;

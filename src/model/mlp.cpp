@@ -6,26 +6,31 @@
 
 namespace trident::model {
 
-Mlp::Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg)
+Mlp::Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp)
     : cfg_(cfg),
-      up_(store, prefix + ".up", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02),
-      down_(store, prefix + ".down", cfg.ffn_hidden, cfg.hidden, cfg.has_bias(), 0.02 / std::sqrt(2.0 * cfg.layers)) {
+      tp_(tp),
+      ffn_(cfg.ffn_hidden / tp.size()),
+      up_(store, prefix + ".up", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02, Split::kColumn, tp),
+      down_(store, prefix + ".down", cfg.ffn_hidden, cfg.hidden, cfg.has_bias(), 0.02 / std::sqrt(2.0 * cfg.layers),
+            Split::kRow, tp) {
+  cfg.check_tensor_parallel(tp.size());
   if (cfg.gated_mlp())
-    gate_ = std::make_unique<Linear>(store, prefix + ".gate", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02);
+    gate_ = std::make_unique<Linear>(store, prefix + ".gate", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02,
+                                     Split::kColumn, tp);
 }
 
 MlpActivations Mlp::make_activations(Ops& ops, int64_t rows, DType dtype) const {
   MlpActivations a;
-  a.up = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
-  if (gate_) a.gate = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
-  a.act = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
+  a.up = ops.zeros(Shape{rows, ffn_}, dtype);
+  if (gate_) a.gate = ops.zeros(Shape{rows, ffn_}, dtype);
+  a.act = ops.zeros(Shape{rows, ffn_}, dtype);
   return a;
 }
 
 MlpScratch Mlp::make_scratch(Ops& ops, int64_t rows, DType dtype) const {
   MlpScratch s;
-  s.dact = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
-  if (gate_) s.dgate = ops.zeros(Shape{rows, cfg_.ffn_hidden}, dtype);
+  s.dact = ops.zeros(Shape{rows, ffn_}, dtype);
+  if (gate_) s.dgate = ops.zeros(Shape{rows, ffn_}, dtype);
   return s;
 }
 
@@ -52,6 +57,7 @@ void Mlp::backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Ten
     ops.gelu_backward(a.up, s.dact, s.dact);
     up_.backward(ops, x, s.dact, &dx);
   }
+  tp_.all_reduce(dx);  // each rank's hidden features contribute part of d(x)
 }
 
 }  // namespace trident::model

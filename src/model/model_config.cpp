@@ -33,6 +33,13 @@ void ModelConfig::resolve() {
   TRIDENT_CONFIG_CHECK(dropout >= 0.0 && dropout < 1.0, "model.dropout must be in [0, 1) (got ", dropout, ")");
 }
 
+void ModelConfig::check_tensor_parallel(int tp) const {
+  TRIDENT_CONFIG_CHECK(heads % tp == 0, "model.heads = ", heads, " must be divisible by parallel.tp = ", tp);
+  TRIDENT_CONFIG_CHECK(kv_heads % tp == 0, "model.kv_heads = ", kv_heads, " must be divisible by parallel.tp = ", tp,
+                       " (each tensor-parallel rank holds whole key/value heads)");
+  TRIDENT_CONFIG_CHECK(ffn_hidden % tp == 0, "model.ffn_hidden = ", ffn_hidden, " must be divisible by parallel.tp = ", tp);
+}
+
 int64_t ModelConfig::matmul_params() const {
   const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
   const int64_t attn = c * q + 2 * c * kv + q * c;

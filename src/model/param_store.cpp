@@ -1,6 +1,7 @@
 // Flat parameter/gradient buffers and initialisation by global coordinates.
 #include "trident/model/param_store.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "trident/core/rng.hpp"
@@ -59,9 +60,13 @@ void ParamStore::initialize(Ops& ops, uint64_t seed) {
     std::vector<double> host(static_cast<size_t>(n));
     if (p->spec.init == Init::kNormal) {
       const uint64_t key = rng_key(seed, p->spec.name);
+      const int64_t row_elems = p->spec.global_shape.numel() / std::max<int64_t>(1, p->spec.global_shape[0]);
       // Rounded to fp32 first so every dtype starts from the same fp32 values.
-      for (int64_t i = 0; i < n; ++i)
-        host[i] = static_cast<float>(p->spec.init_std * rng_normal(key, static_cast<uint64_t>(global_index(*p, i))));
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t g = global_index(*p, i);
+        const bool padding = p->spec.init_rows >= 0 && g / row_elems >= p->spec.init_rows;
+        host[i] = padding ? 0.0 : static_cast<float>(p->spec.init_std * rng_normal(key, static_cast<uint64_t>(g)));
+      }
     } else {
       std::fill(host.begin(), host.end(), p->spec.init == Init::kOnes ? 1.0 : 0.0);
     }

@@ -6,8 +6,9 @@
 
 namespace trident::train {
 
-GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options)
-    : params_(params), ops_(ops), dp_(dp), options_(options) {
+GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
+                         dist::Communicator* model_parallel, int tp_rank)
+    : params_(params), ops_(ops), dp_(dp), options_(options), model_parallel_(model_parallel), tp_rank_(tp_rank) {
   const int64_t total = params.padded_numel();
   const int64_t align = pad_multiple(dp.size());
   TRIDENT_CHECK(total % align == 0, "flat buffer of ", total, " elements is not padded to ", align);
@@ -22,6 +23,7 @@ GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator
     buckets_.push_back(std::move(b));
   }
   next_to_start_ = buckets_.size();
+  segments_ = optimizer_segments();
 }
 
 void GradReducer::start_step() {
@@ -49,12 +51,10 @@ void GradReducer::finish() {
 
 double GradReducer::grad_norm() {
   double sum = 0;
-  if (options_.zero && dp_.size() > 1) {
-    for (Bucket& b : buckets_) sum += ops_.sum_squares(b.shard_grad);
-    dp_.all_reduce_sum(&sum, 1);
-  } else {
-    sum = ops_.sum_squares(params_.flat_grads());
-  }
+  for (const OptimSegment& s : segments_)
+    if (s.counts_in_norm) sum += ops_.sum_squares(s.grad);
+  if (options_.zero && dp_.size() > 1) dp_.all_reduce_sum(&sum, 1);  // each dp rank holds a share
+  if (model_parallel_) model_parallel_->all_reduce_sum(&sum, 1);   // each rank holds a part of the model
   return std::sqrt(sum);
 }
 
@@ -63,14 +63,18 @@ std::vector<OptimSegment> GradReducer::optimizer_segments() const {
   const bool sharded = options_.zero && dp_.size() > 1;
   for (const auto& p : params_.all()) {
     const int64_t p_begin = p->offset, p_end = p->offset + p->local_shape.numel();
+    // A parameter replicated over the tensor-parallel group has the same gradient on every
+    // rank of it: rank 0 counts it in the norm.
+    const bool counts = p->spec.split_dim >= 0 || tp_rank_ == 0;
     if (!sharded) {
-      segments.push_back({p_begin, p_end, p->spec.weight_decay, params_.flat_grads().narrow(p_begin, p_end)});
+      segments.push_back({p_begin, p_end, p->spec.weight_decay, params_.flat_grads().narrow(p_begin, p_end), counts});
       continue;
     }
     for (const Bucket& b : buckets_) {
       const int64_t lo = std::max(p_begin, block_begin(b)), hi = std::min(p_end, block_end(b));
       if (lo < hi)
-        segments.push_back({lo, hi, p->spec.weight_decay, b.shard_grad.narrow(lo - block_begin(b), hi - block_begin(b))});
+        segments.push_back({lo, hi, p->spec.weight_decay,
+                            b.shard_grad.narrow(lo - block_begin(b), hi - block_begin(b)), counts});
     }
   }
   return segments;

@@ -36,12 +36,15 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
                                      .dp_size = topology.layout().dp, .seed = cfg.train.seed});
   batch_ = sampler_->make_batch();
 
+  model::TensorParallel tp;
+  if (topology.layout().tp > 1) tp.comm = &topology.tp();
   model_ = std::make_unique<model::GPTModel>(cfg.model, ops, DType::kF32, cfg.train.micro_batch,
-                                             GradReducer::pad_multiple(topology.layout().dp));
+                                             GradReducer::pad_multiple(topology.layout().dp), tp);
   model_->initialize(cfg.train.seed);
   reducer_ = std::make_unique<GradReducer>(
       model_->params(), ops, topology.dp(),
-      ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1});
+      ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1},
+      topology.model_parallel().size() > 1 ? &topology.model_parallel() : nullptr, topology.tp_rank());
   optimizer_ = std::make_unique<AdamW>(model_->params(), ops, cfg.train, reducer_->optimizer_segments());
   peak_flops_ = ops.peak_flops(DType::kF32);
 
@@ -52,6 +55,10 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   log_.info("memory per rank: parameters+gradients ", 2 * model_->params().flat_values().bytes() >> 20,
             " MiB, optimizer state ", double(optimizer_->state_bytes()) / (1 << 20), " MiB", cfg.zero ? " (ZeRO-1 share)" : "",
             ", activations ", model_->activation_bytes() >> 20, " MiB");
+  if (tp.size() > 1)
+    log_.info("tensor parallel: tp ", tp.size(), ", ", m.heads / tp.size(), " heads and ",
+              m.padded_vocab(tp.size()) / tp.size(), " vocabulary rows per rank (vocab padded to ",
+              m.padded_vocab(tp.size()), ")");
   log_.info("data parallel: dp ", topology.layout().dp, ", ", reducer_->num_buckets(), " gradient buckets of <= ",
             cfg.comm.bucket_mb, " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero);
   log_.info("data: ", reader_->num_tokens(), " tokens in ", reader_->num_documents(), " documents, ",

@@ -74,3 +74,57 @@ TYPED_TEST(CpuLossAdamwTest, AdamWMatchesPyTorchFormulaOverSteps) {
 
 }  // namespace
 }  // namespace trident::test
+
+// Vocabulary-parallel cross-entropy: shards' statistics combined as the model combines them
+// (global max, rescaled sums, summed target logits) give the fused kernel's loss and gradient,
+// with the last shard's padding columns ignored.
+namespace trident {
+namespace {
+
+TEST(CpuCrossEntropyShards, CombinedShardsEqualTheFusedKernel) {
+  auto ops = make_cpu_ops(2);
+  const int64_t N = 7, V = 23, parts = 3, Vp = 24;  // padded to a multiple of 3
+  Tensor logits = Tensor::zeros(Shape{N, V}, DType::kF64), targets = Tensor::zeros(Shape{N}, DType::kI32);
+  for (int64_t i = 0; i < N * V; ++i) logits.data<double>()[i] = std::sin(double(i) * 0.37) * 4;
+  for (int64_t n = 0; n < N; ++n) targets.data<int32_t>()[n] = n == 3 ? -1 : static_cast<int32_t>((n * 5 + 2) % V);
+  Tensor losses = Tensor::zeros(Shape{N}, DType::kF64), dfused = Tensor::zeros(Shape{N, V}, DType::kF64);
+  ops->cross_entropy_forward_backward(logits, targets, 0.5, losses, dfused);
+
+  const int64_t Vl = Vp / parts;
+  std::vector<Tensor> shards, maxes, sums, tls;
+  for (int64_t k = 0; k < parts; ++k) {
+    Tensor shard = Tensor::zeros(Shape{N, Vl}, DType::kF64);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < Vl; ++j)
+        shard.data<double>()[n * Vl + j] = k * Vl + j < V ? logits.data<double>()[n * V + k * Vl + j] : 1e3;  // padding
+    shards.push_back(shard);
+    maxes.push_back(Tensor::zeros(Shape{N}, DType::kF64));
+    sums.push_back(Tensor::zeros(Shape{N}, DType::kF64));
+    tls.push_back(Tensor::zeros(Shape{N}, DType::kF64));
+    ops->cross_entropy_shard_stats(shard, targets, k * Vl, std::min(Vl, V - k * Vl), maxes[k], sums[k], tls[k]);
+  }
+  Tensor gmax = Tensor::zeros(Shape{N}, DType::kF64), gsum = Tensor::zeros(Shape{N}, DType::kF64);
+  for (int64_t n = 0; n < N; ++n) {
+    double m = -INFINITY, s = 0, t = 0;
+    for (int64_t k = 0; k < parts; ++k) m = std::max(m, maxes[k].data<double>()[n]);
+    for (int64_t k = 0; k < parts; ++k) {
+      s += sums[k].data<double>()[n] * std::exp(maxes[k].data<double>()[n] - m);
+      t += tls[k].data<double>()[n];
+    }
+    gmax.data<double>()[n] = m;
+    gsum.data<double>()[n] = s;
+    const double loss = targets.data<int32_t>()[n] < 0 ? 0.0 : m + std::log(s) - t;
+    EXPECT_NEAR(loss, losses.data<double>()[n], 1e-12) << n;
+  }
+  for (int64_t k = 0; k < parts; ++k) {
+    ops->cross_entropy_shard_backward(shards[k], targets, k * Vl, std::min(Vl, V - k * Vl), gmax, gsum, 0.5, shards[k]);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < Vl; ++j) {
+        const double want = k * Vl + j < V ? dfused.data<double>()[n * V + k * Vl + j] : 0.0;
+        EXPECT_NEAR(shards[k].data<double>()[n * Vl + j], want, 1e-14) << n << " " << k * Vl + j;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace trident

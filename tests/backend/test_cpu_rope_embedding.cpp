@@ -87,9 +87,9 @@ TYPED_TEST(CpuRopeEmbeddingTest, EmbeddingForwardBackwardWithAndWithoutPositions
           want_dte[tok[n] * C + c] += vd[n * C + c];
           if (learned_pos) want_dpe[pos[n] * C + c] += vd[n * C + c];
         }
-      this->ops_->embedding_forward(tokens, learned_pos ? positions : Tensor(), wte, wpe, out);
+      this->ops_->embedding_forward(tokens, learned_pos ? positions : Tensor(), wte, wpe, 0, out);
       EXPECT_CLOSE(out, want_out, T, 1);
-      this->ops_->embedding_backward(tokens, positions, dout, dwte, dwpe);
+      this->ops_->embedding_backward(tokens, positions, dout, 0, dwte, dwpe);
       EXPECT_CLOSE(dwte, want_dte, T, 1);
       if (learned_pos) {
         EXPECT_CLOSE(dwpe, want_dpe, T, 1);
@@ -98,10 +98,35 @@ TYPED_TEST(CpuRopeEmbeddingTest, EmbeddingForwardBackwardWithAndWithoutPositions
   }
 }
 
-TEST_F(CpuOpsTest, EmbeddingRejectsOutOfRangeTokens) {
+TEST_F(CpuOpsTest, EmbeddingRejectsNegativeTokens) {
   Tensor wte = Tensor::zeros(Shape{5, 4}, DType::kF32), out = Tensor::zeros(Shape{2, 4}, DType::kF32);
-  EXPECT_THROW(ops_->embedding_forward(i32_tensor({0, 5}), Tensor(), wte, Tensor(), out), Error);
-  EXPECT_THROW(ops_->embedding_forward(i32_tensor({-1, 0}), Tensor(), wte, Tensor(), out), Error);
+  EXPECT_THROW(ops_->embedding_forward(i32_tensor({-1, 0}), Tensor(), wte, Tensor(), 0, out), Error);
+}
+
+// A vocabulary split into shards: the shards' outputs sum to the whole table's lookup, and each
+// shard's gradient is its slice of the whole table's gradient.
+TEST_F(CpuOpsTest, EmbeddingShardsSumToTheWholeTable) {
+  const int64_t V = 10, C = 6, N = 9;
+  Tensor tokens = i32_tensor({0, 9, 3, 4, 5, 3, 8, 1, 6});
+  Tensor wte = Tensor::zeros(Shape{V, C}, DType::kF64), out = Tensor::zeros(Shape{N, C}, DType::kF64);
+  for (int64_t i = 0; i < V * C; ++i) wte.data<double>()[i] = double(i) * 0.5 - 7;
+  ops_->embedding_forward(tokens, Tensor(), wte, Tensor(), 0, out);
+  Tensor dout = Tensor::zeros(Shape{N, C}, DType::kF64), dwte = Tensor::zeros(Shape{V, C}, DType::kF64), none;
+  for (int64_t i = 0; i < N * C; ++i) dout.data<double>()[i] = double(i % 11) - 3;
+  ops_->embedding_backward(tokens, Tensor(), dout, 0, dwte, none);
+  for (int64_t parts : {2, 5}) {
+    Tensor sum = Tensor::zeros(Shape{N, C}, DType::kF64), part = Tensor::zeros(Shape{N, C}, DType::kF64);
+    for (int64_t k = 0; k < parts; ++k) {
+      const int64_t rows = V / parts;
+      Tensor shard = wte.narrow(k * rows, (k + 1) * rows);
+      ops_->embedding_forward(tokens, Tensor(), shard, Tensor(), k * rows, part);
+      ops_->add(sum, part, sum);
+      Tensor dshard = Tensor::zeros(Shape{rows, C}, DType::kF64);
+      ops_->embedding_backward(tokens, Tensor(), dout, k * rows, dshard, none);
+      for (int64_t i = 0; i < rows * C; ++i) ASSERT_EQ(dshard.data<double>()[i], dwte.data<double>()[k * rows * C + i]);
+    }
+    for (int64_t i = 0; i < N * C; ++i) ASSERT_EQ(sum.data<double>()[i], out.data<double>()[i]) << parts;
+  }
 }
 
 }  // namespace

@@ -49,7 +49,9 @@ expect 2 "model.arch: unknown architecture 'bert'" train --config $cfg --model.a
 expect 2 "world size must equal dp\*tp\*pp" train --config $cfg --parallel.dp=2 $run
 expect 2 "train.global_batch = 15 must be divisible by train.micro_batch" train --config $cfg --train.global_batch=15 $run
 expect 2 "train.decay: unknown schedule 'step'" train --config $cfg --train.decay=step $run
-expect 2 "parallel.tp = 2: tensor parallelism is not available" train --config $cfg --parallel.tp=2 --parallel.dp=1 $run
+expect 2 "parallel.pp = 2: pipeline parallelism is not available" train --config $cfg --parallel.pp=2 $run
+expect 2 "model.heads = 4 must be divisible by parallel.tp = 3" train --config $cfg --parallel.tp=3 $run
+expect 2 "model.kv_heads = 2 must be divisible by parallel.tp = 4" train --config $cfg --model.arch=llama --model.kv_heads=2 --parallel.tp=4 $run
 expect 2 "cannot read config file" train --config "$work/missing.ini" $run
 expect 2 "data.train.*not found|cannot open" train --config $cfg --data.train="$work/nothing" $run
 expect 2 "unknown command 'fly'" fly

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "test_util.hpp"
 #include "trident/backend/cpu_ops.hpp"
@@ -44,8 +45,25 @@ RunConfig tiny_run(int dp, const std::string& run_dir) {
 
 struct Curve {
   std::vector<double> losses;
-  std::vector<double> params;
+  std::vector<double> params;  // this rank's flat parameter buffer
+  // Per parameter: each local element's global index and value (shards map into the whole).
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> by_name;
 };
+
+// Largest relative error of got's parameter elements (shards included) against the same global
+// elements of reference; elements beyond the reference's tensor (vocabulary padding) are skipped.
+double max_parameter_error(const Curve& got, const Curve& reference) {
+  std::vector<double> a, b;
+  for (const auto& [name, elements] : got.by_name) {
+    const auto& ref = reference.by_name.at(name);
+    for (const auto& [g, v] : elements) {
+      if (g >= static_cast<int64_t>(ref.size())) continue;
+      a.push_back(v);
+      b.push_back(ref[static_cast<size_t>(g)].second);
+    }
+  }
+  return testing::relative_error(a, b);
+}
 
 Curve train(const RunConfig& cfg, MPI_Comm base) {
   auto ops = make_cpu_ops(1);
@@ -56,6 +74,11 @@ Curve train(const RunConfig& cfg, MPI_Comm base) {
   for (int64_t s = 0; s < cfg.train.steps; ++s) curve.losses.push_back(trainer.train_step(s).loss);
   auto& store = trainer.model().params();
   curve.params = testing::to_vector(store.flat_values().narrow(0, store.numel()));
+  for (const auto& p : store.all()) {
+    auto& elements = curve.by_name[p->spec.name];
+    for (int64_t i = 0; i < p->value.numel(); ++i)
+      elements.emplace_back(model::ParamStore::global_index(*p, i), testing::element(p->value, i));
+  }
   return curve;
 }
 
@@ -90,6 +113,43 @@ TEST(LayoutInvariance, DataParallelMatchesSingleRank) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   std::filesystem::remove_all(dir + "_ref" + std::to_string(rank));
+  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
+}
+
+// Tensor parallelism (with data parallelism and ZeRO-1 where the world allows): every
+// (dp, tp) with dp * tp = world, GPT-2 (tied vocabulary-parallel embedding, learned
+// positions, biases) and Llama (GQA, untied head), vocabulary padded for tp.
+TEST(LayoutInvariance, TensorParallelMatchesSingleRank) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const std::string dir = "/tmp/trident_tp_" + std::to_string(getpid());
+  for (model::Arch arch : {model::Arch::kGPT2, model::Arch::kLlama}) {
+    RunConfig ref_cfg = tiny_run(1, dir + "_ref");
+    ref_cfg.model.arch = arch;
+    ref_cfg.model.kv_heads = arch == model::Arch::kLlama ? 2 : 4;
+    ref_cfg.model.tie_embeddings = arch == model::Arch::kGPT2;
+    ref_cfg.model.vocab = 321;  // not a multiple of tp: padded
+    ref_cfg.model.ffn_hidden = 0;
+    ref_cfg.model.resolve();
+    const Curve reference = train(ref_cfg, MPI_COMM_SELF);
+    for (int tp = 2; tp <= world; tp *= 2) {
+      if (ref_cfg.model.kv_heads % tp) continue;
+      RunConfig cfg = ref_cfg;
+      cfg.log.run_dir = dir + "_dp";
+      cfg.layout = {.dp = world / tp, .tp = tp, .pp = 1};
+      cfg.zero = world / tp > 1 ? 1 : 0;
+      const Curve got = train(cfg, MPI_COMM_WORLD);
+      const std::string what = std::string(model::arch_name(arch)) + " dp " + std::to_string(world / tp) + " tp " +
+                               std::to_string(tp);
+      for (size_t s = 0; s < reference.losses.size(); ++s)
+        EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what << " step " << s + 1;
+      // Parameters: this rank's shards against the matching elements of the reference.
+      EXPECT_LT(max_parameter_error(got, reference), 1e-5) << what;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::filesystem::remove_all(dir + "_ref");
   if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 

@@ -46,12 +46,15 @@ class Ops {
   // Sum of squares of all elements, accumulated in double.
   virtual double sum_squares(const Tensor& x) = 0;
 
-  // out[n, :] = wte[tokens[n], :] (+ wpe[positions[n], :] when wpe is defined).
+  // out[n, :] = wte[tokens[n] - vocab_offset, :] (+ wpe[positions[n], :] when wpe is defined).
+  // wte may be a vocabulary shard holding ids [vocab_offset, vocab_offset + rows): a token
+  // outside it contributes a zero row (the tensor-parallel group sums the shards' outputs).
   virtual void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte,
-                                 const Tensor& wpe, Tensor& out) = 0;
-  // dwte[tokens[n], :] += dout[n, :]; dwpe[positions[n], :] += dout[n, :] when dwpe is defined.
+                                 const Tensor& wpe, int64_t vocab_offset, Tensor& out) = 0;
+  // dwte[tokens[n] - vocab_offset, :] += dout[n, :] for tokens in the shard;
+  // dwpe[positions[n], :] += dout[n, :] when dwpe is defined.
   virtual void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout,
-                                  Tensor& dwte, Tensor& dwpe) = 0;
+                                  int64_t vocab_offset, Tensor& dwte, Tensor& dwpe) = 0;
 
   // y = (x - mean) * rstd * w + b over the last dim C; saves mean[N], rstd[N] (fp32 or x's dtype).
   virtual void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
@@ -93,6 +96,20 @@ class Ops {
   // dlogits[n] = grad_scale * (softmax - onehot) (zero for ignored rows); dlogits may alias logits.
   virtual void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
                                               double grad_scale, Tensor& losses, Tensor& dlogits) = 0;
+
+  // Vocabulary-parallel cross-entropy, for logits[N, Vl] holding global ids [vocab_offset,
+  // vocab_offset + Vl) of which the first valid_columns are real (the rest is padding, ignored).
+  // Step 1, per row: row_max = max_j logits; sum_exp = sum_j exp(logits - row_max);
+  // target_logit = logits[t - vocab_offset] when this shard holds target t, else 0. [N] each.
+  virtual void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                         int64_t valid_columns, Tensor& row_max, Tensor& sum_exp,
+                                         Tensor& target_logit) = 0;
+  // Step 2, with the group's max and sum of exponentials (relative to that max):
+  // dlogits = grad_scale * (exp(logits - max) / sum - onehot(t)); zero for ignored rows and
+  // padding columns. dlogits may alias logits.
+  virtual void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                            int64_t valid_columns, const Tensor& row_max, const Tensor& sum_exp,
+                                            double grad_scale, Tensor& dlogits) = 0;
 
   // Dropout in place with a counter-based mask: global element g = first_index + i is kept and
   // scaled by 1/(1-p) when u(g) >= p, else zeroed, where u(g) is word g % 4 of the Philox block

@@ -1,5 +1,7 @@
 // Causal self-attention with grouped KV heads: q, k, v projections, rotary embedding (llama),
 // fused flash-style attention kernel, output projection added onto the residual stream.
+// Tensor-parallel: each rank holds NH/tp query and NKV/tp key/value heads (q, k, v
+// column-parallel, o row-parallel). Shapes below are per rank, NH and NKV the local counts.
 // x: [N, C] (normalised input), q: [B, T, NH*HS], k, v: [B, T, NKV*HS], lse: [B, NH, T].
 #pragma once
 #include <string>
@@ -22,11 +24,12 @@ struct AttentionScratch {
 
 class Attention {
  public:
-  Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg);
+  Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp = {});
   AttentionActivations make_activations(Ops& ops, int64_t batch, DType dtype) const;
   AttentionScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
 
-  // out = o(attention(x)), or out += o(attention(x)) when accumulate (onto the residual stream).
+  // out = o(attention(x)), or out += o(attention(x)) when accumulate (onto the residual stream;
+  // only without tensor parallelism).
   void forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
                bool accumulate) const;
   // dx = d(x) from dout (overwritten); parameter gradients accumulate.
@@ -35,6 +38,8 @@ class Attention {
 
  private:
   const ModelConfig& cfg_;
+  TensorParallel tp_;
+  int heads_, kv_heads_;  // on this rank
   Linear q_, k_, v_, o_;
 };
 

@@ -28,7 +28,7 @@ struct BlockScratch {
 
 class TransformerBlock {
  public:
-  TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg);
+  TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp = {});
   BlockActivations make_activations(Ops& ops, int64_t batch, DType dtype) const;
   BlockScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
 
@@ -45,6 +45,7 @@ class TransformerBlock {
 
  private:
   const ModelConfig& cfg_;
+  bool tensor_parallel_;  // branch outputs are complete only after their all-reduce
   Norm norm1_;
   Attention attn_;
   Norm norm2_;

@@ -1,14 +1,17 @@
 // Token embedding (and GPT-2's learned position embedding): out[n] = wte[tok[n]] (+ wpe[pos[n]]).
+// Vocabulary-parallel: each tensor-parallel rank holds V/tp rows of wte (V padded to a
+// multiple of tp), looks up the tokens it holds and the group sums the outputs.
 // tokens, positions: [N] int32; out: [N, C].
 #pragma once
 #include "trident/model/model_config.hpp"
 #include "trident/model/param_store.hpp"
+#include "trident/model/tensor_parallel.hpp"
 
 namespace trident::model {
 
 class Embedding {
  public:
-  Embedding(ParamStore& store, const ModelConfig& cfg);
+  Embedding(ParamStore& store, const ModelConfig& cfg, TensorParallel tp = {});
   void forward(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out) const;
   void backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout) const;
   Parameter& token_weight() const { return *tok_; }
@@ -16,6 +19,8 @@ class Embedding {
  private:
   Parameter* tok_;
   Parameter* pos_ = nullptr;
+  TensorParallel tp_;
+  int64_t vocab_offset_ = 0;  // first id of this rank's rows
 };
 
 }  // namespace trident::model

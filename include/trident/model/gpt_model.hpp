@@ -15,13 +15,16 @@ namespace trident::model {
 class GPTModel {
  public:
   // dtype: fp32 for training, fp64 for finite-difference checks. The flat parameter buffers are
-  // padded to a multiple of pad_multiple elements (data-parallel sharding).
-  GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple = 1);
+  // padded to a multiple of pad_multiple elements (data-parallel sharding). tp: the
+  // tensor-parallel group the weights are split over (none: whole model).
+  GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple = 1,
+           TensorParallel tp = {});
 
   // Initialises every parameter and keys the dropout masks, both from the seed.
   void initialize(uint64_t seed);
   ParamStore& params() { return params_; }
   const ModelConfig& config() const { return cfg_; }
+  const TensorParallel& tensor_parallel() const { return tp_; }
   int micro_batch() const { return micro_batch_; }
 
   // Forward, loss and backward of one micro-batch. Parameter gradients accumulate, scaled by
@@ -55,6 +58,7 @@ class GPTModel {
   }
 
   ModelConfig cfg_;
+  TensorParallel tp_;
   Ops& ops_;
   DType dtype_;
   int micro_batch_;

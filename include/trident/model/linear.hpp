@@ -5,15 +5,25 @@
 #include <string>
 
 #include "trident/model/param_store.hpp"
+#include "trident/model/tensor_parallel.hpp"
 
 namespace trident::model {
 
+// How a weight is split over the tensor-parallel group.
+//   kColumn: output features split; y holds this rank's features, x is whole. The input
+//            gradient is partial: the caller sums it over the group.
+//   kRow:    input features split; x holds this rank's features, the output is summed over the
+//            group (forward all-reduces it) and the bias, replicated, is added once after that.
+enum class Split { kNone, kColumn, kRow };
+
 class Linear {
  public:
+  // in, out: global feature counts.
   Linear(ParamStore& store, const std::string& name, int in, int out, bool bias, double init_std,
-         bool weight_decay = true);
+         Split split = Split::kNone, TensorParallel tp = {});
 
-  // y = x W^T + b, or y += x W^T + b when accumulate (fuses a residual add).
+  // y = x W^T + b, or y += x W^T + b when accumulate (fuses a residual add; not for a row split
+  // over tp > 1, whose output is complete only after the all-reduce).
   void forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate = false) const;
   // dW += dy^T x, db += colsum(dy); dx = dy W (or dx += dy W when accumulate_dx).
   // dx may be nullptr when the input needs no gradient.
@@ -25,6 +35,8 @@ class Linear {
  private:
   Parameter* weight_;
   Parameter* bias_ = nullptr;
+  Split split_;
+  TensorParallel tp_;
 };
 
 }  // namespace trident::model

@@ -1,24 +1,31 @@
 // Final norm, output projection to the vocabulary and fused softmax cross-entropy.
 // x: [N, C], logits: [N, V], targets: [N] int32 (-1 = not trained on).
 // Forward and backward run back to back: the logits buffer turns into its own gradient, so
-// [N, V] is held once, never per micro-batch.
+// [N, V] is held once, never per micro-batch. Vocabulary-parallel under tensor parallelism:
+// each rank holds V/tp logits per row and the softmax statistics are combined over the group,
+// so the full logits are never gathered.
 #pragma once
-#include "trident/model/norm.hpp"
 #include "trident/model/model_config.hpp"
+#include "trident/model/norm.hpp"
+#include "trident/model/tensor_parallel.hpp"
 
 namespace trident::model {
 
 struct HeadBuffers {
   NormActivations norm;
-  Tensor logits;       // [N, V], then dlogits
-  Tensor losses;       // [N] per-token loss
+  Tensor logits;       // [N, V/tp], then dlogits
+  Tensor losses;       // [N] per-token loss (tp = 1)
   Tensor host_losses;  // [N] host copy for the sum
+  // Vocabulary-parallel softmax statistics per row: max, sum of exp, target logit ([N] each,
+  // on the device and on the host where the group's values are combined).
+  Tensor row_max, sum_exp, target_logit;
+  Tensor host_stats;   // [3, N] fp64
 };
 
 class LMHead {
  public:
   // tied: the projection is the token embedding (its gradient accumulates there).
-  LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied);
+  LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, TensorParallel tp = {});
   HeadBuffers make_buffers(Ops& ops, int64_t rows, DType dtype) const;
 
   // logits = norm(x) @ W^T into b.logits.
@@ -29,8 +36,15 @@ class LMHead {
                        Tensor& dx) const;
 
  private:
+  // Loss summed over valid rows, dlogits written into b.logits: vocabulary-parallel path.
+  double vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const;
+
   Norm norm_;
   Parameter* weight_;
+  TensorParallel tp_;
+  int64_t vocab_ = 0;          // real vocabulary
+  int64_t vocab_offset_ = 0;   // first id of this rank's rows
+  int64_t local_vocab_ = 0;    // rows on this rank (padded)
 };
 
 }  // namespace trident::model

@@ -1,5 +1,6 @@
 // Feed-forward block part: gpt2 down(gelu(up(x))), llama down(silu(gate(x)) * up(x)), the output
-// added onto the residual stream. x: [N, C], hidden activations [N, F].
+// added onto the residual stream. Tensor-parallel: up/gate column-parallel, down row-parallel,
+// so each rank holds F/tp hidden features. x: [N, C], hidden activations [N, F/tp].
 #pragma once
 #include <string>
 
@@ -20,7 +21,7 @@ struct MlpScratch {
 
 class Mlp {
  public:
-  Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg);
+  Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp = {});
   MlpActivations make_activations(Ops& ops, int64_t rows, DType dtype) const;
   MlpScratch make_scratch(Ops& ops, int64_t rows, DType dtype) const;
 
@@ -32,6 +33,8 @@ class Mlp {
 
  private:
   const ModelConfig& cfg_;
+  TensorParallel tp_;
+  int ffn_;  // hidden features on this rank
   Linear up_, down_;
   std::unique_ptr<Linear> gate_;
 };

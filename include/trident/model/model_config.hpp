@@ -25,6 +25,11 @@ struct ModelConfig {
   // Fills kv_heads/ffn_hidden defaults and checks every rule; ConfigError names the key.
   void resolve();
   int head_size() const { return hidden / heads; }
+  // Vocabulary rows held by the model: vocab rounded up to a multiple of tp, so the
+  // vocabulary-parallel embedding and head split evenly (padding ids are never predicted).
+  int padded_vocab(int tp) const { return (vocab + tp - 1) / tp * tp; }
+  // ConfigError unless the model splits over tp ranks (heads, kv_heads, ffn_hidden).
+  void check_tensor_parallel(int tp) const;
   bool has_bias() const { return arch == Arch::kGPT2; }
   bool learned_positions() const { return arch == Arch::kGPT2; }
   bool gated_mlp() const { return arch == Arch::kLlama; }

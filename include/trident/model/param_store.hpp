@@ -23,6 +23,7 @@ struct ParamSpec {
   int split_dim = -1;          // -1: replicated; else the dim split over split_parts ranks
   int split_parts = 1;
   int split_index = 0;
+  int64_t init_rows = -1;      // >= 0: global rows from here on start at zero (vocabulary padding)
 };
 
 struct Parameter {

@@ -15,6 +15,7 @@ struct OptimSegment {
   int64_t begin = 0, end = 0;
   bool weight_decay = false;
   Tensor grad;
+  bool counts_in_norm = true;  // false for a replica another rank of the model-parallel group counts
 };
 
 class AdamW {

@@ -25,7 +25,11 @@ struct ReducerOptions {
 class GradReducer {
  public:
   // The flat buffers of params must be padded to a multiple of pad_multiple(dp size).
-  GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options);
+  // model_parallel: the group whose ranks hold different parts of the model (tp x pp), over
+  // which the gradient norm is summed (nullptr: none); tp_rank: parameters replicated over the
+  // tensor-parallel group count in the norm on tp rank 0 only.
+  GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
+              dist::Communicator* model_parallel = nullptr, int tp_rank = 0);
   static int64_t pad_multiple(int dp_size) { return 16 * int64_t(dp_size); }
 
   bool overlap() const { return options_.overlap; }
@@ -35,7 +39,8 @@ class GradReducer {
   void grads_final_from(int64_t offset);
   // Starts what is left and waits for every bucket.
   void finish();
-  // Global L2 norm of the reduced gradient (after finish), the same on every rank.
+  // Global L2 norm of the reduced gradient (after finish), the same on every rank: every
+  // parameter counted once whatever the layout.
   double grad_norm();
   // The ranges of the flat buffer this rank updates, with their gradients (all of it without
   // ZeRO, its blocks with ZeRO).
@@ -61,6 +66,9 @@ class GradReducer {
   Ops& ops_;
   dist::Communicator& dp_;
   ReducerOptions options_;
+  dist::Communicator* model_parallel_;
+  int tp_rank_;
+  std::vector<OptimSegment> segments_;
   std::vector<Bucket> buckets_;
   size_t next_to_start_ = 0;  // buckets start from the last one down
 };

@@ -41,18 +41,28 @@ class CpuOps final : public Ops {
   void bias_backward(const Tensor& dy, Tensor& dbias) override { cpu::bias_backward(dy, dbias); }
   void add(const Tensor& a, const Tensor& b, Tensor& out) override { cpu::add(a, b, out); }
   void scale(Tensor& x, double s) override { cpu::scale(x, s); }
+  void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                 int64_t valid_columns, Tensor& row_max, Tensor& sum_exp, Tensor& target_logit) override {
+    cpu::cross_entropy_shard_stats(logits, targets, vocab_offset, valid_columns, row_max, sum_exp, target_logit);
+  }
+  void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                    int64_t valid_columns, const Tensor& row_max, const Tensor& sum_exp,
+                                    double grad_scale, Tensor& dlogits) override {
+    cpu::cross_entropy_shard_backward(logits, targets, vocab_offset, valid_columns, row_max, sum_exp, grad_scale,
+                                      dlogits);
+  }
   void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) override {
     cpu::dropout(x, p, key, stream, first_index);
   }
   double sum_squares(const Tensor& x) override { return cpu::sum_squares(x); }
 
   void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
-                         Tensor& out) override {
-    cpu::embedding_forward(tokens, positions, wte, wpe, out);
+                         int64_t vocab_offset, Tensor& out) override {
+    cpu::embedding_forward(tokens, positions, wte, wpe, vocab_offset, out);
   }
-  void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, Tensor& dwte,
-                          Tensor& dwpe) override {
-    cpu::embedding_backward(tokens, positions, dout, dwte, dwpe);
+  void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, int64_t vocab_offset,
+                          Tensor& dwte, Tensor& dwpe) override {
+    cpu::embedding_backward(tokens, positions, dout, vocab_offset, dwte, dwpe);
   }
 
   void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y,

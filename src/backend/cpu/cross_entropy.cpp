@@ -58,3 +58,86 @@ void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
 }
 
 }  // namespace trident::cpu
+
+// --- vocabulary-parallel cross-entropy -----------------------------------------------------
+// logits: [N, Vl] shard of global ids [vocab_offset, vocab_offset + Vl); columns from
+// valid_columns on are padding. row_max, sum_exp, target_logit: [N] in the logits' dtype.
+namespace trident::cpu {
+
+namespace {
+void check_shard(const char* op, const Tensor& logits, const Tensor& targets, int64_t valid_columns,
+                 std::initializer_list<const Tensor*> rows) {
+  check_tensor(logits, op, "logits");
+  const int64_t V = last_dim(logits), N = rows_of(logits);
+  check_dtype(targets, DType::kI32, op, "targets");
+  check_numel(targets, N, op, "targets");
+  TRIDENT_CHECK(valid_columns >= 0 && valid_columns <= V, op, ": valid_columns ", valid_columns, " of ", V);
+  for (const Tensor* t : rows) {
+    check_dtype(*t, logits.dtype(), op, "row statistics");
+    check_numel(*t, N, op, "row statistics");
+  }
+}
+}  // namespace
+
+void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset, int64_t valid_columns,
+                               Tensor& row_max, Tensor& sum_exp, Tensor& target_logit) {
+  constexpr const char* op = "cross_entropy_shard_stats";
+  check_shard(op, logits, targets, valid_columns, {&row_max, &sum_exp, &target_logit});
+  const int64_t V = last_dim(logits), N = rows_of(logits), Vv = valid_columns;
+  dispatch_float(logits.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* pl = logits.data<T>();
+    const int32_t* tgt = targets.data<int32_t>();
+    T *pmax = row_max.data<T>(), *psum = sum_exp.data<T>(), *ptl = target_logit.data<T>();
+#pragma omp parallel for if (N * V > kParallelElems) schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const T* x = pl + n * V;
+      T mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+      for (int64_t j = 0; j < Vv; ++j) mx = x[j] > mx ? x[j] : mx;
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < Vv; ++j) sum += exp_t<T>(x[j] - mx);
+      pmax[n] = Vv > 0 ? mx : T(-INFINITY);
+      psum[n] = sum;
+      const int64_t local = int64_t(tgt[n]) - vocab_offset;
+      ptl[n] = tgt[n] >= 0 && local >= 0 && local < Vv ? x[local] : T(0);
+    }
+  });
+}
+
+void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                  int64_t valid_columns, const Tensor& row_max, const Tensor& sum_exp,
+                                  double grad_scale, Tensor& dlogits) {
+  constexpr const char* op = "cross_entropy_shard_backward";
+  check_shard(op, logits, targets, valid_columns, {&row_max, &sum_exp});
+  check_dtype(dlogits, logits.dtype(), op, "dlogits");
+  check_numel(dlogits, logits.numel(), op, "dlogits");
+  const int64_t V = last_dim(logits), N = rows_of(logits), Vv = valid_columns;
+  dispatch_float(logits.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* pl = logits.data<T>();
+    T* pd = dlogits.data<T>();  // may be pl
+    const int32_t* tgt = targets.data<int32_t>();
+    const T *pmax = row_max.data<T>(), *psum = sum_exp.data<T>();
+    const T gs = T(grad_scale);
+#pragma omp parallel for if (N * V > kParallelElems) schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const T* x = pl + n * V;
+      T* dx = pd + n * V;
+      if (tgt[n] < 0) {
+#pragma omp simd
+        for (int64_t j = 0; j < V; ++j) dx[j] = T(0);
+        continue;
+      }
+      const T mx = pmax[n], f = gs / psum[n];
+#pragma omp simd
+      for (int64_t j = 0; j < Vv; ++j) dx[j] = exp_t<T>(x[j] - mx) * f;
+      for (int64_t j = Vv; j < V; ++j) dx[j] = T(0);
+      const int64_t local = int64_t(tgt[n]) - vocab_offset;
+      if (local >= 0 && local < Vv) dx[local] -= gs;
+    }
+  });
+}
+
+}  // namespace trident::cpu

@@ -1,5 +1,8 @@
-// Token (+ learned position) embedding lookup and its backward.
-// tokens, positions: [N] int32; wte: [V, C]; wpe: [P, C] (optional); out, dout: [N, C].
+// Token (+ learned position) embedding lookup and its backward, over a whole table or a
+// vocabulary shard. tokens, positions: [N] int32; wte: [V, C] (ids vocab_offset..+V);
+// wpe: [P, C] (optional); out, dout: [N, C].
+#include <limits>
+
 #include "common.hpp"
 #include "kernels.hpp"
 
@@ -18,7 +21,7 @@ EmbeddingShape check_embedding(const char* op, const Tensor& tokens, const Tenso
   const int64_t N = tokens.numel(), C = last_dim(table), V = rows_of(table);
   check_numel(act, N * C, op, "activations");
   TRIDENT_CHECK(N == 0 || last_dim(act) == C, op, ": activations ", act.shape().str(), " do not end in C=", C);
-  check_ids(tokens, V, op, "tokens");
+  check_ids(tokens, std::numeric_limits<int32_t>::max(), op, "tokens");  // >= 0; the shard test is per row
   int64_t P = 0;
   if (table2.defined()) {
     check_dtype(table2, table.dtype(), op, "wpe");
@@ -32,9 +35,9 @@ EmbeddingShape check_embedding(const char* op, const Tensor& tokens, const Tenso
 
 }  // namespace
 
-// out[n, :] = wte[tokens[n], :] + wpe[positions[n], :]
+// out[n, :] = wte[tokens[n] - vocab_offset, :] (zero outside the shard) + wpe[positions[n], :]
 void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
-                       Tensor& out) {
+                       int64_t vocab_offset, Tensor& out) {
   const auto s = check_embedding("embedding_forward", tokens, positions, wte, wpe, out);
   dispatch_float(wte.dtype(), "embedding_forward", [&](auto tag) {
     using T = decltype(tag);
@@ -46,8 +49,15 @@ void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tens
     const int64_t C = s.C;
 #pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
     for (int64_t n = 0; n < s.N; ++n) {
-      const T* te = pte + int64_t(tok[n]) * C;
+      const int64_t row = int64_t(tok[n]) - vocab_offset;
       T* o = po + n * C;
+      if (row < 0 || row >= s.V) {  // another shard's token
+        const T* pe = ppe ? ppe + int64_t(pos[n]) * C : nullptr;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) o[c] = pe ? pe[c] : T(0);
+        continue;
+      }
+      const T* te = pte + row * C;
       if (ppe) {
         const T* pe = ppe + int64_t(pos[n]) * C;
 #pragma omp simd
@@ -63,8 +73,8 @@ void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tens
 // dwte[tokens[n], :] += dout[n, :]; dwpe[positions[n], :] += dout[n, :]. Tokens repeat, so
 // threads split the channels (blocks of kColBlock) and each walks all rows: no races, and
 // the sum order is the row order whatever the thread count.
-void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, Tensor& dwte,
-                        Tensor& dwpe) {
+void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, int64_t vocab_offset,
+                        Tensor& dwte, Tensor& dwpe) {
   const auto s = check_embedding("embedding_backward", tokens, positions, dwte, dwpe, dout);
   dispatch_float(dwte.dtype(), "embedding_backward", [&](auto tag) {
     using T = decltype(tag);
@@ -79,9 +89,12 @@ void embedding_backward(const Tensor& tokens, const Tensor& positions, const Ten
       const int64_t c0 = blk * kColBlock, width = std::min(kColBlock, C - c0);
       for (int64_t n = 0; n < s.N; ++n) {
         const T* d = pd + n * C + c0;
-        T* te = pte + int64_t(tok[n]) * C + c0;
+        const int64_t row = int64_t(tok[n]) - vocab_offset;
+        if (row >= 0 && row < s.V) {
+          T* te = pte + row * C + c0;
 #pragma omp simd
-        for (int64_t c = 0; c < width; ++c) te[c] += d[c];
+          for (int64_t c = 0; c < width; ++c) te[c] += d[c];
+        }
         if (ppe) {
           T* pe = ppe + int64_t(pos[n]) * C + c0;
 #pragma omp simd

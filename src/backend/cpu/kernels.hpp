@@ -19,13 +19,18 @@ void bias_backward(const Tensor& dy, Tensor& dbias);
 void add(const Tensor& a, const Tensor& b, Tensor& out);
 void scale(Tensor& x, double s);
 void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index);
+void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset, int64_t valid_columns,
+                               Tensor& row_max, Tensor& sum_exp, Tensor& target_logit);
+void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                  int64_t valid_columns, const Tensor& row_max, const Tensor& sum_exp,
+                                  double grad_scale, Tensor& dlogits);
 double sum_squares(const Tensor& x);
 
 // embedding.cpp
 void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
-                       Tensor& out);
-void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, Tensor& dwte,
-                        Tensor& dwpe);
+                       int64_t vocab_offset, Tensor& out);
+void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, int64_t vocab_offset,
+                        Tensor& dwte, Tensor& dwpe);
 
 // norm.cpp
 void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y, Tensor& mean,
