@@ -98,6 +98,12 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp")};
   c.microbatches = v.int32("parallel.microbatches");
   c.zero = v.int32("parallel.zero");
+  c.schedule = train::schedule_from_name(v.str("parallel.schedule"));
+  c.virtual_stages = v.int32("parallel.virtual_stages");
+  const std::string partition = v.str("parallel.partition");
+  TRIDENT_CONFIG_CHECK(partition == "uniform" || partition == "balanced", "parallel.partition: unknown partition '",
+                       partition, "' (expected uniform or balanced)");
+  c.balanced_partition = partition == "balanced";
   TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
   c.comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap")};
   TRIDENT_CONFIG_CHECK(c.comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", c.comm.bucket_mb, ")");
@@ -127,16 +133,13 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
 
   // Types of keys whose features come later are still checked now.
   (void)v.boolean("parallel.sequence_parallel");
-  (void)v.int32("parallel.virtual_stages");
   (void)v.boolean("lora.enabled");
   (void)v.boolean("lisa.enabled");
   (void)v.int32("checkpoint.interval");
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
   v.require_default("model.init_from", "initialisation from a pretrained model");
-  v.require_default("parallel.pp", "pipeline parallelism");
   v.require_default("parallel.sequence_parallel", "sequence parallelism");
-  v.require_default("parallel.virtual_stages", "the interleaved schedule");
   v.require_default("train.precision", "mixed precision");
   v.require_default("train.recompute", "activation recompute");
   v.require_default("lora.enabled", "LoRA");
@@ -151,10 +154,16 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   const dist::Layout& L = c.layout;
   TRIDENT_CONFIG_CHECK(L.dp >= 1 && L.tp >= 1 && L.pp >= 1, "parallel.dp, parallel.tp and parallel.pp must be >= 1");
   m.check_tensor_parallel(L.tp);
+  TRIDENT_CONFIG_CHECK(c.virtual_stages >= 1, "parallel.virtual_stages must be >= 1");
+  TRIDENT_CONFIG_CHECK(c.virtual_stages == 1 || c.schedule == train::ScheduleKind::kInterleaved,
+                       "parallel.virtual_stages = ", c.virtual_stages, " needs parallel.schedule = interleaved");
+  TRIDENT_CONFIG_CHECK(c.schedule != train::ScheduleKind::kInterleaved || c.virtual_stages > 1 || L.pp == 1,
+                       "parallel.schedule = interleaved needs parallel.virtual_stages > 1");
+  TRIDENT_CONFIG_CHECK(m.layers >= L.pp * c.virtual_stages, "model.layers = ", m.layers,
+                       " must be >= parallel.pp * parallel.virtual_stages = ", L.pp * c.virtual_stages);
   TRIDENT_CONFIG_CHECK(world_size == L.world(), "parallel.dp * parallel.tp * parallel.pp = ", L.dp, " * ", L.tp,
                        " * ", L.pp, " = ", L.world(), " but the job has ", world_size,
                        " ranks (world size must equal dp*tp*pp)");
-  TRIDENT_CONFIG_CHECK(m.layers >= L.pp, "model.layers = ", m.layers, " must be >= parallel.pp = ", L.pp);
   TRIDENT_CONFIG_CHECK(t.global_batch >= 1, "train.global_batch must be >= 1");
   if (c.microbatches > 0) {
     TRIDENT_CONFIG_CHECK(t.global_batch % (L.dp * c.microbatches) == 0, "train.global_batch = ", t.global_batch,
@@ -164,6 +173,11 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   TRIDENT_CONFIG_CHECK(t.micro_batch >= 1, "train.micro_batch must be >= 1");
   TRIDENT_CONFIG_CHECK(t.global_batch % (t.micro_batch * L.dp) == 0, "train.global_batch = ", t.global_batch,
                        " must be divisible by train.micro_batch * parallel.dp = ", t.micro_batch, " * ", L.dp);
+  if (c.schedule == train::ScheduleKind::kInterleaved && L.pp > 1) {
+    const int micro_batches = t.global_batch / (t.micro_batch * L.dp);
+    TRIDENT_CONFIG_CHECK(micro_batches % L.pp == 0, "parallel.schedule = interleaved needs the micro-batches per step (",
+                         micro_batches, " = global_batch / (micro_batch * dp)) divisible by parallel.pp = ", L.pp);
+  }
   TRIDENT_CONFIG_CHECK(t.steps >= 1, "train.steps must be >= 1");
   TRIDENT_CONFIG_CHECK(t.warmup >= 0, "train.warmup must be >= 0");
   TRIDENT_CONFIG_CHECK(t.lr > 0 && t.min_lr >= 0 && t.min_lr <= t.lr, "train.lr must be > 0 and 0 <= train.min_lr <= train.lr");

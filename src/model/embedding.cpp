@@ -3,12 +3,15 @@
 
 namespace trident::model {
 
+Parameter& Embedding::add_token_weight(ParamStore& store, const ModelConfig& cfg, TensorParallel tp) {
+  return store.add({.name = "embed.tok.weight", .global_shape = Shape{cfg.padded_vocab(tp.size()), cfg.hidden},
+                    .init = Init::kNormal, .init_std = 0.02, .split_dim = tp.size() > 1 ? 0 : -1,
+                    .split_parts = tp.size(), .split_index = tp.rank(), .init_rows = cfg.vocab});
+}
+
 Embedding::Embedding(ParamStore& store, const ModelConfig& cfg, TensorParallel tp) : tp_(tp) {
-  const int padded = cfg.padded_vocab(tp.size());
-  vocab_offset_ = int64_t(padded / tp.size()) * tp.rank();
-  tok_ = &store.add({.name = "embed.tok.weight", .global_shape = Shape{padded, cfg.hidden}, .init = Init::kNormal,
-                     .init_std = 0.02, .split_dim = tp.size() > 1 ? 0 : -1, .split_parts = tp.size(),
-                     .split_index = tp.rank(), .init_rows = cfg.vocab});
+  vocab_offset_ = int64_t(cfg.padded_vocab(tp.size()) / tp.size()) * tp.rank();
+  tok_ = &add_token_weight(store, cfg, tp);
   if (cfg.learned_positions())
     pos_ = &store.add({.name = "embed.pos.weight", .global_shape = Shape{cfg.seq_len, cfg.hidden},
                        .init = Init::kNormal, .init_std = 0.02});

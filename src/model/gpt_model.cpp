@@ -1,4 +1,5 @@
-// The full model: builds parameters in forward order and runs forward / backward.
+// This rank's model chunks: parameters in forward order, per-slot buffers, and forward /
+// backward of one chunk for one micro-batch.
 #include "trident/model/gpt_model.hpp"
 
 #include "trident/core/rng.hpp"
@@ -10,92 +11,166 @@ size_t bytes_of(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
 }  // namespace
 
 GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple,
-                   TensorParallel tp)
-    : cfg_(cfg), tp_(tp), ops_(ops), dtype_(dtype), micro_batch_(micro_batch) {
+                   TensorParallel tp, StagePlan plan)
+    : cfg_(cfg), tp_(tp), plan_(std::move(plan)), ops_(ops), dtype_(dtype), micro_batch_(micro_batch) {
   cfg_.resolve();
   cfg_.check_tensor_parallel(tp.size());
-  embedding_ = std::make_unique<Embedding>(params_, cfg_, tp);
+  if (plan_.chunks.empty()) plan_ = StagePlan::whole(cfg_);
+  TRIDENT_CHECK(plan_.slots >= 1, "a stage needs at least one activation slot");
+
   // Parameters are laid out in forward order, so backward completes them from the end down.
-  for (int l = 0; l < cfg_.layers; ++l) {
-    block_offset_.push_back(params_.numel());
-    blocks_.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp));
+  // A tied table shared with another stage comes first on both stages: its gradient waits
+  // for the embedding group, the rest can be reduced as soon as it is final.
+  if (plan_.embedding) embedding_ = std::make_unique<Embedding>(params_, cfg_, tp);
+  if (plan_.tied_copy() && cfg_.tie_embeddings) {
+    tied_copy_ = &Embedding::add_token_weight(params_, cfg_, tp);
+    tied_copy_->spec.counted_in_norm = false;  // the first stage counts the table
   }
-  head_offset_ = params_.numel();
-  head_ = std::make_unique<LMHead>(params_, cfg_, cfg_.tie_embeddings ? &embedding_->token_weight() : nullptr, tp);
+  if (!(plan_.embedding && plan_.head) && cfg_.tie_embeddings && (plan_.embedding || plan_.head))
+    tied_end_ = (embedding_ ? embedding_->token_weight() : *tied_copy_).local_shape.numel();
+  for (size_t c = 0; c < plan_.chunks.size(); ++c) {
+    Chunk chunk;
+    chunk.first_layer = plan_.chunks[c].first;
+    chunk.embeds = plan_.embedding && c == 0;
+    chunk.predicts = plan_.head && c + 1 == plan_.chunks.size();
+    for (int l = plan_.chunks[c].first; l < plan_.chunks[c].second; ++l) {
+      chunk.block_offset.push_back(params_.numel());
+      chunk.blocks.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp));
+    }
+    chunks_.push_back(std::move(chunk));
+  }
+  if (plan_.head) {
+    head_offset_ = params_.numel();
+    Parameter* tied = !cfg_.tie_embeddings ? nullptr : embedding_ ? &embedding_->token_weight() : tied_copy_;
+    head_ = std::make_unique<LMHead>(params_, cfg_, tied, tp);
+  }
   params_.allocate(ops_, dtype_, pad_multiple);
 
   const int64_t rows = int64_t(micro_batch) * cfg_.seq_len;
-  tokens_ = ops_.zeros(Shape{rows}, DType::kI32);
-  targets_ = ops_.zeros(Shape{rows}, DType::kI32);
-  positions_ = ops_.zeros(Shape{rows}, DType::kI32);
-  for (int l = 0; l <= cfg_.layers; ++l) residual_.push_back(ops_.zeros(Shape{rows, cfg_.hidden}, dtype_));
-  for (auto& block : blocks_) acts_.push_back(block->make_activations(ops_, micro_batch, dtype_));
-  scratch_ = blocks_.front()->make_scratch(ops_, micro_batch, dtype_);
-  head_buffers_ = head_->make_buffers(ops_, rows, dtype_);
-  dres_ = ops_.zeros(Shape{rows, cfg_.hidden}, dtype_);
-
-  for (const Tensor& t : residual_) activation_bytes_ += bytes_of(t);
-  for (const BlockActivations& a : acts_)
-    for (const Tensor* t : {&a.norm1.y, &a.norm1.mean, &a.norm1.rstd, &a.attn.q, &a.attn.k, &a.attn.v, &a.attn.out,
-                            &a.attn.lse, &a.mid, &a.norm2.y, &a.norm2.mean, &a.norm2.rstd, &a.mlp.up, &a.mlp.gate,
-                            &a.mlp.act})
-      activation_bytes_ += bytes_of(*t);
-  activation_bytes_ += bytes_of(head_buffers_.logits) + bytes_of(dres_);
+  TransformerBlock* any_block = nullptr;
+  for (Chunk& chunk : chunks_) {
+    std::vector<Slot> slots(static_cast<size_t>(plan_.slots));
+    for (Slot& s : slots) {
+      s.tokens = ops_.zeros(Shape{rows}, DType::kI32);
+      s.targets = ops_.zeros(Shape{rows}, DType::kI32);
+      s.positions = ops_.zeros(Shape{rows}, DType::kI32);
+      for (size_t l = 0; l <= chunk.blocks.size(); ++l) s.residual.push_back(ops_.zeros(Shape{rows, cfg_.hidden}, dtype_));
+      for (auto& block : chunk.blocks) s.acts.push_back(block->make_activations(ops_, micro_batch, dtype_));
+      s.dres = ops_.zeros(Shape{rows, cfg_.hidden}, dtype_);
+      s.block_dropout.resize(chunk.blocks.size());
+      for (const Tensor& t : s.residual) activation_bytes_ += bytes_of(t);
+      for (const BlockActivations& a : s.acts)
+        for (const Tensor* t : {&a.norm1.y, &a.norm1.mean, &a.norm1.rstd, &a.attn.q, &a.attn.k, &a.attn.v, &a.attn.out,
+                                &a.attn.lse, &a.mid, &a.norm2.y, &a.norm2.mean, &a.norm2.rstd, &a.mlp.up, &a.mlp.gate,
+                                &a.mlp.act})
+          activation_bytes_ += bytes_of(*t);
+      activation_bytes_ += bytes_of(s.dres);
+    }
+    slots_.push_back(std::move(slots));
+    if (!chunk.blocks.empty()) any_block = chunk.blocks.front().get();
+  }
+  if (any_block) scratch_ = any_block->make_scratch(ops_, micro_batch, dtype_);
+  if (head_) {
+    head_buffers_ = head_->make_buffers(ops_, rows, dtype_);
+    activation_bytes_ += bytes_of(head_buffers_.logits);
+  }
 }
 
 void GPTModel::initialize(uint64_t seed) {
   params_.initialize(ops_, seed);
   embed_dropout_key_ = rng_key(seed, "dropout.embed");
-  block_dropout_.clear();
+  layer_dropout_keys_.clear();
   for (int l = 0; l < cfg_.layers; ++l) {
     const std::string prefix = "dropout.blocks." + std::to_string(l);
-    block_dropout_.push_back({.attn = {.key = rng_key(seed, prefix + ".attn")}, .mlp = {.key = rng_key(seed, prefix + ".mlp")}});
+    layer_dropout_keys_.push_back(
+        {.attn = {.key = rng_key(seed, prefix + ".attn")}, .mlp = {.key = rng_key(seed, prefix + ".mlp")}});
   }
 }
 
-DropoutSite GPTModel::dropout_site(uint64_t key) const {
-  return {.p = cfg_.dropout, .key = key, .stream = static_cast<uint64_t>(dropout_step_),
-          .first_index = dropout_first_sequence_ * cfg_.seq_len * cfg_.hidden};
+void GPTModel::set_micro_batch_position(int chunk, int slot, int64_t step, int64_t first_sequence) {
+  if (cfg_.dropout == 0) return;  // no masks to place
+  TRIDENT_CHECK(!layer_dropout_keys_.empty(), "dropout needs initialize(seed) to key its masks");
+  Slot& s = slots_[chunk][slot];
+  auto site = [&](uint64_t key) {
+    return DropoutSite{.p = cfg_.dropout, .key = key, .stream = static_cast<uint64_t>(step),
+                       .first_index = first_sequence * cfg_.seq_len * cfg_.hidden};
+  };
+  s.embed_dropout = site(embed_dropout_key_);
+  const Chunk& c = chunks_[chunk];
+  for (size_t b = 0; b < c.blocks.size(); ++b) {
+    const auto& keys = layer_dropout_keys_.at(static_cast<size_t>(c.first_layer) + b);
+    s.block_dropout[b] = {.attn = site(keys.attn.key), .mlp = site(keys.mlp.key)};
+  }
 }
 
-void GPTModel::forward(const Tensor& tokens, const Tensor& positions, bool train) {
-  TRIDENT_CHECK(tokens.numel() == tokens_.numel(), "batch of ", tokens.numel(), " tokens, model built for ",
-                tokens_.numel());
-  ops_.copy(tokens, tokens_);
-  ops_.copy(positions, positions_);
-  embedding_->forward(ops_, tokens_, positions_, residual_[0]);
+void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, double* loss_sum) {
+  Chunk& c = chunks_[chunk];
+  Slot& s = slots_[chunk][slot];
   const bool dropout = train && cfg_.dropout > 0;
-  if (dropout) dropout_site(embed_dropout_key_).apply(ops_, residual_[0]);
-  for (size_t l = 0; l < blocks_.size(); ++l) {
-    TransformerBlock::Dropout d;  // inactive unless training with dropout
-    if (dropout) d = {.attn = dropout_site(block_dropout_[l].attn.key), .mlp = dropout_site(block_dropout_[l].mlp.key)};
-    blocks_[l]->forward(ops_, residual_[l], positions_, acts_[l], residual_[l + 1], scratch_, d);
+  if (c.embeds) {
+    embedding_->forward(ops_, s.tokens, s.positions, s.residual[0]);
+    if (dropout) s.embed_dropout.apply(ops_, s.residual[0]);
   }
-  head_->forward(ops_, residual_.back(), head_buffers_);
+  for (size_t l = 0; l < c.blocks.size(); ++l)
+    c.blocks[l]->forward(ops_, s.residual[l], s.positions, s.acts[l], s.residual[l + 1], scratch_,
+                         dropout ? s.block_dropout[l] : TransformerBlock::Dropout{});
+  if (!c.predicts) return;
+  head_->forward(ops_, s.residual.back(), head_buffers_);
+  if (loss_sum) *loss_sum = head_->loss_backward(ops_, s.residual.back(), s.targets, grad_scale, head_buffers_, s.dres);
 }
 
-const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& positions) {
-  forward(tokens, positions, /*train=*/false);
-  return head_buffers_.logits;
+double GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
+                         double grad_scale) {
+  Slot& s = slots_[chunk][slot];
+  TRIDENT_CHECK(positions.numel() == s.positions.numel(), "batch of ", positions.numel(), " tokens, model built for ",
+                s.positions.numel());
+  ops_.copy(positions, s.positions);
+  if (chunks_[chunk].embeds) ops_.copy(tokens, s.tokens);
+  if (chunks_[chunk].predicts) ops_.copy(targets, s.targets);
+  double loss_sum = 0;
+  run_forward(chunk, slot, /*train=*/true, grad_scale, &loss_sum);
+  if (chunks_[chunk].predicts) grads_ready_from(head_offset_);
+  return loss_sum;
+}
+
+void GPTModel::backward(int chunk, int slot) {
+  Chunk& c = chunks_[chunk];
+  Slot& s = slots_[chunk][slot];
+  const bool dropout = cfg_.dropout > 0;
+  for (size_t l = c.blocks.size(); l-- > 0;) {
+    c.blocks[l]->backward(ops_, s.residual[l], s.positions, s.acts[l], s.dres, scratch_,
+                          dropout ? s.block_dropout[l] : TransformerBlock::Dropout{});
+    grads_ready_from(c.block_offset[l]);
+  }
+  if (c.embeds) {
+    if (dropout) s.embed_dropout.apply(ops_, s.dres);
+    embedding_->backward(ops_, s.tokens, s.positions, s.dres);
+    grads_ready_from(0);
+  }
 }
 
 double GPTModel::forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                                   double grad_scale) {
-  forward(tokens, positions, /*train=*/true);
-  ops_.copy(targets, targets_);
-  const double loss_sum = head_->loss_backward(ops_, residual_.back(), targets_, grad_scale, head_buffers_, dres_);
-  grads_ready_from(head_offset_);
-  const bool dropout = cfg_.dropout > 0;
-  for (size_t l = blocks_.size(); l-- > 0;) {
-    TransformerBlock::Dropout d;
-    if (dropout) d = {.attn = dropout_site(block_dropout_[l].attn.key), .mlp = dropout_site(block_dropout_[l].mlp.key)};
-    blocks_[l]->backward(ops_, residual_[l], positions_, acts_[l], dres_, scratch_, d);
-    grads_ready_from(block_offset_[l]);
-  }
-  if (dropout) dropout_site(embed_dropout_key_).apply(ops_, dres_);
-  embedding_->backward(ops_, tokens_, positions_, dres_);
-  grads_ready_from(0);
-  return loss_sum;
+  TRIDENT_CHECK(chunks_.size() == 1 && chunks_[0].embeds && chunks_[0].predicts,
+                "forward_backward needs the whole model on this rank");
+  const double loss = forward(0, 0, tokens, targets, positions, grad_scale);
+  backward(0, 0);
+  return loss;
+}
+
+const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& positions) {
+  TRIDENT_CHECK(chunks_.size() == 1 && chunks_[0].embeds && chunks_[0].predicts,
+                "forward_logits needs the whole model on this rank");
+  Slot& s = slots_[0][0];
+  ops_.copy(tokens, s.tokens);
+  ops_.copy(positions, s.positions);
+  run_forward(0, 0, /*train=*/false, 0.0, nullptr);
+  return head_buffers_.logits;
+}
+
+Tensor GPTModel::tied_embedding_grad() const {
+  if (tied_end_ == 0) return Tensor();
+  return params_.flat_grads().narrow(0, tied_end_);
 }
 
 }  // namespace trident::model

@@ -65,7 +65,7 @@ std::vector<OptimSegment> GradReducer::optimizer_segments() const {
     const int64_t p_begin = p->offset, p_end = p->offset + p->local_shape.numel();
     // A parameter replicated over the tensor-parallel group has the same gradient on every
     // rank of it: rank 0 counts it in the norm.
-    const bool counts = p->spec.split_dim >= 0 || tp_rank_ == 0;
+    const bool counts = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_rank_ == 0);
     if (!sharded) {
       segments.push_back({p_begin, p_end, p->spec.weight_decay, params_.flat_grads().narrow(p_begin, p_end), counts});
       continue;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "trident/core/timer.hpp"
+#include "trident/train/stage_plan.hpp"
 
 namespace trident::train {
 
@@ -38,14 +39,24 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
 
   model::TensorParallel tp;
   if (topology.layout().tp > 1) tp.comm = &topology.tp();
+  const int micro_batches = sampler_->micro_batches_per_step();
+  std::string pipeline_text;
+  const model::StagePlan plan = make_stage_plan(cfg, topology.pp_rank(), micro_batches, &pipeline_text);
   model_ = std::make_unique<model::GPTModel>(cfg.model, ops, DType::kF32, cfg.train.micro_batch,
-                                             GradReducer::pad_multiple(topology.layout().dp), tp);
+                                             GradReducer::pad_multiple(topology.layout().dp), tp, plan);
   model_->initialize(cfg.train.seed);
+  pipeline_ = std::make_unique<PipelineExecutor>(*model_, topology.pp(), cfg.schedule, micro_batches,
+                                                 cfg.virtual_stages);
+  bubble_theory_ = topology.layout().pp > 1
+                       ? theoretical_bubble(cfg.schedule, topology.layout().pp, micro_batches, cfg.virtual_stages)
+                       : 0.0;
   reducer_ = std::make_unique<GradReducer>(
       model_->params(), ops, topology.dp(),
       ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1},
       topology.model_parallel().size() > 1 ? &topology.model_parallel() : nullptr, topology.tp_rank());
   optimizer_ = std::make_unique<AdamW>(model_->params(), ops, cfg.train, reducer_->optimizer_segments());
+  parts_ = std::make_unique<StepParts>(StepParts{*model_, *optimizer_, *reducer_, *pipeline_, ops, topology.dp(),
+                                                 topology.pp(), topology.embedding()});
   peak_flops_ = ops.peak_flops(DType::kF32);
 
   const model::ModelConfig& m = model_->config();
@@ -59,6 +70,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
     log_.info("tensor parallel: tp ", tp.size(), ", ", m.heads / tp.size(), " heads and ",
               m.padded_vocab(tp.size()) / tp.size(), " vocabulary rows per rank (vocab padded to ",
               m.padded_vocab(tp.size()), ")");
+  if (topology.layout().pp > 1) log_.info(pipeline_text);
   log_.info("data parallel: dp ", topology.layout().dp, ", ", reducer_->num_buckets(), " gradient buckets of <= ",
             cfg.comm.bucket_mb, " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero);
   log_.info("data: ", reader_->num_tokens(), " tokens in ", reader_->num_documents(), " documents, ",
@@ -79,8 +91,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
 Trainer::~Trainer() = default;
 
 StepResult Trainer::train_step(int64_t step) {
-  return optimizer_step(*model_, *optimizer_, *reducer_, ops_, topology_.dp(), cfg_.train, step,
-                        sampler_->count_valid_targets(step), sampler_->micro_batches_per_step(),
+  return optimizer_step(*parts_, cfg_.train, step, sampler_->count_valid_targets(step),
                         [&](int k, data::Batch& batch) { sampler_->fill(step, k, batch); }, batch_);
 }
 
@@ -118,7 +129,9 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"step_s", r.seconds},
                      {"comm_bytes", double(topology_.dp().bytes_moved())},
                      {"comm_s", topology_.dp().seconds()},
-                     {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)}});
+                     {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)},
+                     {"bubble", r.bubble},
+                     {"bubble_theory", bubble_theory_}});
   }
   const double eta = elapsed_ / double(step + 1) * double(cfg_.train.steps - step - 1);
   char line[256];

@@ -49,7 +49,10 @@ expect 2 "model.arch: unknown architecture 'bert'" train --config $cfg --model.a
 expect 2 "world size must equal dp\*tp\*pp" train --config $cfg --parallel.dp=2 $run
 expect 2 "train.global_batch = 15 must be divisible by train.micro_batch" train --config $cfg --train.global_batch=15 $run
 expect 2 "train.decay: unknown schedule 'step'" train --config $cfg --train.decay=step $run
-expect 2 "parallel.pp = 2: pipeline parallelism is not available" train --config $cfg --parallel.pp=2 $run
+expect 2 "parallel.virtual_stages = 2 needs parallel.schedule = interleaved" train --config $cfg --parallel.virtual_stages=2 $run
+expect 2 "parallel.schedule: unknown schedule 'zigzag'" train --config $cfg --parallel.schedule=zigzag $run
+expect 2 "model.layers = 8 must be >= parallel.pp \* parallel.virtual_stages = 12" train --config $cfg --parallel.pp=3 --parallel.schedule=interleaved --parallel.virtual_stages=4 $run
+expect 2 "parallel.precision|train.precision = bf16: mixed precision is not available" train --config $cfg --train.precision=bf16 $run
 expect 2 "model.heads = 4 must be divisible by parallel.tp = 3" train --config $cfg --parallel.tp=3 $run
 expect 2 "model.kv_heads = 2 must be divisible by parallel.tp = 4" train --config $cfg --model.arch=llama --model.kv_heads=2 --parallel.tp=4 $run
 expect 2 "cannot read config file" train --config "$work/missing.ini" $run

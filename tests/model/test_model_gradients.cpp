@@ -32,7 +32,7 @@ TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
   const int batch = 2;
   GPTModel model(cfg, *ops, DType::kF64, batch);
   model.initialize(42);
-  model.set_micro_batch_position(/*step=*/3, /*first_sequence=*/6);
+  model.set_micro_batch_position(0, 0, /*step=*/3, /*first_sequence=*/6);
   // Larger, non-trivial values than the initialiser's so every path carries gradient.
   for (auto& p : model.params().all()) {
     testing::fill_uniform(p->value, std::hash<std::string>{}(p->spec.name), 0.4);

@@ -46,6 +46,8 @@ void PyTorchTraining::run_three_steps(DType dtype, double tolerance, double para
   dist::Communicator self(MPI_COMM_SELF);
   GradReducer reducer(model.params(), *ops, self, ReducerOptions{});
   AdamW optimizer(model.params(), *ops, cfg, reducer.optimizer_segments());
+  PipelineExecutor pipeline(model, self, ScheduleKind::kOneFOneB, micro_batches, 1);
+  StepParts parts{model, optimizer, reducer, pipeline, *ops, self, self, nullptr};
 
   const int64_t t = model.config().seq_len;
   Tensor all_targets = testing::fixture_rows(f, "/targets", 0, cfg.global_batch);
@@ -60,7 +62,7 @@ void PyTorchTraining::run_three_steps(DType dtype, double tolerance, double para
   const std::vector<double> losses = f.read("/train/losses"), norms = f.read("/train/grad_norms"),
                             lrs = f.read("/train/lrs");
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    const StepResult r = optimizer_step(model, optimizer, reducer, *ops, self, cfg, step, valid, micro_batches, fill, batch);
+    const StepResult r = optimizer_step(parts, cfg, step, valid, fill, batch);
     EXPECT_NEAR(r.loss, losses[step], tolerance * losses[step]) << "step " << step;
     EXPECT_NEAR(r.grad_norm, norms[step], tolerance * norms[step]) << "step " << step;
     EXPECT_DOUBLE_EQ(r.lr, lrs[step]) << "step " << step;

@@ -15,6 +15,9 @@ class Embedding {
   void forward(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out) const;
   void backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout) const;
   Parameter& token_weight() const { return *tok_; }
+  // Registers the token table "embed.tok.weight" (vocabulary-parallel under tp): the
+  // embedding's own, or the copy a last pipeline stage holds for its tied output head.
+  static Parameter& add_token_weight(ParamStore& store, const ModelConfig& cfg, TensorParallel tp);
 
  private:
   Parameter* tok_;

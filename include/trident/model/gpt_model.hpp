@@ -1,6 +1,9 @@
-// GPTModel: embedding, transformer blocks and head of a GPT-2 or Llama model, with explicit
-// forward and backward over buffers allocated once for a fixed micro-batch size (no heap
-// allocation per step). tokens, targets, positions: [B, T] int32 host tensors.
+// GPTModel: this rank's part of a GPT-2 or Llama model: one or more model chunks (consecutive
+// blocks; several with the interleaved pipeline schedule), the embedding when it holds the
+// first virtual stage and the final norm, head and loss when it holds the last. Explicit
+// forward and backward per (chunk, slot): a slot holds one in-flight micro-batch's
+// activations, allocated once (no heap allocation per step). tokens, targets, positions:
+// [B, T] int32 host tensors; activations between chunks are [B*T, C].
 #pragma once
 #include <functional>
 #include <memory>
@@ -12,74 +15,113 @@
 
 namespace trident::model {
 
+// Which layers this rank runs. chunks[c] = [first, last) global layer indices of its model
+// chunk c (virtual stage c*pp + stage); embedding / head: whether it holds virtual stage 0 /
+// the last one; slots: micro-batches in flight per chunk.
+struct StagePlan {
+  std::vector<std::pair<int, int>> chunks;
+  bool embedding = true;
+  bool head = true;
+  int slots = 1;
+  bool tied_copy() const { return head && !embedding; }  // holds the head's copy of the tied table
+
+  static StagePlan whole(const ModelConfig& cfg) { return {{{0, cfg.layers}}, true, true, 1}; }
+};
+
 class GPTModel {
  public:
   // dtype: fp32 for training, fp64 for finite-difference checks. The flat parameter buffers are
   // padded to a multiple of pad_multiple elements (data-parallel sharding). tp: the
-  // tensor-parallel group the weights are split over (none: whole model).
+  // tensor-parallel group the weights are split over. plan: the layers this rank holds.
   GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple = 1,
-           TensorParallel tp = {});
+           TensorParallel tp = {}, StagePlan plan = {});
 
   // Initialises every parameter and keys the dropout masks, both from the seed.
   void initialize(uint64_t seed);
   ParamStore& params() { return params_; }
   const ModelConfig& config() const { return cfg_; }
+  const StagePlan& plan() const { return plan_; }
   const TensorParallel& tensor_parallel() const { return tp_; }
   int micro_batch() const { return micro_batch_; }
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
 
-  // Forward, loss and backward of one micro-batch. Parameter gradients accumulate, scaled by
-  // grad_scale (1 / valid targets of the whole global batch, so accumulation and data
-  // parallelism give the global mean). Returns the unscaled sum of token losses.
-  double forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions,
-                          double grad_scale);
   // Where the next micro-batch sits, for its dropout masks: the optimizer step and the index of
-  // its first sequence within the global batch (so masks do not depend on the dp layout).
-  void set_micro_batch_position(int64_t step, int64_t first_sequence) {
-    dropout_step_ = step;
-    dropout_first_sequence_ = first_sequence;
-  }
+  // its first sequence within the global batch (so masks do not depend on the layout).
+  void set_micro_batch_position(int chunk, int slot, int64_t step, int64_t first_sequence);
 
-  // Called during backward with an offset into the flat gradient buffer: from there to the end,
-  // the gradients of this micro-batch are complete (data parallelism starts reducing them).
-  // Offsets decrease over one backward pass and end at 0. Pass nullptr to remove.
-  void set_grad_ready_hook(std::function<void(int64_t)> hook) { grad_ready_hook_ = std::move(hook); }
+  // Forward of one chunk for the micro-batch in `slot`. The first virtual stage embeds tokens;
+  // others read their input from input(chunk, slot) (received from the previous stage). The
+  // last virtual stage also computes the loss and its gradient at once (so [N, V] logits are
+  // never kept per micro-batch) and returns the unscaled sum of token losses; others return 0.
+  double forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
+                 double grad_scale);
+  // Backward of one chunk: the last virtual stage starts from the loss gradient kept by
+  // forward; others from grad(chunk, slot) (received from the next stage). Afterwards
+  // grad(chunk, slot) holds the gradient of the chunk's input (to send to the previous stage).
+  // Parameter gradients accumulate, scaled by grad_scale.
+  void backward(int chunk, int slot);
+  // The chunk's input activation and its output (what goes to the next stage), [B*T, C].
+  Tensor& input(int chunk, int slot) { return slots_[chunk][slot].residual.front(); }
+  Tensor& output(int chunk, int slot) { return slots_[chunk][slot].residual.back(); }
+  Tensor& grad(int chunk, int slot) { return slots_[chunk][slot].dres; }
 
-  // Forward only; returns the logits [B*T, V] (valid until the next call).
+  // Whole-model shortcuts (one chunk holding everything): forward, loss and backward of one
+  // micro-batch; returns the unscaled sum of token losses.
+  double forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions, double grad_scale);
+  // Forward only; returns the logits [B*T, V/tp] (valid until the next call).
   const Tensor& forward_logits(const Tensor& tokens, const Tensor& positions);
 
-  // Bytes of activations and buffers allocated for the micro-batch.
+  // Called during backward with an offset into the flat gradient buffer: from there to the end
+  // the gradients are complete (data parallelism starts reducing them). Offsets decrease over
+  // the last micro-batch's backward. Pass nullptr to remove.
+  void set_grad_ready_hook(std::function<void(int64_t)> hook) { grad_ready_hook_ = std::move(hook); }
+  // The tied token table's gradient when it lives on two stages (pp > 1): summed over the
+  // embedding group before the data-parallel reduction. Undefined otherwise.
+  Tensor tied_embedding_grad() const;
+  // Gradients from this offset on never wait for the embedding group (see above).
+  int64_t untied_offset() const { return tied_end_; }
+
   size_t activation_bytes() const { return activation_bytes_; }
 
  private:
-  void forward(const Tensor& tokens, const Tensor& positions, bool train);
-  DropoutSite dropout_site(uint64_t key) const;
+  struct Slot {
+    Tensor tokens, targets, positions;  // [B*T] on the device
+    std::vector<Tensor> residual;       // chunk layers + 1: input, block outputs
+    std::vector<BlockActivations> acts;
+    Tensor dres;                        // [B*T, C] residual-stream gradient (sent upstream)
+    DropoutSite embed_dropout;
+    std::vector<TransformerBlock::Dropout> block_dropout;
+  };
+  struct Chunk {
+    int first_layer = 0;
+    std::vector<std::unique_ptr<TransformerBlock>> blocks;
+    std::vector<int64_t> block_offset;  // flat offset of each block's first parameter
+    bool embeds = false, predicts = false;
+  };
+  void run_forward(int chunk, int slot, bool train, double grad_scale, double* loss_sum);
   void grads_ready_from(int64_t offset) const {
-    if (grad_ready_hook_) grad_ready_hook_(offset);
+    if (grad_ready_hook_) grad_ready_hook_(std::max(offset, tied_end_));
   }
 
   ModelConfig cfg_;
   TensorParallel tp_;
+  StagePlan plan_;
   Ops& ops_;
   DType dtype_;
   int micro_batch_;
   ParamStore params_;
   std::unique_ptr<Embedding> embedding_;
-  std::vector<std::unique_ptr<TransformerBlock>> blocks_;
+  std::vector<Chunk> chunks_;
   std::unique_ptr<LMHead> head_;
-  std::vector<int64_t> block_offset_;      // flat offset of each block's first parameter
-  int64_t head_offset_ = 0;                // flat offset of the final norm (then the head)
-  std::function<void(int64_t)> grad_ready_hook_;
-  uint64_t embed_dropout_key_ = 0;
-  std::vector<TransformerBlock::Dropout> block_dropout_;  // keys only; position set per micro-batch
-  int64_t dropout_step_ = 0, dropout_first_sequence_ = 0;
-
-  // Per micro-batch buffers.
-  Tensor tokens_, targets_, positions_;   // [B*T] on the device
-  std::vector<Tensor> residual_;           // layers+1 tensors [B*T, C]: block inputs and output
-  std::vector<BlockActivations> acts_;
+  Parameter* tied_copy_ = nullptr;  // last stage's copy of embed.tok.weight (pp > 1, tied)
+  int64_t head_offset_ = 0;         // flat offset of the final norm (then the head)
+  int64_t tied_end_ = 0;            // end of the tied table in the flat buffer when it is shared
+  std::vector<std::vector<Slot>> slots_;  // [chunk][slot]
   BlockScratch scratch_;
   HeadBuffers head_buffers_;
-  Tensor dres_;                            // [B*T, C] gradient of the residual stream
+  uint64_t embed_dropout_key_ = 0;
+  std::vector<TransformerBlock::Dropout> layer_dropout_keys_;  // per global layer
+  std::function<void(int64_t)> grad_ready_hook_;
   size_t activation_bytes_ = 0;
 };
 

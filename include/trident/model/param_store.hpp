@@ -24,6 +24,7 @@ struct ParamSpec {
   int split_parts = 1;
   int split_index = 0;
   int64_t init_rows = -1;      // >= 0: global rows from here on start at zero (vocabulary padding)
+  bool counted_in_norm = true; // false for a copy whose original counts (tied table on the last stage)
 };
 
 struct Parameter {

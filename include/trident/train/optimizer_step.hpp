@@ -1,7 +1,8 @@
-// One optimizer step, independent of where batches come from: zero gradients, forward/backward
-// every micro-batch (gradients accumulate, normalised by the global batch's valid targets),
-// reduce gradients over the dp group (once per step, overlapped with the last backward),
-// clip by the global norm, AdamW update (and the ZeRO-1 all-gather).
+// One optimizer step, independent of where batches come from: zero gradients, run the
+// pipeline schedule over the micro-batches (gradients accumulate, normalised by the global
+// batch's valid targets), sum the tied embedding's gradient over its two stages, reduce
+// gradients over the dp group (once per step, overlapped with the last backward), clip by
+// the global norm, AdamW update (and the ZeRO-1 all-gather).
 #pragma once
 #include <functional>
 
@@ -9,6 +10,7 @@
 #include "trident/model/gpt_model.hpp"
 #include "trident/train/adamw.hpp"
 #include "trident/train/grad_reducer.hpp"
+#include "trident/train/pipeline_executor.hpp"
 
 namespace trident::train {
 
@@ -18,12 +20,24 @@ struct StepResult {
   double grad_norm = 0;   // before clipping
   double lr = 0;
   double seconds = 0;
+  double bubble = 0;      // share of the step this rank waited for pipeline neighbours
 };
 
-// fill(k, batch) loads micro-batch k (of micro_batches) of this rank into batch.
-// valid_targets counts the targets >= 0 of the whole global batch (all dp ranks).
-StepResult optimizer_step(model::GPTModel& model, AdamW& optimizer, GradReducer& reducer, Ops& ops,
-                          dist::Communicator& dp, const TrainConfig& cfg, int64_t step, int64_t valid_targets,
-                          int micro_batches, const std::function<void(int, data::Batch&)>& fill, data::Batch& batch);
+// The objects one step works with; all outlive the call.
+struct StepParts {
+  model::GPTModel& model;
+  AdamW& optimizer;
+  GradReducer& reducer;
+  PipelineExecutor& pipeline;
+  Ops& ops;
+  dist::Communicator& dp;
+  dist::Communicator& pp;
+  dist::Communicator* embedding;  // first + last stage (tied embeddings), nullptr elsewhere
+};
+
+// fill(k, batch) loads micro-batch k of this rank into batch. valid_targets counts the
+// targets >= 0 of the whole global batch (all dp ranks).
+StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step, int64_t valid_targets,
+                          const std::function<void(int, data::Batch&)>& fill, data::Batch& batch);
 
 }  // namespace trident::train

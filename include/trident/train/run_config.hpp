@@ -7,6 +7,7 @@
 #include "trident/core/dtype.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/model/model_config.hpp"
+#include "trident/train/pipeline_schedule.hpp"
 
 namespace trident::train {
 
@@ -55,6 +56,9 @@ struct RunConfig {
   dist::Layout layout;
   int microbatches = 0;     // parallel.microbatches (0: derive from micro_batch)
   int zero = 0;             // parallel.zero: ZeRO stage (0 or 1)
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;
+  int virtual_stages = 1;   // model chunks per pipeline rank (interleaved)
+  bool balanced_partition = false;
   TrainConfig train;
   DataConfig data;
   CommConfig comm;

@@ -41,6 +41,9 @@ class Trainer {
   std::unique_ptr<model::GPTModel> model_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<PipelineExecutor> pipeline_;
+  std::unique_ptr<StepParts> parts_;
+  double bubble_theory_ = 0;
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;
   double peak_flops_ = 0;

@@ -1,0 +1,99 @@
+// Executing a pipeline schedule: compute actions call the model, communication actions move
+// [B*T, C] activations and gradients with non-blocking sends and waited receives.
+#include "trident/train/pipeline_executor.hpp"
+
+#include <mpi.h>
+
+namespace trident::train {
+
+PipelineExecutor::PipelineExecutor(model::GPTModel& model, dist::Communicator& pp, ScheduleKind kind,
+                                   int micro_batches, int virtual_stages)
+    : model_(model), pp_(pp), micro_batches_(micro_batches), chunks_(model.num_chunks()) {
+  actions_ = build_schedule(kind, pp.size(), pp.rank(), micro_batches, virtual_stages);
+  slots_ = model.plan().slots;
+  TRIDENT_CHECK(max_in_flight(actions_, chunks_) <= slots_, "the schedule keeps ", max_in_flight(actions_, chunks_),
+                " micro-batches in flight, the model has ", slots_, " slots");
+  sends_act_.resize(static_cast<size_t>(chunks_ * slots_));
+  sends_grad_.resize(static_cast<size_t>(chunks_ * slots_));
+}
+
+int PipelineExecutor::slots_needed(ScheduleKind kind, int pp, int micro_batches, int virtual_stages) {
+  int most = 1;
+  const int chunks = kind == ScheduleKind::kInterleaved ? virtual_stages : 1;
+  for (int stage = 0; stage < pp; ++stage)
+    most = std::max(most, max_in_flight(build_schedule(kind, pp, stage, micro_batches, virtual_stages), chunks));
+  return most;
+}
+
+std::pair<int, int> PipelineExecutor::next_of(int chunk) const {
+  const int pp = pp_.size(), r = pp_.rank();
+  return {(r + 1) % pp, r == pp - 1 ? chunk + 1 : chunk};
+}
+
+std::pair<int, int> PipelineExecutor::prev_of(int chunk) const {
+  const int pp = pp_.size(), r = pp_.rank();
+  return {(r + pp - 1) % pp, r == 0 ? chunk - 1 : chunk};
+}
+
+double PipelineExecutor::run(int64_t step, double grad_scale, const std::function<void(int, data::Batch&)>& fill,
+                             data::Batch& batch, const std::function<void(int64_t)>& on_final) {
+  const double start = MPI_Wtime();
+  wait_s_ = 0;
+  double loss_sum = 0;
+  const int last_mb = micro_batches_ - 1;
+  for (const Action& a : actions_) {
+    const int s = slot(a.micro_batch), index = a.chunk * slots_ + s;
+    switch (a.kind) {
+      case ActionKind::kRecvAct: {
+        sends_act_[index].wait();  // the slot's previous output must have left before reuse
+        const auto [peer, peer_chunk] = prev_of(a.chunk);
+        const double t0 = MPI_Wtime();
+        pp_.irecv(model_.input(a.chunk, s), peer, tag(a.micro_batch, peer_chunk, false)).wait();
+        wait_s_ += MPI_Wtime() - t0;
+        break;
+      }
+      case ActionKind::kForward: {
+        sends_act_[index].wait();   // forward rewrites the slot's output ...
+        sends_grad_[index].wait();  // ... and, on the last stage, its gradient
+        fill(a.micro_batch, batch);
+        model_.set_micro_batch_position(a.chunk, s, step, batch.first_sequence);
+        if (a.micro_batch == last_mb && on_final) model_.set_grad_ready_hook(on_final);
+        loss_sum += model_.forward(a.chunk, s, batch.tokens, batch.targets, batch.positions, grad_scale);
+        model_.set_grad_ready_hook(nullptr);
+        break;
+      }
+      case ActionKind::kSendAct: {
+        const auto [peer, peer_chunk] = next_of(a.chunk);
+        (void)peer_chunk;
+        sends_act_[index] = pp_.isend(model_.output(a.chunk, s), peer, tag(a.micro_batch, a.chunk, false));
+        break;
+      }
+      case ActionKind::kRecvGrad: {
+        sends_grad_[index].wait();
+        const auto [peer, peer_chunk] = next_of(a.chunk);
+        const double t0 = MPI_Wtime();
+        pp_.irecv(model_.grad(a.chunk, s), peer, tag(a.micro_batch, peer_chunk, true)).wait();
+        wait_s_ += MPI_Wtime() - t0;
+        break;
+      }
+      case ActionKind::kBackward: {
+        if (a.micro_batch == last_mb && on_final) model_.set_grad_ready_hook(on_final);
+        model_.backward(a.chunk, s);
+        model_.set_grad_ready_hook(nullptr);
+        break;
+      }
+      case ActionKind::kSendGrad: {
+        const auto [peer, peer_chunk] = prev_of(a.chunk);
+        (void)peer_chunk;
+        sends_grad_[index] = pp_.isend(model_.grad(a.chunk, s), peer, tag(a.micro_batch, a.chunk, true));
+        break;
+      }
+    }
+  }
+  for (auto& r : sends_act_) r.wait();
+  for (auto& r : sends_grad_) r.wait();
+  run_s_ = MPI_Wtime() - start;
+  return loss_sum;
+}
+
+}  // namespace trident::train
