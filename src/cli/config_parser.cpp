@@ -104,6 +104,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   TRIDENT_CONFIG_CHECK(partition == "uniform" || partition == "balanced", "parallel.partition: unknown partition '",
                        partition, "' (expected uniform or balanced)");
   c.balanced_partition = partition == "balanced";
+  c.sequence_parallel = v.boolean("parallel.sequence_parallel");
   TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
   c.comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap")};
   TRIDENT_CONFIG_CHECK(c.comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", c.comm.bucket_mb, ")");
@@ -132,14 +133,12 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
            .eval_interval = v.int32("log.eval_interval"), .eval_batches = v.int32("log.eval_batches")};
 
   // Types of keys whose features come later are still checked now.
-  (void)v.boolean("parallel.sequence_parallel");
   (void)v.boolean("lora.enabled");
   (void)v.boolean("lisa.enabled");
   (void)v.int32("checkpoint.interval");
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
   v.require_default("model.init_from", "initialisation from a pretrained model");
-  v.require_default("parallel.sequence_parallel", "sequence parallelism");
   v.require_default("train.precision", "mixed precision");
   v.require_default("train.recompute", "activation recompute");
   v.require_default("lora.enabled", "LoRA");
@@ -177,6 +176,11 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
     const int micro_batches = t.global_batch / (t.micro_batch * L.dp);
     TRIDENT_CONFIG_CHECK(micro_batches % L.pp == 0, "parallel.schedule = interleaved needs the micro-batches per step (",
                          micro_batches, " = global_batch / (micro_batch * dp)) divisible by parallel.pp = ", L.pp);
+  }
+  if (c.sequence_parallel) {
+    TRIDENT_CONFIG_CHECK(L.tp > 1, "parallel.sequence_parallel = true needs parallel.tp > 1");
+    TRIDENT_CONFIG_CHECK(int64_t(t.micro_batch) * m.seq_len % L.tp == 0, "parallel.sequence_parallel: micro_batch * seq_len = ",
+                         int64_t(t.micro_batch) * m.seq_len, " must be divisible by parallel.tp = ", L.tp);
   }
   TRIDENT_CONFIG_CHECK(t.steps >= 1, "train.steps must be >= 1");
   TRIDENT_CONFIG_CHECK(t.warmup >= 0, "train.warmup must be >= 0");

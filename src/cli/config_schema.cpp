@@ -23,7 +23,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"parallel.schedule", "1f1b", "pipeline schedule: gpipe | 1f1b | interleaved"},
       {"parallel.virtual_stages", "1", "model chunks per pipeline rank (interleaved schedule)"},
       {"parallel.zero", "0", "ZeRO stage: 0 | 1 (optimizer state sharded over the dp group)"},
-      {"parallel.sequence_parallel", "false", "split norm/dropout regions along the sequence (needs tp > 1)"},
+      {"parallel.sequence_parallel", "false", "split norm/dropout/residual regions over the tp ranks' rows (needs tp > 1)"},
       {"parallel.partition", "uniform", "layers to stages: uniform | balanced (by per-layer FLOPs, embedding and head included)"},
       {"train.steps", "100", "optimizer steps"},
       {"train.micro_batch", "2", "sequences per micro-batch per rank"},

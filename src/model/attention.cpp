@@ -67,7 +67,12 @@ void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, con
   q_.backward(ops, x, s.dq, &dx);
   k_.backward(ops, x, s.dk, &dx, /*accumulate_dx=*/true);
   v_.backward(ops, x, s.dv, &dx, /*accumulate_dx=*/true);
-  tp_.all_reduce(dx);  // each rank's heads contribute part of d(x)
+}
+
+Tensor& Attention::finish_output(Ops& ops, Tensor& partial, Tensor& rows) const {
+  Tensor& out = tp_.reduce_to_rows(partial, rows);
+  o_.add_bias(ops, out);
+  return out;
 }
 
 }  // namespace trident::model

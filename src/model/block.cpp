@@ -17,67 +17,86 @@ const Tensor& through_dropout(Ops& ops, const DropoutSite& site, const Tensor& d
 
 TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp)
     : cfg_(cfg),
-      tensor_parallel_(tp.size() > 1),
+      tp_(tp),
       norm1_(store, block_prefix(index) + ".attn_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
       attn_(store, block_prefix(index) + ".attn", cfg, tp),
       norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
       mlp_(store, block_prefix(index) + ".mlp", cfg, tp) {}
 
 BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DType dtype) const {
-  const int64_t rows = batch * cfg_.seq_len;
+  const int64_t rows = batch * cfg_.seq_len, local = tp_.local_rows(rows);
   BlockActivations a;
-  a.norm1 = norm1_.make_activations(ops, rows, dtype);
+  a.norm1 = norm1_.make_activations(ops, local, dtype);
   a.attn = attn_.make_activations(ops, batch, dtype);
-  a.mid = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
-  a.norm2 = norm2_.make_activations(ops, rows, dtype);
+  a.mid = ops.zeros(Shape{local, cfg_.hidden}, dtype);
+  a.norm2 = norm2_.make_activations(ops, local, dtype);
   a.mlp = mlp_.make_activations(ops, rows, dtype);
   return a;
 }
 
 BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype) const {
-  const int64_t rows = batch * cfg_.seq_len;
+  const int64_t rows = batch * cfg_.seq_len, local = tp_.local_rows(rows);
   BlockScratch s;
+  if (tp_.splits_rows()) s.gathered = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
+  s.partial = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   s.dnorm = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
-  s.branch = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
+  s.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.dnorm;
+  s.branch = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.partial;
   s.attn = attn_.make_scratch(ops, batch, dtype);
   s.mlp = mlp_.make_scratch(ops, rows, dtype);
   return s;
 }
 
+// A branch goes through the scratch buffers when it must be complete before joining the
+// residual stream: tensor parallelism sums it over the group, or dropout applies to it.
+// Otherwise its output projection adds straight onto the residual stream.
 void TransformerBlock::forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a, Tensor& y,
                                BlockScratch& s, const Dropout& dropout) const {
+  const bool tensor_parallel = tp_.size() > 1;
   norm1_.forward(ops, x, a.norm1);
+  const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
   ops.copy(x, a.mid);
-  // A branch goes through the scratch buffer when it must be complete before joining the
-  // residual stream: dropout applies to it, or tensor parallelism all-reduces it.
-  if (dropout.attn.active() || tensor_parallel_) {
-    attn_.forward(ops, a.norm1.y, positions, a.attn, s.branch, /*accumulate=*/false);
-    dropout.attn.apply(ops, s.branch);
-    ops.add(a.mid, s.branch, a.mid);
+  if (tensor_parallel || dropout.attn.active()) {
+    attn_.forward(ops, attn_in, positions, a.attn, s.partial, /*accumulate=*/false);
+    Tensor& out = tensor_parallel ? attn_.finish_output(ops, s.partial, s.branch) : s.partial;
+    dropout.attn.apply(ops, out);
+    ops.add(a.mid, out, a.mid);
   } else {
-    attn_.forward(ops, a.norm1.y, positions, a.attn, a.mid, /*accumulate=*/true);
+    attn_.forward(ops, attn_in, positions, a.attn, a.mid, /*accumulate=*/true);
   }
   norm2_.forward(ops, a.mid, a.norm2);
+  const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
   ops.copy(a.mid, y);
-  if (dropout.mlp.active() || tensor_parallel_) {
-    mlp_.forward(ops, a.norm2.y, a.mlp, s.branch, /*accumulate=*/false);
-    dropout.mlp.apply(ops, s.branch);
-    ops.add(y, s.branch, y);
+  if (tensor_parallel || dropout.mlp.active()) {
+    mlp_.forward(ops, mlp_in, a.mlp, s.partial, /*accumulate=*/false);
+    Tensor& out = tensor_parallel ? mlp_.finish_output(ops, s.partial, s.branch) : s.partial;
+    dropout.mlp.apply(ops, out);
+    ops.add(y, out, y);
   } else {
-    mlp_.forward(ops, a.norm2.y, a.mlp, y, /*accumulate=*/true);
+    mlp_.forward(ops, mlp_in, a.mlp, y, /*accumulate=*/true);
   }
 }
 
-
 void TransformerBlock::backward(Ops& ops, const Tensor& x, const Tensor& positions, const BlockActivations& a,
                                 Tensor& dres, BlockScratch& s, const Dropout& dropout) const {
-  // y = h + drop(mlp(norm2(h))): dL/dh = dres + norm2'(mlp'(drop'(dres))).
-  mlp_.backward(ops, a.norm2.y, a.mlp, through_dropout(ops, dropout.mlp, dres, s.branch), s.mlp, s.dnorm);
-  norm2_.backward(ops, a.mid, a.norm2, s.dnorm, dres);
+  // y = h + drop(mlp(norm2(h))): dL/dh = dres + norm2'(mlp'(drop'(dres))). Under sequence
+  // parallelism the branch sees all rows: gather the gradient and the norm output (kept as
+  // this rank's rows only), and reduce-scatter d(norm output) back to rows.
+  const Tensor& dmlp = tp_.gather_rows(ops, through_dropout(ops, dropout.mlp, dres, s.branch), s.partial);
+  const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
+  mlp_.backward(ops, mlp_in, a.mlp, dmlp, s.mlp, s.dnorm);
+  norm2_.backward(ops, a.mid, a.norm2, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
   // h = x + drop(attn(norm1(x))): dL/dx = dres + norm1'(attn'(drop'(dres))).
-  attn_.backward(ops, a.norm1.y, positions, a.attn, through_dropout(ops, dropout.attn, dres, s.branch), s.attn,
-                 s.dnorm);
-  norm1_.backward(ops, x, a.norm1, s.dnorm, dres);
+  const Tensor& dattn = tp_.gather_rows(ops, through_dropout(ops, dropout.attn, dres, s.branch), s.partial);
+  const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
+  attn_.backward(ops, attn_in, positions, a.attn, dattn, s.attn, s.dnorm);
+  norm1_.backward(ops, x, a.norm1, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
+}
+
+std::vector<Tensor> TransformerBlock::norm_grads() const {
+  std::vector<Tensor> out = norm1_.grads();
+  for (const Tensor& t : norm2_.grads()) out.push_back(t);
+  return out;
 }
 
 }  // namespace trident::model

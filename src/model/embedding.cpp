@@ -17,17 +17,22 @@ Embedding::Embedding(ParamStore& store, const ModelConfig& cfg, TensorParallel t
                        .init = Init::kNormal, .init_std = 0.02});
 }
 
-void Embedding::forward(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out) const {
-  // The replicated position rows are added by one rank only: the all-reduce sums the shards.
+void Embedding::forward(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out, Tensor& full) const {
+  // The replicated position rows are added by one rank only: the group's sum adds the shards.
   const bool add_positions = pos_ && tp_.rank() == 0;
-  ops.embedding_forward(tokens, positions, tok_->value, add_positions ? pos_->value : Tensor(), vocab_offset_, out);
-  tp_.all_reduce(out);
+  Tensor& partial = tp_.splits_rows() ? full : out;
+  ops.embedding_forward(tokens, positions, tok_->value, add_positions ? pos_->value : Tensor(), vocab_offset_, partial);
+  Tensor& summed = tp_.reduce_to_rows(partial, out);
+  TRIDENT_CHECK(&summed == &out, "embedding output must land in out");
 }
 
-void Embedding::backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout) const {
-  // dout is whole on every rank, so the replicated position gradient is the same on all ranks.
+void Embedding::backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout,
+                         Tensor& full) const {
+  // The whole gradient on every rank (gathered from rows under sequence parallelism), so the
+  // replicated position gradient is the same on all ranks.
+  const Tensor& all_rows = tp_.gather_rows(ops, dout, full);
   Tensor dpos = pos_ ? pos_->grad : Tensor();
-  ops.embedding_backward(tokens, positions, dout, vocab_offset_, tok_->grad, dpos);
+  ops.embedding_backward(tokens, positions, all_rows, vocab_offset_, tok_->grad, dpos);
 }
 
 }  // namespace trident::model

@@ -46,7 +46,9 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   }
   params_.allocate(ops_, dtype_, pad_multiple);
 
-  const int64_t rows = int64_t(micro_batch) * cfg_.seq_len;
+  const int64_t rows = int64_t(micro_batch) * cfg_.seq_len, local = tp_.local_rows(rows);
+  TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
+                rows, ") divisible by tp (", tp_.size(), ")");
   TransformerBlock* any_block = nullptr;
   for (Chunk& chunk : chunks_) {
     std::vector<Slot> slots(static_cast<size_t>(plan_.slots));
@@ -54,9 +56,9 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
       s.tokens = ops_.zeros(Shape{rows}, DType::kI32);
       s.targets = ops_.zeros(Shape{rows}, DType::kI32);
       s.positions = ops_.zeros(Shape{rows}, DType::kI32);
-      for (size_t l = 0; l <= chunk.blocks.size(); ++l) s.residual.push_back(ops_.zeros(Shape{rows, cfg_.hidden}, dtype_));
+      for (size_t l = 0; l <= chunk.blocks.size(); ++l) s.residual.push_back(ops_.zeros(Shape{local, cfg_.hidden}, dtype_));
       for (auto& block : chunk.blocks) s.acts.push_back(block->make_activations(ops_, micro_batch, dtype_));
-      s.dres = ops_.zeros(Shape{rows, cfg_.hidden}, dtype_);
+      s.dres = ops_.zeros(Shape{local, cfg_.hidden}, dtype_);
       s.block_dropout.resize(chunk.blocks.size());
       for (const Tensor& t : s.residual) activation_bytes_ += bytes_of(t);
       for (const BlockActivations& a : s.acts)
@@ -91,9 +93,12 @@ void GPTModel::set_micro_batch_position(int chunk, int slot, int64_t step, int64
   if (cfg_.dropout == 0) return;  // no masks to place
   TRIDENT_CHECK(!layer_dropout_keys_.empty(), "dropout needs initialize(seed) to key its masks");
   Slot& s = slots_[chunk][slot];
+  // Dropout applies to this rank's rows of the residual stream: their global element index.
+  const int64_t rows = int64_t(micro_batch_) * cfg_.seq_len;
+  const int64_t first_row = first_sequence * cfg_.seq_len + tp_.first_row(rows);
   auto site = [&](uint64_t key) {
     return DropoutSite{.p = cfg_.dropout, .key = key, .stream = static_cast<uint64_t>(step),
-                       .first_index = first_sequence * cfg_.seq_len * cfg_.hidden};
+                       .first_index = first_row * cfg_.hidden};
   };
   s.embed_dropout = site(embed_dropout_key_);
   const Chunk& c = chunks_[chunk];
@@ -108,7 +113,7 @@ void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, d
   Slot& s = slots_[chunk][slot];
   const bool dropout = train && cfg_.dropout > 0;
   if (c.embeds) {
-    embedding_->forward(ops_, s.tokens, s.positions, s.residual[0]);
+    embedding_->forward(ops_, s.tokens, s.positions, s.residual[0], scratch_.partial);
     if (dropout) s.embed_dropout.apply(ops_, s.residual[0]);
   }
   for (size_t l = 0; l < c.blocks.size(); ++l)
@@ -119,8 +124,13 @@ void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, d
   if (loss_sum) *loss_sum = head_->loss_backward(ops_, s.residual.back(), s.targets, grad_scale, head_buffers_, s.dres);
 }
 
+void GPTModel::finish_norm_grads(const std::vector<Tensor>& grads) const {
+  if (!tp_.splits_rows()) return;
+  for (Tensor g : grads) tp_.all_reduce(g);
+}
+
 double GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
-                         double grad_scale) {
+                         double grad_scale, bool last_micro_batch) {
   Slot& s = slots_[chunk][slot];
   TRIDENT_CHECK(positions.numel() == s.positions.numel(), "batch of ", positions.numel(), " tokens, model built for ",
                 s.positions.numel());
@@ -129,23 +139,29 @@ double GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor
   if (chunks_[chunk].predicts) ops_.copy(targets, s.targets);
   double loss_sum = 0;
   run_forward(chunk, slot, /*train=*/true, grad_scale, &loss_sum);
-  if (chunks_[chunk].predicts) grads_ready_from(head_offset_);
+  if (chunks_[chunk].predicts && last_micro_batch) {
+    finish_norm_grads(head_->norm_grads());
+    grads_ready_from(head_offset_);
+  }
   return loss_sum;
 }
 
-void GPTModel::backward(int chunk, int slot) {
+void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
   Chunk& c = chunks_[chunk];
   Slot& s = slots_[chunk][slot];
   const bool dropout = cfg_.dropout > 0;
   for (size_t l = c.blocks.size(); l-- > 0;) {
     c.blocks[l]->backward(ops_, s.residual[l], s.positions, s.acts[l], s.dres, scratch_,
                           dropout ? s.block_dropout[l] : TransformerBlock::Dropout{});
-    grads_ready_from(c.block_offset[l]);
+    if (last_micro_batch) {
+      finish_norm_grads(c.blocks[l]->norm_grads());
+      grads_ready_from(c.block_offset[l]);
+    }
   }
   if (c.embeds) {
     if (dropout) s.embed_dropout.apply(ops_, s.dres);
-    embedding_->backward(ops_, s.tokens, s.positions, s.dres);
-    grads_ready_from(0);
+    embedding_->backward(ops_, s.tokens, s.positions, s.dres, scratch_.partial);
+    if (last_micro_batch) grads_ready_from(0);
   }
 }
 

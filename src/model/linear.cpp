@@ -18,12 +18,15 @@ Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool
 
 void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate) const {
   if (split_ == Split::kRow) {
-    TRIDENT_CHECK(!accumulate, "a row-parallel output is complete only after its all-reduce");
+    TRIDENT_CHECK(!accumulate, "a row-parallel output is partial until summed over the group");
     ops.gemm(false, true, 1.0, x, weight_->value, 0.0, y);
-    tp_.all_reduce(y);
-  } else {
-    ops.gemm(false, true, 1.0, x, weight_->value, accumulate ? 1.0 : 0.0, y);
+    return;
   }
+  ops.gemm(false, true, 1.0, x, weight_->value, accumulate ? 1.0 : 0.0, y);
+  if (bias_) ops.add_bias(y, bias_->value);
+}
+
+void Linear::add_bias(Ops& ops, Tensor& y) const {
   if (bias_) ops.add_bias(y, bias_->value);
 }
 

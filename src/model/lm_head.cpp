@@ -22,7 +22,11 @@ LMHead::LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, Tenso
 
 HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype) const {
   HeadBuffers b;
-  b.norm = norm_.make_activations(ops, rows, dtype);
+  const int64_t local = tp_.local_rows(rows), hidden = weight_->local_shape[1];
+  b.norm = norm_.make_activations(ops, local, dtype);
+  if (tp_.splits_rows()) b.gathered = ops.zeros(Shape{rows, hidden}, dtype);
+  b.dnorm = ops.zeros(Shape{rows, hidden}, dtype);
+  b.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, hidden}, dtype) : b.dnorm;
   b.logits = ops.zeros(Shape{rows, weight_->local_shape[0]}, dtype);
   b.losses = ops.zeros(Shape{rows}, dtype);
   b.host_losses = Tensor::zeros(Shape{rows}, DType::kF64);
@@ -35,7 +39,7 @@ HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype) const {
 
 void LMHead::forward(Ops& ops, const Tensor& x, HeadBuffers& b) const {
   norm_.forward(ops, x, b.norm);
-  ops.gemm(false, true, 1.0, b.norm.y, weight_->value, 0.0, b.logits);
+  ops.gemm(false, true, 1.0, tp_.gather_rows(ops, b.norm.y, b.gathered), weight_->value, 0.0, b.logits);
 }
 
 double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const {
@@ -81,10 +85,11 @@ double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, d
   }
 
   const Tensor& dlogits = b.logits;
-  ops.gemm(true, false, 1.0, dlogits, b.norm.y, 1.0, weight_->grad);  // [V, N] @ [N, C]
-  Tensor& dnorm = b.norm.y;  // the normalised input is no longer needed: reuse it for its gradient
-  ops.gemm(false, false, 1.0, dlogits, weight_->value, 0.0, dnorm);
-  tp_.all_reduce(dnorm);  // each vocabulary shard contributes part of d(norm output)
+  const Tensor& normed = tp_.splits_rows() ? b.gathered : b.norm.y;  // all rows, from forward
+  ops.gemm(true, false, 1.0, dlogits, normed, 1.0, weight_->grad);  // [V, N] @ [N, C]
+  ops.gemm(false, false, 1.0, dlogits, weight_->value, 0.0, b.dnorm);
+  // Each vocabulary shard contributes part of d(norm output).
+  const Tensor& dnorm = tp_.reduce_to_rows(b.dnorm, b.dnorm_rows);
   ops.fill(dx, 0.0);
   norm_.backward(ops, x, b.norm, dnorm, dx);
   return loss_sum;

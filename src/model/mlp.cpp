@@ -57,7 +57,12 @@ void Mlp::backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Ten
     ops.gelu_backward(a.up, s.dact, s.dact);
     up_.backward(ops, x, s.dact, &dx);
   }
-  tp_.all_reduce(dx);  // each rank's hidden features contribute part of d(x)
+}
+
+Tensor& Mlp::finish_output(Ops& ops, Tensor& partial, Tensor& rows) const {
+  Tensor& out = tp_.reduce_to_rows(partial, rows);
+  down_.add_bias(ops, out);
+  return out;
 }
 
 }  // namespace trident::model

@@ -27,4 +27,10 @@ void Norm::backward(Ops& ops, const Tensor& x, const NormActivations& a, const T
   else ops.rmsnorm_backward(dy, x, weight_->value, a.rstd, dx, weight_->grad);
 }
 
+std::vector<Tensor> Norm::grads() const {
+  std::vector<Tensor> out{weight_->grad};
+  if (bias_) out.push_back(bias_->grad);
+  return out;
+}
+
 }  // namespace trident::model

@@ -58,7 +58,8 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::functio
         fill(a.micro_batch, batch);
         model_.set_micro_batch_position(a.chunk, s, step, batch.first_sequence);
         if (a.micro_batch == last_mb && on_final) model_.set_grad_ready_hook(on_final);
-        loss_sum += model_.forward(a.chunk, s, batch.tokens, batch.targets, batch.positions, grad_scale);
+        loss_sum += model_.forward(a.chunk, s, batch.tokens, batch.targets, batch.positions, grad_scale,
+                                   a.micro_batch == last_mb);
         model_.set_grad_ready_hook(nullptr);
         break;
       }
@@ -78,7 +79,7 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::functio
       }
       case ActionKind::kBackward: {
         if (a.micro_batch == last_mb && on_final) model_.set_grad_ready_hook(on_final);
-        model_.backward(a.chunk, s);
+        model_.backward(a.chunk, s, a.micro_batch == last_mb);
         model_.set_grad_ready_hook(nullptr);
         break;
       }

@@ -39,6 +39,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
 
   model::TensorParallel tp;
   if (topology.layout().tp > 1) tp.comm = &topology.tp();
+  tp.sequence_parallel = cfg.sequence_parallel;
   const int micro_batches = sampler_->micro_batches_per_step();
   std::string pipeline_text;
   const model::StagePlan plan = make_stage_plan(cfg, topology.pp_rank(), micro_batches, &pipeline_text);
@@ -69,7 +70,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   if (tp.size() > 1)
     log_.info("tensor parallel: tp ", tp.size(), ", ", m.heads / tp.size(), " heads and ",
               m.padded_vocab(tp.size()) / tp.size(), " vocabulary rows per rank (vocab padded to ",
-              m.padded_vocab(tp.size()), ")");
+              m.padded_vocab(tp.size()), "), sequence parallelism ", tp.sequence_parallel ? "on" : "off");
   if (topology.layout().pp > 1) log_.info(pipeline_text);
   log_.info("data parallel: dp ", topology.layout().dp, ", ", reducer_->num_buckets(), " gradient buckets of <= ",
             cfg.comm.bucket_mb, " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero);

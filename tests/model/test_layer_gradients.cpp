@@ -202,8 +202,9 @@ TEST_P(LayerGradients, Embedding) {
   for (int64_t i = 0; i < rows(); ++i) tokens.data<int32_t>()[i] = static_cast<int32_t>((i * 7) % 5);  // repeats
   Tensor r = random(Shape{rows(), cfg_.hidden}, 17), out = Tensor::zeros(r.shape(), DType::kF64);
   check_gradients(*ops_, store, {}, [&](bool backward) {
-    emb.forward(*ops_, tokens, pos, out);
-    if (backward) emb.backward(*ops_, tokens, pos, r);
+    Tensor unused;  // the [N, C] scratch is for sequence parallelism only
+    emb.forward(*ops_, tokens, pos, out, unused);
+    if (backward) emb.backward(*ops_, tokens, pos, r, unused);
     return testing::dot(out, r);
   });
 }

@@ -140,15 +140,17 @@ TEST(LayoutInvariance, TensorParallelMatchesSingleRank) {
     ref_cfg.model.ffn_hidden = 0;
     ref_cfg.model.resolve();
     const Curve reference = train(ref_cfg, MPI_COMM_SELF);
-    for (int tp = 2; tp <= world; tp *= 2) {
+    for (int tp = 2; tp <= world; tp *= 2)
+    for (bool sequence_parallel : {false, true}) {
       if (ref_cfg.model.kv_heads % tp) continue;
       RunConfig cfg = ref_cfg;
       cfg.log.run_dir = dir + "_dp";
       cfg.layout = {.dp = world / tp, .tp = tp, .pp = 1};
       cfg.zero = world / tp > 1 ? 1 : 0;
+      cfg.sequence_parallel = sequence_parallel;
       const Curve got = train(cfg, MPI_COMM_WORLD);
       const std::string what = std::string(model::arch_name(arch)) + " dp " + std::to_string(world / tp) + " tp " +
-                               std::to_string(tp);
+                               std::to_string(tp) + (sequence_parallel ? " sequence parallel" : "");
       for (size_t s = 0; s < reference.losses.size(); ++s)
         EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what << " step " << s + 1;
       // Parameters: this rank's shards against the matching elements of the reference.
@@ -189,6 +191,7 @@ TEST(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
         cfg.schedule = kind;
         cfg.virtual_stages = kind == ScheduleKind::kInterleaved ? 2 : 1;
         cfg.zero = L.dp > 1 ? 1 : 0;
+        cfg.sequence_parallel = L.tp > 1 && kind == ScheduleKind::kOneFOneB;  // with and without
         if (kind == ScheduleKind::kInterleaved && (cfg.train.global_batch / (cfg.train.micro_batch * L.dp)) % L.pp)
           continue;
         const Curve got = train(cfg, MPI_COMM_WORLD);
@@ -222,6 +225,34 @@ TEST(LayoutInvariance, DataParallelWithDropout) {
   for (size_t s = 0; s < reference.losses.size(); ++s)
     EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << "step " << s + 1;
   EXPECT_LT(testing::relative_error(got.params, reference.params), 1e-5);
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::filesystem::remove_all(dir + "_ref");
+  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
+}
+
+// Sequence parallelism with dropout: each rank drops the elements of its own rows, keyed by
+// their global index, so the masks equal the single rank's.
+TEST(LayoutInvariance, SequenceParallelWithDropout) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const std::string dir = "/tmp/trident_spdrop_" + std::to_string(getpid());
+  RunConfig ref_cfg = tiny_run(1, dir + "_ref");
+  ref_cfg.model.arch = model::Arch::kGPT2;
+  ref_cfg.model.kv_heads = 4;
+  ref_cfg.model.tie_embeddings = true;
+  ref_cfg.model.dropout = 0.1;
+  ref_cfg.model.layers = 4;  // pp up to 4
+  ref_cfg.model.resolve();
+  const Curve reference = train(ref_cfg, MPI_COMM_SELF);
+  RunConfig cfg = ref_cfg;
+  cfg.log.run_dir = dir + "_dp";
+  cfg.layout = {.dp = 1, .tp = 2, .pp = world / 2};
+  cfg.sequence_parallel = true;
+  const Curve got = train(cfg, MPI_COMM_WORLD);
+  for (size_t s = 0; s < reference.losses.size(); ++s)
+    EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << "step " << s + 1;
+  EXPECT_LT(parameter_error(got, reference), 1e-5);
   MPI_Barrier(MPI_COMM_WORLD);
   std::filesystem::remove_all(dir + "_ref");
   if (rank == 0) std::filesystem::remove_all(dir + "_dp");

@@ -28,11 +28,15 @@ class Attention {
   AttentionActivations make_activations(Ops& ops, int64_t batch, DType dtype) const;
   AttentionScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
 
-  // out = o(attention(x)), or out += o(attention(x)) when accumulate (onto the residual stream;
-  // only without tensor parallelism).
+  // out = o(attention(x)), or out += o(attention(x)) when accumulate (onto the residual stream).
+  // Under tensor parallelism out is this rank's partial sum [N, C]: finish_output completes it.
   void forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
                bool accumulate) const;
-  // dx = d(x) from dout (overwritten); parameter gradients accumulate.
+  // Sums the partial outputs over the group into this rank's rows and adds the bias; returns
+  // where the result is (rows, or partial itself without sequence parallelism).
+  Tensor& finish_output(Ops& ops, Tensor& partial, Tensor& rows) const;
+  // dx = d(x) from dout (overwritten; under tensor parallelism this rank's partial sum);
+  // parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
                 const Tensor& dout, AttentionScratch& s, Tensor& dx) const;
 

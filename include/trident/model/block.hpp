@@ -1,7 +1,10 @@
 // One pre-norm transformer block: y = h + mlp(norm2(h)), h = x + attn(norm1(x)).
-// x, h, y: [N, C]. GPT-2 (LayerNorm, GELU MLP) or Llama (RMSNorm, RoPE, GQA, SwiGLU).
+// x, h, y: [R, C], R = N rows, or N/tp with sequence parallelism (the norms, residual adds and
+// dropout then work on this rank's rows; attention and MLP see all N rows).
+// GPT-2 (LayerNorm, GELU MLP) or Llama (RMSNorm, RoPE, GQA, SwiGLU).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "trident/model/attention.hpp"
 #include "trident/model/dropout_site.hpp"
@@ -11,17 +14,20 @@
 namespace trident::model {
 
 struct BlockActivations {
-  NormActivations norm1;
+  NormActivations norm1;  // [R, C]
   AttentionActivations attn;
-  Tensor mid;  // [N, C] h, the residual stream between attention and MLP
-  NormActivations norm2;
+  Tensor mid;  // [R, C] h, the residual stream between attention and MLP
+  NormActivations norm2;  // [R, C]
   MlpActivations mlp;
 };
 
 // Temporaries shared by all blocks.
 struct BlockScratch {
-  Tensor dnorm;   // [N, C]
-  Tensor branch;  // [N, C] attention / MLP output (or its gradient) on its way through dropout
+  Tensor gathered;   // [N, C] a norm output gathered from all ranks' rows (sequence parallel)
+  Tensor partial;    // [N, C] a branch output before it is summed over the tp group / its gradient
+  Tensor dnorm;      // [N, C] gradient of the (gathered) norm output
+  Tensor dnorm_rows; // [R, C] ... summed over the group, this rank's rows
+  Tensor branch;     // [R, C] a branch output (or its gradient) on its way through dropout
   AttentionScratch attn;
   MlpScratch mlp;
 };
@@ -39,13 +45,16 @@ class TransformerBlock {
 
   void forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a, Tensor& y, BlockScratch& s,
                const Dropout& dropout) const;
+  // The norms' parameter gradients: with sequence parallelism each rank holds a part of them
+  // (from its rows), summed over the tp group once per step.
+  std::vector<Tensor> norm_grads() const;
   // On entry dres = dL/dy; on return dres = dL/dx. Parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const Tensor& positions, const BlockActivations& a, Tensor& dres,
                 BlockScratch& s, const Dropout& dropout) const;
 
  private:
   const ModelConfig& cfg_;
-  bool tensor_parallel_;  // branch outputs are complete only after their all-reduce
+  TensorParallel tp_;
   Norm norm1_;
   Attention attn_;
   Norm norm2_;

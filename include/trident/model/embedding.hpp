@@ -12,8 +12,10 @@ namespace trident::model {
 class Embedding {
  public:
   Embedding(ParamStore& store, const ModelConfig& cfg, TensorParallel tp = {});
-  void forward(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out) const;
-  void backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout) const;
+  // out: [R, C], this rank's rows under sequence parallelism; full: an [N, C] scratch buffer
+  // for the shards' partial sums (used with sequence parallelism only).
+  void forward(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out, Tensor& full) const;
+  void backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout, Tensor& full) const;
   Parameter& token_weight() const { return *tok_; }
   // Registers the token table "embed.tok.weight" (vocabulary-parallel under tp): the
   // embedding's own, or the copy a last pipeline stage holds for its tied output head.

@@ -53,14 +53,16 @@ class GPTModel {
   // others read their input from input(chunk, slot) (received from the previous stage). The
   // last virtual stage also computes the loss and its gradient at once (so [N, V] logits are
   // never kept per micro-batch) and returns the unscaled sum of token losses; others return 0.
+  // last_micro_batch: the step's final pass over this chunk (gradients become final).
   double forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
-                 double grad_scale);
+                 double grad_scale, bool last_micro_batch = true);
   // Backward of one chunk: the last virtual stage starts from the loss gradient kept by
   // forward; others from grad(chunk, slot) (received from the next stage). Afterwards
   // grad(chunk, slot) holds the gradient of the chunk's input (to send to the previous stage).
   // Parameter gradients accumulate, scaled by grad_scale.
-  void backward(int chunk, int slot);
-  // The chunk's input activation and its output (what goes to the next stage), [B*T, C].
+  void backward(int chunk, int slot, bool last_micro_batch = true);
+  // The chunk's input activation and its output (what goes to the next stage), [R, C]: all
+  // B*T rows, or this rank's share of them with sequence parallelism.
   Tensor& input(int chunk, int slot) { return slots_[chunk][slot].residual.front(); }
   Tensor& output(int chunk, int slot) { return slots_[chunk][slot].residual.back(); }
   Tensor& grad(int chunk, int slot) { return slots_[chunk][slot].dres; }
@@ -99,6 +101,9 @@ class GPTModel {
     bool embeds = false, predicts = false;
   };
   void run_forward(int chunk, int slot, bool train, double grad_scale, double* loss_sum);
+  // Sequence parallelism leaves each rank part of the norms' gradients: sum them over the tp
+  // group once they are complete (the step's last pass), before data parallelism reduces them.
+  void finish_norm_grads(const std::vector<Tensor>& grads) const;
   void grads_ready_from(int64_t offset) const {
     if (grad_ready_hook_) grad_ready_hook_(std::max(offset, tied_end_));
   }

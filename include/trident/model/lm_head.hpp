@@ -12,7 +12,10 @@
 namespace trident::model {
 
 struct HeadBuffers {
-  NormActivations norm;
+  NormActivations norm;  // [R, C] this rank's rows (all N without sequence parallelism)
+  Tensor gathered;     // [N, C] the norm output of all rows (sequence parallelism)
+  Tensor dnorm;        // [N, C] gradient of the norm output (this rank's vocabulary part)
+  Tensor dnorm_rows;   // [R, C] ... summed over the group
   Tensor logits;       // [N, V/tp], then dlogits
   Tensor losses;       // [N] per-token loss (tp = 1)
   Tensor host_losses;  // [N] host copy for the sum
@@ -27,8 +30,9 @@ class LMHead {
   // tied: the projection is the token embedding (its gradient accumulates there).
   LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, TensorParallel tp = {});
   HeadBuffers make_buffers(Ops& ops, int64_t rows, DType dtype) const;
+  std::vector<Tensor> norm_grads() const { return norm_.grads(); }
 
-  // logits = norm(x) @ W^T into b.logits.
+  // logits = norm(x) @ W^T into b.logits (x: [R, C]).
   void forward(Ops& ops, const Tensor& x, HeadBuffers& b) const;
   // Loss and backward after forward(): returns the loss summed over valid targets; dx is
   // overwritten with grad_scale * dL/dx; parameter gradients accumulate.

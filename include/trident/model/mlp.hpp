@@ -25,9 +25,13 @@ class Mlp {
   MlpActivations make_activations(Ops& ops, int64_t rows, DType dtype) const;
   MlpScratch make_scratch(Ops& ops, int64_t rows, DType dtype) const;
 
-  // out = mlp(x), or out += mlp(x) when accumulate (onto the residual stream).
+  // out = mlp(x), or out += mlp(x) when accumulate (onto the residual stream). Under tensor
+  // parallelism out is this rank's partial sum [N, C]: finish_output completes it.
   void forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out, bool accumulate) const;
-  // dx = d(x) from dout (overwritten); parameter gradients accumulate.
+  // Sums the partial outputs over the group into this rank's rows and adds the bias.
+  Tensor& finish_output(Ops& ops, Tensor& partial, Tensor& rows) const;
+  // dx = d(x) from dout (overwritten; under tensor parallelism this rank's partial sum);
+  // parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dout, MlpScratch& s,
                 Tensor& dx) const;
 

@@ -2,6 +2,7 @@
 // x, y: [N, C]; the saved statistics mean/rstd are [N].
 #pragma once
 #include <string>
+#include <vector>
 
 #include "trident/model/param_store.hpp"
 
@@ -20,6 +21,7 @@ class Norm {
   void forward(Ops& ops, const Tensor& x, NormActivations& a) const;
   // dx += d(norm)/dx applied to dy; parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const NormActivations& a, const Tensor& dy, Tensor& dx) const;
+  std::vector<Tensor> grads() const;  // weight (and bias) gradients
 
  private:
   Parameter* weight_;

@@ -59,6 +59,7 @@ struct RunConfig {
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int virtual_stages = 1;   // model chunks per pipeline rank (interleaved)
   bool balanced_partition = false;
+  bool sequence_parallel = false;
   TrainConfig train;
   DataConfig data;
   CommConfig comm;
