@@ -129,13 +129,18 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
 
   c.data = {.train = v.str("data.train"), .valid = v.str("data.valid"), .packing = v.boolean("data.packing"),
             .bucket = v.boolean("data.bucket")};
+  c.checkpoint = {.dir = v.str("checkpoint.dir"), .interval = v.int32("checkpoint.interval"),
+                  .keep = v.int32("checkpoint.keep"), .async = v.boolean("checkpoint.async"),
+                  .resume = v.str("checkpoint.resume")};
+  TRIDENT_CONFIG_CHECK(c.checkpoint.interval >= 0, "checkpoint.interval must be >= 0");
+  TRIDENT_CONFIG_CHECK(c.checkpoint.keep >= 0, "checkpoint.keep must be >= 0 (0 keeps all)");
+  TRIDENT_CONFIG_CHECK(!c.checkpoint.resume.empty(), "checkpoint.resume must be auto, none or a checkpoint path");
   c.log = {.run_dir = v.str("log.run_dir"), .interval = v.int32("log.interval"),
            .eval_interval = v.int32("log.eval_interval"), .eval_batches = v.int32("log.eval_batches")};
 
   // Types of keys whose features come later are still checked now.
   (void)v.boolean("lora.enabled");
   (void)v.boolean("lisa.enabled");
-  (void)v.int32("checkpoint.interval");
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
   v.require_default("model.init_from", "initialisation from a pretrained model");
@@ -146,7 +151,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   v.require_default("data.packing", "packing");
   v.require_default("data.bucket", "bucketing");
   v.require_default("comm.compression", "gradient compression");
-  v.require_default("checkpoint.interval", "checkpointing");
+  v.require_default("checkpoint.async", "asynchronous checkpointing");
   v.require_default("log.eval_interval", "periodic evaluation");
 
   // Rules across keys.

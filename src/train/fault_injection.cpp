@@ -10,6 +10,12 @@ namespace trident::train {
 
 FaultInjection FaultInjection::from_environment() {
   FaultInjection f;
+  if (const char* preempt = std::getenv("TRIDENT_TEST_PREEMPT"); preempt && *preempt) {
+    char* end = nullptr;
+    f.preempt_after = std::strtoll(preempt, &end, 10);
+    TRIDENT_CONFIG_CHECK(*end == '\0' && f.preempt_after >= 1, "TRIDENT_TEST_PREEMPT='", preempt,
+                         "': expected a step number >= 1");
+  }
   const char* text = std::getenv("TRIDENT_TEST_FAIL");
   if (!text || !*text) return f;
   long long step = -1;

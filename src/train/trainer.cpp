@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "trident/core/timer.hpp"
+#include "trident/train/preemption.hpp"
 #include "trident/train/stage_plan.hpp"
 
 namespace trident::train {
@@ -80,12 +81,18 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
             cfg.train.micro_batch, " sequences");
   log_.info("backend: ", ops.name(), ", measured peak ", peak_flops_ / 1e9, " GFLOP/s fp32 per rank");
 
+  checkpointer_ = std::make_unique<Checkpointer>(cfg, topology, *model_, *optimizer_, log);
+  start_step_ = checkpointer_->resume();
+  TRIDENT_CONFIG_CHECK(start_step_ <= cfg.train.steps, "the checkpoint has ", start_step_,
+                       " steps done, more than train.steps = ", cfg.train.steps);
   if (topology.world_rank() == 0) {
     std::filesystem::create_directories(std::filesystem::path(cfg.log.run_dir) / "checkpoints");
     std::ofstream(std::filesystem::path(cfg.log.run_dir) / "config.ini") << cfg.resolved_ini;
+    // A resumed run continues the metrics of the run it resumes.
     metrics_ = std::make_unique<io::MetricsWriter>((std::filesystem::path(cfg.log.run_dir) / "metrics.jsonl").string(),
-                                                   /*append=*/false);
+                                                   /*append=*/start_step_ > 0);
   }
+  install_preemption_handlers();
   topology.world().barrier();
 }
 
@@ -98,13 +105,24 @@ StepResult Trainer::train_step(int64_t step) {
 
 StepResult Trainer::run() {
   StepResult last;
-  for (int64_t step = 0; step < cfg_.train.steps; ++step) {
+  for (int64_t step = start_step_; step < cfg_.train.steps; ++step) {
     TRIDENT_CHECK(!fault_.fires(topology_.world_rank(), step + 1), "injected failure (TRIDENT_TEST_FAIL) on rank ",
                   topology_.world_rank(), " at step ", step + 1);
     last = train_step(step);
     elapsed_ += last.seconds;
+    // A preemption signal may reach any rank: agree on it, then checkpoint and stop together.
+    double preempt = preemption_requested() || fault_.preempt_after == step + 1 ? 1.0 : 0.0;
+    topology_.world().all_reduce_max(&preempt, 1);
+    const bool interval = cfg_.checkpoint.interval > 0 && (step + 1) % cfg_.checkpoint.interval == 0;
+    if (interval || preempt > 0) ckpt_write_s_ = checkpointer_->save(step + 1);
     // The first step is always logged: it shows the starting loss (about ln(vocab)).
-    if (step == 0 || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps) log_step(step, last);
+    if (step == start_step_ || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps || preempt > 0)
+      log_step(step, last);
+    if (preempt > 0) {
+      log_.info("preempted: checkpoint of step ", step + 1, " written to ", checkpointer_->directory(),
+                "; exiting (resume with checkpoint.resume = auto)");
+      break;
+    }
   }
   return last;
 }
@@ -132,6 +150,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"comm_s", topology_.dp().seconds()},
                      {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)},
                      {"bubble", r.bubble},
+                     {"ckpt_write_s", ckpt_write_s_},
                      {"bubble_theory", bubble_theory_}});
   }
   const double eta = elapsed_ / double(step + 1) * double(cfg_.train.steps - step - 1);

@@ -24,6 +24,10 @@ class AdamW {
   // One update with learning rate lr; gradients are multiplied by grad_scale first (clipping).
   void step(double lr, double grad_scale);
   int64_t steps_taken() const { return step_; }
+  void set_steps_taken(int64_t steps) { step_ = steps; }  // when resuming (bias correction)
+  const std::vector<OptimSegment>& segments() const { return segments_; }
+  const Tensor& exp_avg(size_t segment) const { return exp_avg_views_[segment]; }
+  const Tensor& exp_avg_sq(size_t segment) const { return exp_avg_sq_views_[segment]; }
   size_t state_bytes() const { return exp_avg_.bytes() + exp_avg_sq_.bytes(); }
 
  private:

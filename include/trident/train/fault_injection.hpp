@@ -1,6 +1,8 @@
-// Test hook: make one rank fail at a given step, to check that a failure on any rank ends the
-// whole job with its message instead of leaving the other ranks waiting in a collective.
-// Set by the environment variable TRIDENT_TEST_FAIL="rank=R,step=S" (read once by the CLI).
+// Test hooks, set by environment variables read once by the CLI:
+//   TRIDENT_TEST_FAIL="rank=R,step=S": rank R throws at the start of step S (a failure on any
+//     rank must end the whole job with its message, not leave the others in a collective);
+//   TRIDENT_TEST_PREEMPT=S: after step S the run behaves as if SIGTERM had arrived
+//     (checkpoint, exit 0), at a step chosen exactly.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,6 +12,7 @@ namespace trident::train {
 struct FaultInjection {
   int rank = -1;       // -1: no fault
   int64_t step = -1;   // 1-based optimizer step at whose start the rank throws
+  int64_t preempt_after = -1;  // 1-based step after which to act as preempted
 
   // Parses TRIDENT_TEST_FAIL; an unset variable means no fault, a malformed one is a ConfigError.
   static FaultInjection from_environment();

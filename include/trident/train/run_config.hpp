@@ -44,6 +44,14 @@ struct CommConfig {
   bool overlap = true;
 };
 
+struct CheckpointConfig {
+  std::string dir;               // default <run_dir>/checkpoints
+  int interval = 0;              // steps between checkpoints (0: none, but preemption still saves)
+  int keep = 3;
+  bool async = false;
+  std::string resume = "auto";   // auto | none | <path>
+};
+
 struct LogConfig {
   std::string run_dir = "runs/default";
   int interval = 1;
@@ -63,6 +71,7 @@ struct RunConfig {
   TrainConfig train;
   DataConfig data;
   CommConfig comm;
+  CheckpointConfig checkpoint;
   LogConfig log;
   std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
 

@@ -10,6 +10,7 @@
 #include "trident/io/metrics_writer.hpp"
 #include "trident/model/gpt_model.hpp"
 #include "trident/train/adamw.hpp"
+#include "trident/train/checkpointer.hpp"
 #include "trident/train/fault_injection.hpp"
 #include "trident/train/optimizer_step.hpp"
 #include "trident/train/run_config.hpp"
@@ -22,8 +23,12 @@ class Trainer {
           FaultInjection fault = {});
   ~Trainer();
 
-  // Runs train.steps optimizer steps, writing metrics on rank 0. Returns the last step's result.
+  // Runs the optimizer steps from the resumed step to train.steps, writing metrics on rank 0 and
+  // checkpoints every checkpoint.interval steps (and on preemption, then returns early).
+  // Returns the last step's result.
   StepResult run();
+  int64_t start_step() const { return start_step_; }
+  Checkpointer& checkpointer() { return *checkpointer_; }
   // One optimizer step (exposed for tests).
   StepResult train_step(int64_t step);
   model::GPTModel& model() { return *model_; }
@@ -43,6 +48,9 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<PipelineExecutor> pipeline_;
   std::unique_ptr<StepParts> parts_;
+  std::unique_ptr<Checkpointer> checkpointer_;
+  int64_t start_step_ = 0;    // optimizer steps done before this run (resumed)
+  double ckpt_write_s_ = 0;   // time of the last checkpoint write
   double bubble_theory_ = 0;
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;

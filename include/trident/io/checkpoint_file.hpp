@@ -1,0 +1,49 @@
+// Parallel HDF5 checkpoint files (DESIGN.md section 6): every tensor stored once in its global,
+// unsharded shape under its global name; each rank writes or reads only its pieces, as
+// hyperslabs, through the MPI-IO driver with collective transfers. Every rank creates every
+// dataset in the same (sorted) order. A file is written under a temporary name, fsynced and
+// renamed, so a partial file never carries a checkpoint's name.
+#pragma once
+#include <mpi.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trident/core/tensor.hpp"
+
+namespace trident::io {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+// A rank's part of one dataset, seen as a matrix [rows, cols] (a vector is one row): local
+// elements [begin, end) of a shard whose element (r, c) is global (row0 + r, col0 + c) and
+// which is local_cols wide. Global rows >= stored_rows are padding: neither written nor read.
+struct ShardPiece {
+  std::string dataset;
+  int64_t row0 = 0, col0 = 0, local_cols = 1;
+  int64_t begin = 0, end = 0;
+  int64_t stored_rows = 0;
+  Tensor data;         // end - begin elements on the host (fp32 or fp64): source or destination
+  bool write = true;   // false: another rank writes the same elements (replicas)
+};
+
+struct CheckpointAttributes {
+  std::map<std::string, double> numbers;     // step, tokens, layout, ...
+  std::map<std::string, std::string> texts;  // config, ...
+};
+
+// Collective over comm. datasets: every dataset of the checkpoint (all ranks' union) with its
+// global shape. Writes path + ".tmp", fsyncs, renames to path.
+void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
+                      const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes);
+
+// Collective over comm. Checks the format version and that each piece's dataset exists with
+// the expected global shape (ConfigError naming the tensor otherwise), then reads the pieces.
+CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& expected,
+                                     std::vector<ShardPiece>& pieces);
+
+// The union of every rank's datasets, identical on all ranks (collective over comm).
+std::map<std::string, Shape> gather_datasets(MPI_Comm comm, const std::map<std::string, Shape>& mine);
+
+}  // namespace trident::io

@@ -1,0 +1,286 @@
+// Collective parallel-HDF5 checkpoint writing and reading by hyperslab pieces.
+#include "trident/io/checkpoint_file.hpp"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "trident/core/error.hpp"
+#include "trident/io/hdf5_file.hpp"
+
+namespace trident::io {
+
+namespace {
+
+constexpr hsize_t kAlignment = hsize_t(1) << 20;  // datasets start on 1 MiB boundaries
+
+H5Handle file_access(MPI_Comm comm) {
+  H5Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL);
+  H5Pset_alignment(fapl.get(), kAlignment, kAlignment);
+  H5Pset_all_coll_metadata_ops(fapl.get(), 1);
+  H5Pset_coll_metadata_write(fapl.get(), 1);
+  return fapl;
+}
+
+H5Handle collective_transfer() {
+  H5Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+  H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+  return dxpl;
+}
+
+// Elements of the piece that are stored (rows below stored_rows): a prefix of [begin, end).
+int64_t stored_count(const ShardPiece& p) {
+  int64_t count = 0;
+  const int64_t lc = p.local_cols;
+  for (int64_t i = p.begin; i < p.end;) {
+    const int64_t r = i / lc, row_end = std::min(p.end, (r + 1) * lc);
+    if (p.row0 + r >= p.stored_rows) break;
+    count += row_end - i;
+    i = row_end;
+  }
+  return count;
+}
+
+// Adds the piece's stored elements to the file selection: a partial first row, a block of
+// whole rows, a partial last row (row-major global order, the order of the piece's data).
+void select_piece(hid_t space, int rank, const ShardPiece& p) {
+  const int64_t lc = p.local_cols, n = stored_count(p);
+  auto select = [&](int64_t grow, int64_t gcol, int64_t rows, int64_t cols) {
+    if (rows <= 0 || cols <= 0) return;
+    if (rank == 1) {
+      const hsize_t start[1] = {hsize_t(gcol)}, count[1] = {hsize_t(cols)};
+      H5Sselect_hyperslab(space, H5S_SELECT_OR, start, nullptr, count, nullptr);
+    } else {
+      const hsize_t start[2] = {hsize_t(grow), hsize_t(gcol)}, count[2] = {hsize_t(rows), hsize_t(cols)};
+      H5Sselect_hyperslab(space, H5S_SELECT_OR, start, nullptr, count, nullptr);
+    }
+  };
+  int64_t i = p.begin;
+  const int64_t end = p.begin + n;
+  if (i < end && i % lc != 0) {  // partial first row
+    const int64_t r = i / lc, stop = std::min(end, (r + 1) * lc);
+    select(p.row0 + r, p.col0 + i % lc, 1, stop - i);
+    i = stop;
+  }
+  const int64_t full_rows = (end - i) / lc;
+  select(p.row0 + i / lc, p.col0, full_rows, lc);
+  i += full_rows * lc;
+  if (i < end) select(p.row0 + i / lc, p.col0, 1, end - i);  // partial last row
+}
+
+hid_t memory_type(const Tensor& t) { return t.dtype() == DType::kF64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT; }
+
+// This rank's pieces of one dataset, in increasing local order, and their stored sizes.
+std::vector<const ShardPiece*> pieces_of(const std::string& name, const std::vector<ShardPiece>& pieces, bool writing) {
+  std::vector<const ShardPiece*> out;
+  for (const ShardPiece& p : pieces)
+    if (p.dataset == name && (!writing || p.write)) out.push_back(&p);
+  std::sort(out.begin(), out.end(), [](const ShardPiece* a, const ShardPiece* b) { return a->begin < b->begin; });
+  return out;
+}
+
+void write_string_attribute(hid_t file, const std::string& name, const std::string& text) {
+  H5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), std::max<size_t>(text.size(), 1));
+  H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Handle attr(H5Acreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  TRIDENT_CHECK(attr.get() >= 0 && H5Awrite(attr.get(), type.get(), text.empty() ? " " : text.data()) >= 0,
+                "cannot write attribute ", name);
+}
+
+void write_number_attribute(hid_t file, const std::string& name, double value) {
+  H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Handle attr(H5Acreate2(file, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  TRIDENT_CHECK(attr.get() >= 0 && H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value) >= 0, "cannot write attribute ", name);
+}
+
+// Reads every root attribute: numbers as doubles, strings as text.
+CheckpointAttributes read_attributes(hid_t file) {
+  CheckpointAttributes out;
+  H5O_info_t info;
+  H5Oget_info(file, &info);
+  for (hsize_t i = 0; i < info.num_attrs; ++i) {
+    H5Handle attr(H5Aopen_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    char name[256] = {};
+    H5Aget_name(attr.get(), sizeof name, name);
+    H5Handle type(H5Aget_type(attr.get()), H5Tclose);
+    if (H5Tget_class(type.get()) == H5T_STRING) {
+      std::string text(H5Tget_size(type.get()), '\0');
+      H5Aread(attr.get(), type.get(), text.data());
+      out.texts[name] = text.substr(0, text.find('\0'));
+    } else {
+      double v = 0;
+      H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v);
+      out.numbers[name] = v;
+    }
+  }
+  return out;
+}
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+std::map<std::string, Shape> gather_datasets(MPI_Comm comm, const std::map<std::string, Shape>& mine) {
+  std::ostringstream os;
+  for (const auto& [name, shape] : mine) {
+    os << name << ' ' << shape.ndim();
+    for (int d = 0; d < shape.ndim(); ++d) os << ' ' << shape[d];
+    os << '\n';
+  }
+  const std::string text = os.str();
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
+  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, comm);
+  std::map<std::string, Shape> out;
+  std::istringstream is(all);
+  std::string name;
+  int ndim = 0;
+  while (is >> name >> ndim) {
+    Shape s;
+    std::vector<int64_t> dims(static_cast<size_t>(ndim));
+    for (auto& d : dims) is >> d;
+    s = ndim == 1 ? Shape{dims[0]} : ndim == 2 ? Shape{dims[0], dims[1]} : Shape{};
+    out[name] = s;
+  }
+  return out;
+}
+
+void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
+                      const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const std::string tmp = path + ".tmp";
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  {
+    H5Handle fapl = file_access(comm);
+    H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    TRIDENT_CHECK(file.get() >= 0, "cannot create checkpoint ", tmp, " (directory missing, read-only or full?)");
+    write_number_attribute(file.get(), "format_version", kCheckpointFormatVersion);
+    for (const auto& [name, v] : attributes.numbers) write_number_attribute(file.get(), name, v);
+    for (const auto& [name, text] : attributes.texts) write_string_attribute(file.get(), name, text);
+    H5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    H5Handle dxpl = collective_transfer();
+    std::vector<char> buffer;
+    for (const auto& [name, shape] : datasets) {  // the same sorted order on every rank
+      hsize_t dims[2] = {hsize_t(shape[0]), shape.ndim() > 1 ? hsize_t(shape[1]) : 1};
+      H5Handle space(H5Screate_simple(shape.ndim(), dims, nullptr), H5Sclose);
+      H5Handle ds(H5Dcreate2(file.get(), name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), H5P_DEFAULT,
+                             H5P_DEFAULT),
+                  H5Dclose);
+      TRIDENT_CHECK(ds.get() >= 0, "cannot create dataset ", name, " in ", tmp);
+      // Collective transfer: every rank writes every dataset, possibly an empty selection.
+      H5Sselect_none(space.get());
+      const auto mine = pieces_of(name, pieces, /*writing=*/true);
+      int64_t count = 0;
+      hid_t type = H5T_NATIVE_FLOAT;
+      for (const ShardPiece* p : mine) count += stored_count(*p);
+      if (count > 0) {
+        type = memory_type(mine.front()->data);
+        const size_t elem = dtype_size(mine.front()->data.dtype());
+        buffer.resize(static_cast<size_t>(count) * elem);
+        size_t at = 0;
+        for (const ShardPiece* p : mine) {
+          TRIDENT_CHECK(memory_type(p->data) == type, name, ": pieces of mixed dtypes");
+          select_piece(space.get(), shape.ndim(), *p);
+          const size_t bytes = static_cast<size_t>(stored_count(*p)) * elem;
+          std::copy_n(static_cast<const char*>(p->data.raw()), bytes, buffer.data() + at);
+          at += bytes;
+        }
+      }
+      const hsize_t mem_count[1] = {hsize_t(std::max<int64_t>(count, 1))};
+      H5Handle memspace(H5Screate_simple(1, mem_count, nullptr), H5Sclose);
+      if (count == 0) H5Sselect_none(memspace.get());
+      TRIDENT_CHECK(H5Dwrite(ds.get(), type, memspace.get(), space.get(), dxpl.get(),
+                             count ? buffer.data() : nullptr) >= 0,
+                    "writing ", name, " to ", tmp, " failed (disk full?)");
+    }
+    TRIDENT_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, "flushing ", tmp, " failed (disk full?)");
+  }
+  MPI_Barrier(comm);
+  if (rank == 0) {
+    fsync_path(tmp);
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    TRIDENT_CHECK(!ec, "cannot rename ", tmp, " to ", path, ": ", ec.message());
+    fsync_path(std::filesystem::path(path).parent_path().string());
+  }
+  MPI_Barrier(comm);
+}
+
+CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& expected,
+                                     std::vector<ShardPiece>& pieces) {
+  TRIDENT_CONFIG_CHECK(std::filesystem::is_regular_file(path), "checkpoint ", path, " not found");
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  H5Handle fapl = file_access(comm);
+  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  TRIDENT_CONFIG_CHECK(file.get() >= 0, "checkpoint ", path, " cannot be opened as HDF5 (truncated or corrupt?)");
+  CheckpointAttributes attributes = read_attributes(file.get());
+  TRIDENT_CONFIG_CHECK(attributes.numbers.count("format_version"), "checkpoint ", path,
+                       " has no format_version: not a trident checkpoint");
+  const int version = static_cast<int>(attributes.numbers["format_version"]);
+  TRIDENT_CONFIG_CHECK(version <= kCheckpointFormatVersion, "checkpoint ", path, " was written by format version ",
+                       version, "; this trident reads up to version ", kCheckpointFormatVersion, " (upgrade trident)");
+  H5Handle dxpl = collective_transfer();
+  for (const auto& [name, shape] : expected) {  // the same sorted order on every rank
+    H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+    TRIDENT_CONFIG_CHECK(ds.get() >= 0, "checkpoint ", path, " has no tensor ", name,
+                         " (written for another model or layout?)");
+    H5Handle space(H5Dget_space(ds.get()), H5Sclose);
+    hsize_t dims[2] = {0, 0};
+    const int nd = H5Sget_simple_extent_ndims(space.get());
+    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    const bool same = nd == shape.ndim() && int64_t(dims[0]) == shape[0] && (nd < 2 || int64_t(dims[1]) == shape[1]);
+    Shape found = nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
+    TRIDENT_CONFIG_CHECK(same, "checkpoint ", path, ": tensor ", name, " has shape ", found.str(),
+                         " but the model needs ", shape.str(), " (a checkpoint of another model shape)");
+    H5Sselect_none(space.get());
+    const auto mine = pieces_of(name, pieces, /*writing=*/false);
+    int64_t count = 0;
+    for (const ShardPiece* p : mine) count += stored_count(*p);
+    std::vector<char> buffer;
+    hid_t type = H5T_NATIVE_FLOAT;
+    if (count > 0) {
+      type = memory_type(mine.front()->data);
+      buffer.resize(static_cast<size_t>(count) * dtype_size(mine.front()->data.dtype()));
+      for (const ShardPiece* p : mine) select_piece(space.get(), nd, *p);
+    }
+    const hsize_t mem_count[1] = {hsize_t(std::max<int64_t>(count, 1))};
+    H5Handle memspace(H5Screate_simple(1, mem_count, nullptr), H5Sclose);
+    if (count == 0) H5Sselect_none(memspace.get());
+    TRIDENT_CONFIG_CHECK(H5Dread(ds.get(), type, memspace.get(), space.get(), dxpl.get(),
+                                 count ? buffer.data() : nullptr) >= 0,
+                         "checkpoint ", path, ": reading ", name, " failed (truncated or corrupt file?)");
+    size_t at = 0;
+    for (const ShardPiece* p : mine) {
+      const size_t bytes = static_cast<size_t>(stored_count(*p)) * dtype_size(p->data.dtype());
+      std::copy_n(buffer.data() + at, bytes, static_cast<char*>(p->data.raw()));
+      at += bytes;
+    }
+  }
+  return attributes;
+}
+
+}  // namespace trident::io

@@ -1,0 +1,175 @@
+// Mapping parameters and optimizer moments to checkpoint pieces; save, resume, keep.
+#include "trident/train/checkpointer.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "trident/core/timer.hpp"
+
+namespace trident::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The stored (global) shape: vocabulary padding rows are not part of the checkpoint, so any tp
+// loads it.
+Shape stored_shape(const model::Parameter& p) {
+  Shape s = p.spec.global_shape;
+  if (p.spec.init_rows >= 0 && s.ndim() == 2) s[0] = std::min<int64_t>(s[0], p.spec.init_rows);
+  return s;
+}
+
+// A piece of parameter p covering its local elements [begin, end), with data as the values.
+io::ShardPiece piece_of(const model::Parameter& p, const std::string& dataset, int64_t begin, int64_t end,
+                        const Tensor& data, bool write) {
+  io::ShardPiece piece;
+  piece.dataset = dataset;
+  piece.begin = begin;
+  piece.end = end;
+  piece.data = data;
+  piece.write = write;
+  const Shape& local = p.local_shape;
+  if (local.ndim() == 1) {
+    piece.local_cols = local[0];
+    piece.col0 = p.spec.split_dim == 0 ? int64_t(p.spec.split_index) * local[0] : 0;
+    piece.stored_rows = 1;
+  } else {
+    piece.local_cols = local[1];
+    piece.row0 = p.spec.split_dim == 0 ? int64_t(p.spec.split_index) * local[0] : 0;
+    piece.col0 = p.spec.split_dim == 1 ? int64_t(p.spec.split_index) * local[1] : 0;
+    piece.stored_rows = stored_shape(p)[0];
+  }
+  return piece;
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, AdamW& optimizer,
+                           const Logger& log)
+    : cfg_(cfg), topology_(topology), model_(model), optimizer_(optimizer), log_(log) {
+  dir_ = cfg.checkpoint.dir.empty() ? (fs::path(cfg.log.run_dir) / "checkpoints").string() : cfg.checkpoint.dir;
+  datasets_ = io::gather_datasets(topology.world().comm(), my_datasets());
+}
+
+std::string Checkpointer::file_name(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%08lld.h5", static_cast<long long>(step));
+  return name;
+}
+
+std::string Checkpointer::newest(const std::string& dir) {
+  if (!fs::is_directory(dir)) return "";
+  std::ifstream latest(fs::path(dir) / "latest");
+  std::string name;
+  if (latest >> name && fs::is_regular_file(fs::path(dir) / name)) return (fs::path(dir) / name).string();
+  std::string best;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string f = entry.path().filename().string();
+    if (f.rfind("step_", 0) == 0 && f.size() == 16 && f.substr(13) == ".h5" && f > fs::path(best).filename().string())
+      best = entry.path().string();
+  }
+  return best;
+}
+
+std::map<std::string, Shape> Checkpointer::my_datasets() const {
+  std::map<std::string, Shape> out;
+  for (const auto& p : const_cast<model::GPTModel&>(model_).params().all()) {
+    const Shape s = stored_shape(*p);
+    out["/model/" + p->spec.name] = s;
+    out["/optim/exp_avg/" + p->spec.name] = s;
+    out["/optim/exp_avg_sq/" + p->spec.name] = s;
+  }
+  return out;
+}
+
+std::vector<io::ShardPiece> Checkpointer::pieces() {
+  // Replicas: one rank of each group writes. Data-parallel replicas: dp rank 0 (every dp rank
+  // for ZeRO-1 moments, which it alone holds); tensor-parallel replicas: tp rank 0; the tied
+  // table's copy on the last pipeline stage: never (the first stage writes it).
+  const bool dp_writer = topology_.dp_rank() == 0, tp_writer = topology_.tp_rank() == 0;
+  const bool sharded_moments = cfg_.zero == 1 && topology_.layout().dp > 1;
+  std::vector<io::ShardPiece> out;
+  model::ParamStore& store = model_.params();
+  for (const auto& p : store.all()) {
+    const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
+    out.push_back(piece_of(*p, "/model/" + p->spec.name, 0, p->local_shape.numel(), p->value.flat(), owner && dp_writer));
+  }
+  const auto& segments = optimizer_.segments();
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const OptimSegment& s = segments[i];
+    for (const auto& p : store.all()) {
+      const int64_t lo = s.begin - p->offset, hi = s.end - p->offset;
+      if (lo < 0 || hi > p->local_shape.numel()) continue;
+      const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
+      const bool write = owner && (sharded_moments || dp_writer);
+      out.push_back(piece_of(*p, "/optim/exp_avg/" + p->spec.name, lo, hi, optimizer_.exp_avg(i), write));
+      out.push_back(piece_of(*p, "/optim/exp_avg_sq/" + p->spec.name, lo, hi, optimizer_.exp_avg_sq(i), write));
+      break;
+    }
+  }
+  return out;
+}
+
+double Checkpointer::save(int64_t steps_done) {
+  Stopwatch watch;
+  if (topology_.world_rank() == 0) fs::create_directories(dir_);
+  topology_.world().barrier();
+  io::CheckpointAttributes attrs;
+  const dist::Layout& L = topology_.layout();
+  attrs.numbers = {{"step", double(steps_done)},
+                   {"tokens", double(steps_done) * cfg_.train.global_batch * cfg_.model.seq_len},
+                   {"sampler_step", double(steps_done)},  // the data order is a function of (seed, step)
+                   {"seed", double(cfg_.train.seed)},
+                   {"loss_scale", 1.0},
+                   {"layout_dp", double(L.dp)},
+                   {"layout_tp", double(L.tp)},
+                   {"layout_pp", double(L.pp)},
+                   {"layout_zero", double(cfg_.zero)}};
+  attrs.texts = {{"config", cfg_.resolved_ini}};
+  const std::string path = (fs::path(dir_) / file_name(steps_done)).string();
+  io::write_checkpoint(path, topology_.world().comm(), datasets_, pieces(), attrs);
+  if (topology_.world_rank() == 0) {
+    // `latest` is replaced atomically, only after the checkpoint itself is complete.
+    const fs::path latest = fs::path(dir_) / "latest", tmp = fs::path(dir_) / "latest.tmp";
+    {
+      std::ofstream out(tmp);
+      out << file_name(steps_done) << "\n";
+    }
+    fs::rename(tmp, latest);
+    prune();
+  }
+  topology_.world().barrier();
+  return watch.seconds();
+}
+
+void Checkpointer::prune() {
+  if (cfg_.checkpoint.keep <= 0) return;
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    const std::string f = entry.path().filename().string();
+    if (f.rfind("step_", 0) == 0 && f.size() == 16 && f.substr(13) == ".h5") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (size_t i = 0; i + static_cast<size_t>(cfg_.checkpoint.keep) < files.size(); ++i) fs::remove(files[i]);
+}
+
+int64_t Checkpointer::resume() {
+  const std::string& mode = cfg_.checkpoint.resume;
+  if (mode == "none") return 0;
+  std::string path = mode == "auto" ? newest(dir_) : mode;
+  if (path.empty()) return 0;  // auto with nothing to resume: a fresh run
+  std::vector<io::ShardPiece> wanted = pieces();
+  const io::CheckpointAttributes attrs = io::read_checkpoint(path, topology_.world().comm(), datasets_, wanted);
+  const int64_t steps = static_cast<int64_t>(attrs.numbers.at("step"));
+  optimizer_.set_steps_taken(steps);
+  log_.info("resumed from ", path, ": ", steps, " steps done (written by dp ", attrs.numbers.at("layout_dp"), " tp ",
+            attrs.numbers.at("layout_tp"), " pp ", attrs.numbers.at("layout_pp"), ")");
+  return steps;
+}
+
+}  // namespace trident::train
