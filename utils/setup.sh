@@ -11,6 +11,7 @@ packages=(
   libdnnl-dev                                # oneDNN: the CPU GEMM library
   libgtest-dev googletest                    # unit and MPI tests
   python3                                    # demo corpus lives in the Python stdlib sources
+  python3-h5py python3-numpy                 # utils/read_checkpoint.py: checkpoints read without trident
 )
 
 missing=()

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -123,6 +125,39 @@ CheckpointAttributes read_attributes(hid_t file) {
   return out;
 }
 
+// Checksum of a tensor, independent of how it is sharded: the sum (mod 2^64) over its elements
+// of a mix of (global index, fp32 bits), so each rank adds its own elements in any order.
+uint64_t element_hash(uint64_t index, uint32_t bits) {
+  uint64_t z = (index * 0x9E3779B97F4A7C15ull) ^ (uint64_t(bits) << 17) ^ bits;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+float as_stored(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::kF64 ? static_cast<float>(t.data<double>()[i]) : t.data<float>()[i];
+}
+
+// This rank's share of the checksum of a dataset of `cols` columns: its written pieces.
+uint64_t partial_checksum(const std::vector<const ShardPiece*>& mine, int64_t cols) {
+  uint64_t sum = 0;
+  for (const ShardPiece* p : mine) {
+    const int64_t n = stored_count(*p);
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = p->begin + k;
+      const int64_t global = (p->row0 + i / p->local_cols) * cols + p->col0 + i % p->local_cols;
+      sum += element_hash(uint64_t(global), std::bit_cast<uint32_t>(as_stored(p->data, k)));
+    }
+  }
+  return sum;
+}
+
+void write_checksum_attribute(hid_t dataset, uint64_t checksum) {
+  H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Handle attr(H5Acreate2(dataset, "checksum", H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  TRIDENT_CHECK(attr.get() >= 0 && H5Awrite(attr.get(), H5T_NATIVE_UINT64, &checksum) >= 0, "cannot write checksum");
+}
+
 void fsync_path(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd >= 0) {
@@ -183,6 +218,12 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
     H5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
     H5Pset_create_intermediate_group(lcpl.get(), 1);
     H5Handle dxpl = collective_transfer();
+    // Checksums of the whole tensors, from every rank's written pieces, summed in one call.
+    std::vector<uint64_t> checksums;
+    for (const auto& [name, shape] : datasets)
+      checksums.push_back(partial_checksum(pieces_of(name, pieces, /*writing=*/true), shape.ndim() > 1 ? shape[1] : shape[0]));
+    MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_SUM, comm);
+    size_t checksum_index = 0;
     std::vector<char> buffer;
     for (const auto& [name, shape] : datasets) {  // the same sorted order on every rank
       hsize_t dims[2] = {hsize_t(shape[0]), shape.ndim() > 1 ? hsize_t(shape[1]) : 1};
@@ -191,6 +232,7 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
                              H5P_DEFAULT),
                   H5Dclose);
       TRIDENT_CHECK(ds.get() >= 0, "cannot create dataset ", name, " in ", tmp);
+      write_checksum_attribute(ds.get(), checksums[checksum_index++]);
       // Collective transfer: every rank writes every dataset, possibly an empty selection.
       H5Sselect_none(space.get());
       const auto mine = pieces_of(name, pieces, /*writing=*/true);
@@ -220,6 +262,15 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
     TRIDENT_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, "flushing ", tmp, " failed (disk full?)");
   }
   MPI_Barrier(comm);
+  // Test hook TRIDENT_TEST_CHECKPOINT_DELAY="SECONDS:FILE_NAME": hold that checkpoint's finished
+  // .tmp file before the rename, so a test can kill the job mid-checkpoint and check that the
+  // previous checkpoint stays the one resumed from.
+  if (const char* hook = std::getenv("TRIDENT_TEST_CHECKPOINT_DELAY")) {
+    const std::string spec = hook;
+    const size_t colon = spec.find(':');
+    if (colon != std::string::npos && std::filesystem::path(path).filename() == spec.substr(colon + 1))
+      ::usleep(useconds_t(std::atof(spec.substr(0, colon).c_str()) * 1e6));
+  }
   if (rank == 0) {
     fsync_path(tmp);
     std::error_code ec;
@@ -229,6 +280,61 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
   }
   MPI_Barrier(comm);
 }
+
+namespace {
+
+// Reads every expected dataset once, split by rows over the ranks, and compares the summed
+// checksum with the one stored at write time.
+void verify_checksums(hid_t file, const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& expected) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  H5Handle dxpl = collective_transfer();
+  std::vector<uint64_t> computed, stored;
+  std::vector<float> buffer;
+  for (const auto& [name, shape] : expected) {
+    H5Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+    uint64_t want = 0;
+    H5Handle attr(H5Aopen(ds.get(), "checksum", H5P_DEFAULT), H5Aclose);
+    TRIDENT_CONFIG_CHECK(attr.get() >= 0 && H5Aread(attr.get(), H5T_NATIVE_UINT64, &want) >= 0, "checkpoint ", path,
+                         ": tensor ", name, " has no checksum (not written by trident, or corrupt)");
+    stored.push_back(want);
+    // Rows [first, last) of this rank (a vector is one row, split by columns instead).
+    const bool matrix = shape.ndim() > 1;
+    const int64_t rows = matrix ? shape[0] : 1, cols = matrix ? shape[1] : shape[0];
+    const int64_t units = matrix ? rows : cols;
+    const int64_t first = units * rank / size, last = units * (rank + 1) / size;
+    H5Handle space(H5Dget_space(ds.get()), H5Sclose);
+    const int64_t count = (last - first) * (matrix ? cols : 1);
+    if (count > 0) {
+      const hsize_t start[2] = {hsize_t(first), 0}, extent[2] = {hsize_t(last - first), hsize_t(cols)};
+      const hsize_t start1[1] = {hsize_t(first)}, extent1[1] = {hsize_t(last - first)};
+      H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, matrix ? start : start1, nullptr, matrix ? extent : extent1,
+                          nullptr);
+    } else {
+      H5Sselect_none(space.get());
+    }
+    const hsize_t mem_count[1] = {hsize_t(std::max<int64_t>(count, 1))};
+    H5Handle memspace(H5Screate_simple(1, mem_count, nullptr), H5Sclose);
+    if (count == 0) H5Sselect_none(memspace.get());
+    buffer.resize(static_cast<size_t>(std::max<int64_t>(count, 1)));
+    TRIDENT_CONFIG_CHECK(H5Dread(ds.get(), H5T_NATIVE_FLOAT, memspace.get(), space.get(), dxpl.get(), buffer.data()) >= 0,
+                         "checkpoint ", path, ": reading ", name, " failed (truncated or corrupt file?)");
+    uint64_t sum = 0;
+    const int64_t base = matrix ? first * cols : first;
+    for (int64_t k = 0; k < count; ++k) sum += element_hash(uint64_t(base + k), std::bit_cast<uint32_t>(buffer[k]));
+    computed.push_back(sum);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, computed.data(), static_cast<int>(computed.size()), MPI_UINT64_T, MPI_SUM, comm);
+  size_t i = 0;
+  for (const auto& entry : expected) {
+    TRIDENT_CONFIG_CHECK(computed[i] == stored[i], "checkpoint ", path, ": tensor ", entry.first,
+                         " fails its checksum (the file is corrupt; resume from an older checkpoint)");
+    ++i;
+  }
+}
+
+}  // namespace
 
 CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& expected,
                                      std::vector<ShardPiece>& pieces) {
@@ -243,8 +349,8 @@ CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, con
   const int version = static_cast<int>(attributes.numbers["format_version"]);
   TRIDENT_CONFIG_CHECK(version <= kCheckpointFormatVersion, "checkpoint ", path, " was written by format version ",
                        version, "; this trident reads up to version ", kCheckpointFormatVersion, " (upgrade trident)");
-  H5Handle dxpl = collective_transfer();
-  for (const auto& [name, shape] : expected) {  // the same sorted order on every rank
+  // Names and shapes first, then the checksums of everything, then this rank's pieces.
+  for (const auto& [name, shape] : expected) {
     H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
     TRIDENT_CONFIG_CHECK(ds.get() >= 0, "checkpoint ", path, " has no tensor ", name,
                          " (written for another model or layout?)");
@@ -256,6 +362,13 @@ CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, con
     Shape found = nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
     TRIDENT_CONFIG_CHECK(same, "checkpoint ", path, ": tensor ", name, " has shape ", found.str(),
                          " but the model needs ", shape.str(), " (a checkpoint of another model shape)");
+  }
+  verify_checksums(file.get(), path, comm, expected);
+  H5Handle dxpl = collective_transfer();
+  for (const auto& [name, shape] : expected) {  // the same sorted order on every rank
+    H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+    H5Handle space(H5Dget_space(ds.get()), H5Sclose);
+    const int nd = H5Sget_simple_extent_ndims(space.get());
     H5Sselect_none(space.get());
     const auto mine = pieces_of(name, pieces, /*writing=*/false);
     int64_t count = 0;
