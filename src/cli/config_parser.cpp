@@ -151,7 +151,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   v.require_default("data.packing", "packing");
   v.require_default("data.bucket", "bucketing");
   v.require_default("comm.compression", "gradient compression");
-  v.require_default("checkpoint.async", "asynchronous checkpointing");
   v.require_default("log.eval_interval", "periodic evaluation");
 
   // Rules across keys.

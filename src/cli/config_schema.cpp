@@ -65,7 +65,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"checkpoint.dir", "", "checkpoint directory (default <run_dir>/checkpoints)"},
       {"checkpoint.interval", "0", "steps between checkpoints (0 = none; SIGTERM/SIGUSR1 still save one and exit)"},
       {"checkpoint.keep", "3", "checkpoints kept, oldest removed after a newer one is complete (0 = all)"},
-      {"checkpoint.async", "false", "write checkpoints while training goes on (only false in this version)"},
+      {"checkpoint.async", "false", "snapshot the state and write checkpoints from a thread while training goes on"},
       {"checkpoint.resume", "auto", "auto (newest complete checkpoint of checkpoint.dir, if any) | none | <path>"},
       {"log.run_dir", "runs/default", "run directory: config.ini, metrics.jsonl, checkpoints/"},
       {"log.interval", "1", "steps between metrics lines"},

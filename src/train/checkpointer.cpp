@@ -54,6 +54,32 @@ Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model
     : cfg_(cfg), topology_(topology), model_(model), optimizer_(optimizer), log_(log) {
   dir_ = cfg.checkpoint.dir.empty() ? (fs::path(cfg.log.run_dir) / "checkpoints").string() : cfg.checkpoint.dir;
   datasets_ = io::gather_datasets(topology.world().comm(), my_datasets());
+  if (cfg.checkpoint.async) {
+    int provided = 0;
+    MPI_Query_thread(&provided);
+    TRIDENT_CONFIG_CHECK(provided >= MPI_THREAD_MULTIPLE, "checkpoint.async = true needs MPI_THREAD_MULTIPLE, this MPI "
+                         "provides level ", provided, "; use checkpoint.async = false");
+    MPI_Comm_dup(topology.world().comm(), &async_comm_);
+    // Snapshot buffers, allocated once: the flat parameters and this rank's moments.
+    const model::ParamStore& store = model.params();
+    snapshot_values_ = Tensor::zeros(store.flat_values().shape(), store.flat_values().dtype());
+    int64_t total = 0;
+    for (size_t i = 0; i < optimizer.segments().size(); ++i) {
+      moment_offsets_.push_back(total);
+      total += optimizer.exp_avg(i).numel();
+    }
+    snapshot_exp_avg_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, store.flat_values().dtype());
+    snapshot_exp_avg_sq_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, store.flat_values().dtype());
+  }
+}
+
+Checkpointer::~Checkpointer() {
+  if (writer_.joinable()) writer_.join();  // local: the write's collectives finish on every rank
+  if (async_comm_ != MPI_COMM_NULL) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&async_comm_);
+  }
 }
 
 std::string Checkpointer::file_name(int64_t step) {
@@ -87,7 +113,13 @@ std::map<std::string, Shape> Checkpointer::my_datasets() const {
   return out;
 }
 
-std::vector<io::ShardPiece> Checkpointer::pieces() {
+std::vector<io::ShardPiece> Checkpointer::live_pieces() {
+  return pieces([](const model::Parameter& p) { return p.value.flat(); },
+                [&](size_t i, bool second) { return second ? optimizer_.exp_avg_sq(i) : optimizer_.exp_avg(i); });
+}
+
+std::vector<io::ShardPiece> Checkpointer::pieces(const std::function<Tensor(const model::Parameter&)>& value,
+                                                 const std::function<Tensor(size_t, bool)>& moment) {
   // Replicas: one rank of each group writes. Data-parallel replicas: dp rank 0 (every dp rank
   // for ZeRO-1 moments, which it alone holds); tensor-parallel replicas: tp rank 0; the tied
   // table's copy on the last pipeline stage: never (the first stage writes it).
@@ -97,7 +129,7 @@ std::vector<io::ShardPiece> Checkpointer::pieces() {
   model::ParamStore& store = model_.params();
   for (const auto& p : store.all()) {
     const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
-    out.push_back(piece_of(*p, "/model/" + p->spec.name, 0, p->local_shape.numel(), p->value.flat(), owner && dp_writer));
+    out.push_back(piece_of(*p, "/model/" + p->spec.name, 0, p->local_shape.numel(), value(*p), owner && dp_writer));
   }
   const auto& segments = optimizer_.segments();
   for (size_t i = 0; i < segments.size(); ++i) {
@@ -107,33 +139,37 @@ std::vector<io::ShardPiece> Checkpointer::pieces() {
       if (lo < 0 || hi > p->local_shape.numel()) continue;
       const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
       const bool write = owner && (sharded_moments || dp_writer);
-      out.push_back(piece_of(*p, "/optim/exp_avg/" + p->spec.name, lo, hi, optimizer_.exp_avg(i), write));
-      out.push_back(piece_of(*p, "/optim/exp_avg_sq/" + p->spec.name, lo, hi, optimizer_.exp_avg_sq(i), write));
+      out.push_back(piece_of(*p, "/optim/exp_avg/" + p->spec.name, lo, hi, moment(i, false), write));
+      out.push_back(piece_of(*p, "/optim/exp_avg_sq/" + p->spec.name, lo, hi, moment(i, true), write));
       break;
     }
   }
   return out;
 }
 
-double Checkpointer::save(int64_t steps_done) {
-  Stopwatch watch;
-  if (topology_.world_rank() == 0) fs::create_directories(dir_);
-  topology_.world().barrier();
+io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done) const {
   io::CheckpointAttributes attrs;
   const dist::Layout& L = topology_.layout();
   attrs.numbers = {{"step", double(steps_done)},
                    {"tokens", double(steps_done) * cfg_.train.global_batch * cfg_.model.seq_len},
                    {"sampler_step", double(steps_done)},  // the data order is a function of (seed, step)
-                   {"seed", double(cfg_.train.seed)},
+                   {"seed", double(cfg_.train.seed)},     // and so are initialisation and dropout masks
                    {"loss_scale", 1.0},
                    {"layout_dp", double(L.dp)},
                    {"layout_tp", double(L.tp)},
                    {"layout_pp", double(L.pp)},
                    {"layout_zero", double(cfg_.zero)}};
   attrs.texts = {{"config", cfg_.resolved_ini}};
+  return attrs;
+}
+
+void Checkpointer::write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces) {
+  Stopwatch watch;
   const std::string path = (fs::path(dir_) / file_name(steps_done)).string();
-  io::write_checkpoint(path, topology_.world().comm(), datasets_, pieces(), attrs);
-  if (topology_.world_rank() == 0) {
+  io::write_checkpoint(path, comm, datasets_, pieces, attributes(steps_done));
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) {
     // `latest` is replaced atomically, only after the checkpoint itself is complete.
     const fs::path latest = fs::path(dir_) / "latest", tmp = fs::path(dir_) / "latest.tmp";
     {
@@ -143,8 +179,51 @@ double Checkpointer::save(int64_t steps_done) {
     fs::rename(tmp, latest);
     prune();
   }
+  MPI_Barrier(comm);
+  last_write_s_ = watch.seconds();
+}
+
+double Checkpointer::save(int64_t steps_done) {
+  Stopwatch stall;
+  wait();
+  if (topology_.world_rank() == 0) fs::create_directories(dir_);
   topology_.world().barrier();
-  return watch.seconds();
+  if (!cfg_.checkpoint.async) {
+    write(steps_done, topology_.world().comm(), live_pieces());
+    return stall.seconds();
+  }
+  // Snapshot the state, then write it from a thread while training goes on.
+  std::copy_n(static_cast<const char*>(model_.params().flat_values().raw()), snapshot_values_.bytes(),
+              static_cast<char*>(snapshot_values_.raw()));
+  const size_t elem = dtype_size(snapshot_values_.dtype());
+  for (size_t i = 0; i < optimizer_.segments().size(); ++i) {
+    const size_t bytes = static_cast<size_t>(optimizer_.exp_avg(i).numel()) * elem, at = size_t(moment_offsets_[i]) * elem;
+    std::copy_n(static_cast<const char*>(optimizer_.exp_avg(i).raw()), bytes, static_cast<char*>(snapshot_exp_avg_.raw()) + at);
+    std::copy_n(static_cast<const char*>(optimizer_.exp_avg_sq(i).raw()), bytes,
+                static_cast<char*>(snapshot_exp_avg_sq_.raw()) + at);
+  }
+  std::vector<io::ShardPiece> snapshot = pieces(
+      [&](const model::Parameter& p) { return snapshot_values_.narrow(p.offset, p.offset + p.local_shape.numel()); },
+      [&](size_t i, bool second) {
+        const Tensor& buffer = second ? snapshot_exp_avg_sq_ : snapshot_exp_avg_;
+        return buffer.narrow(moment_offsets_[i], moment_offsets_[i] + optimizer_.exp_avg(i).numel());
+      });
+  writer_ = std::thread([this, steps_done, snapshot = std::move(snapshot)] {
+    try {
+      write(steps_done, async_comm_, snapshot);
+    } catch (...) {
+      writer_error_ = std::current_exception();
+    }
+  });
+  return stall.seconds();
+}
+
+void Checkpointer::wait() {
+  if (writer_.joinable()) writer_.join();
+  if (writer_error_) {
+    std::exception_ptr error = std::exchange(writer_error_, nullptr);
+    std::rethrow_exception(error);
+  }
 }
 
 void Checkpointer::prune() {
@@ -163,7 +242,7 @@ int64_t Checkpointer::resume() {
   if (mode == "none") return 0;
   std::string path = mode == "auto" ? newest(dir_) : mode;
   if (path.empty()) return 0;  // auto with nothing to resume: a fresh run
-  std::vector<io::ShardPiece> wanted = pieces();
+  std::vector<io::ShardPiece> wanted = live_pieces();
   const io::CheckpointAttributes attrs = io::read_checkpoint(path, topology_.world().comm(), datasets_, wanted);
   const int64_t steps = static_cast<int64_t>(attrs.numbers.at("step"));
   optimizer_.set_steps_taken(steps);

@@ -114,16 +114,18 @@ StepResult Trainer::run() {
     double preempt = preemption_requested() || fault_.preempt_after == step + 1 ? 1.0 : 0.0;
     topology_.world().all_reduce_max(&preempt, 1);
     const bool interval = cfg_.checkpoint.interval > 0 && (step + 1) % cfg_.checkpoint.interval == 0;
-    if (interval || preempt > 0) ckpt_write_s_ = checkpointer_->save(step + 1);
+    if (interval || preempt > 0) ckpt_stall_s_ = checkpointer_->save(step + 1);
     // The first step is always logged: it shows the starting loss (about ln(vocab)).
     if (step == start_step_ || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps || preempt > 0)
       log_step(step, last);
     if (preempt > 0) {
+      checkpointer_->wait();
       log_.info("preempted: checkpoint of step ", step + 1, " written to ", checkpointer_->directory(),
                 "; exiting (resume with checkpoint.resume = auto)");
       break;
     }
   }
+  checkpointer_->wait();  // an asynchronous write still in flight completes before the run ends
   return last;
 }
 
@@ -150,7 +152,8 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"comm_s", topology_.dp().seconds()},
                      {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)},
                      {"bubble", r.bubble},
-                     {"ckpt_write_s", ckpt_write_s_},
+                     {"ckpt_stall_s", ckpt_stall_s_},
+                     {"ckpt_write_s", checkpointer_->last_write_seconds()},
                      {"bubble_theory", bubble_theory_}});
   }
   const double eta = elapsed_ / double(step + 1) * double(cfg_.train.steps - step - 1);

@@ -22,6 +22,18 @@ h5diff "$work/straight/checkpoints/step_00000020.h5" "$work/split/checkpoints/st
 h5diff "$work/straight/checkpoints/step_00000020.h5" "$work/split/checkpoints/step_00000020.h5" /optim /optim \
   || fail "final optimizer state differs after resume"
 
+# 1b. Asynchronous checkpoints (snapshot + writer thread) hold exactly the synchronous state.
+mpirun -np 2 "$trident" train $cfg --parallel.dp=2 --checkpoint.interval=5 --checkpoint.async=true \
+  --log.run_dir="$work/async" > "$work/async.log"
+mpirun -np 2 "$trident" train $cfg --parallel.dp=2 --checkpoint.interval=5 --log.run_dir="$work/sync" > "$work/sync.log"
+for step in 00000015 00000020; do
+  h5diff "$work/async/checkpoints/step_$step.h5" "$work/sync/checkpoints/step_$step.h5" /model /model \
+    || fail "async checkpoint $step differs from the synchronous one"
+  h5diff "$work/async/checkpoints/step_$step.h5" "$work/sync/checkpoints/step_$step.h5" /optim /optim \
+    || fail "async optimizer state $step differs from the synchronous one"
+done
+[[ $(ls "$work/async/checkpoints" | grep -c '^step_.*\.h5$') -eq 3 ]] || fail "checkpoint.keep = 3 not honoured"
+
 # 2. Saved under (dp, tp, pp) = (2, 2, 2) with ZeRO-1, resumed under other layouts.
 TRIDENT_TEST_PREEMPT=10 mpirun -np 8 "$trident" train $cfg --parallel.dp=2 --parallel.tp=2 --parallel.pp=2 \
   --parallel.zero=1 --log.run_dir="$work/grid" > "$work/grid.log"

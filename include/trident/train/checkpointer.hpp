@@ -6,8 +6,18 @@
 // checkpoints/step_<8 digits>.h5; `latest` names the newest complete one and is replaced
 // atomically; only checkpoint.keep files are kept, the oldest removed after a newer one is
 // complete.
+//
+// Asynchronous mode (checkpoint.async): the state is copied into snapshot buffers (allocated
+// once) and a writer thread writes it over its own duplicate of the world communicator while
+// training goes on (needs MPI_THREAD_MULTIPLE, checked at start). The next checkpoint, or the
+// end of the run, waits for the previous write.
 #pragma once
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "trident/core/log.hpp"
@@ -23,9 +33,15 @@ class Checkpointer {
  public:
   Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, AdamW& optimizer,
                const Logger& log);
+  ~Checkpointer();
 
-  // Collective: writes the state after `steps_done` optimizer steps. Returns seconds taken.
+  // Collective: checkpoints the state after `steps_done` optimizer steps, synchronously or, in
+  // async mode, by snapshot and background write. Returns the seconds training stalled.
   double save(int64_t steps_done);
+  // Collective: waits for an asynchronous write in flight (no-op otherwise); rethrows its error.
+  void wait();
+  // Seconds the last completed write took (the whole write, in the background when async).
+  double last_write_seconds() const { return last_write_s_; }
   // Collective: loads per checkpoint.resume (auto: the newest complete checkpoint in the
   // directory, if any; none; or a path). Returns the optimizer steps done by the loaded state
   // (0 when nothing was loaded).
@@ -39,8 +55,15 @@ class Checkpointer {
   static std::string newest(const std::string& dir);
 
  private:
-  std::vector<io::ShardPiece> pieces();
+  // The pieces of this rank's state; value(p) and moment(i, second) give the tensors to write or
+  // read (the live state, or its snapshot).
+  std::vector<io::ShardPiece> pieces(const std::function<Tensor(const model::Parameter&)>& value,
+                                     const std::function<Tensor(size_t, bool)>& moment);
+  std::vector<io::ShardPiece> live_pieces();
   std::map<std::string, Shape> my_datasets() const;
+  io::CheckpointAttributes attributes(int64_t steps_done) const;
+  // Writes the file, then (rank 0) replaces `latest` and prunes; collective over comm.
+  void write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces);
   void prune();
 
   const RunConfig& cfg_;
@@ -50,6 +73,13 @@ class Checkpointer {
   const Logger& log_;
   std::string dir_;
   std::map<std::string, Shape> datasets_;  // every rank's, identical on all ranks
+  std::atomic<double> last_write_s_ = 0;  // set by the writer thread in async mode
+  // Asynchronous mode.
+  MPI_Comm async_comm_ = MPI_COMM_NULL;
+  Tensor snapshot_values_, snapshot_exp_avg_, snapshot_exp_avg_sq_;
+  std::vector<int64_t> moment_offsets_;  // segment i's offset in the snapshot moment buffers
+  std::thread writer_;
+  std::exception_ptr writer_error_;
 };
 
 }  // namespace trident::train

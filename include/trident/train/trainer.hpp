@@ -50,7 +50,7 @@ class Trainer {
   std::unique_ptr<StepParts> parts_;
   std::unique_ptr<Checkpointer> checkpointer_;
   int64_t start_step_ = 0;    // optimizer steps done before this run (resumed)
-  double ckpt_write_s_ = 0;   // time of the last checkpoint write
+  double ckpt_stall_s_ = 0;   // training time the last checkpoint took (the whole write when sync)
   double bubble_theory_ = 0;
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;
