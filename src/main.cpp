@@ -17,7 +17,7 @@ constexpr Subcommand kSubcommands[] = {
     {"train", trident::cli::run_train, "train or fine-tune a model from an INI config"},
     {"prep", trident::cli::run_prep, "turn text / JSONL files into memory-mapped token shards"},
     {"inspect", trident::cli::run_inspect, "print statistics of token shards, decode documents"},
-    {"bench", trident::cli::run_bench, "micro-benchmarks: gemm, allreduce"},
+    {"bench", trident::cli::run_bench, "micro-benchmarks: gemm, allreduce, io"},
 };
 
 void print_usage(FILE* f) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trident/cli/commands.hpp"
@@ -18,7 +19,9 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr const char* kUsage = "usage: trident inspect PREFIX [--decode I|all]";
+constexpr const char* kUsage =
+    "usage: trident inspect PREFIX [--decode I|all]   (token shards)\n"
+    "       trident inspect CHECKPOINT.h5              (tensors, attributes, checksums verified)";
 
 void print_statistics(const data::ShardReader& reader) {
   const uint64_t D = reader.num_documents();
@@ -77,7 +80,10 @@ void print_document(const data::ShardReader& reader, uint64_t d) {
 
 }  // namespace
 
+int inspect_checkpoint(const std::string& path, int argc, char** argv);  // inspect_checkpoint.cpp
+
 int run_inspect(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]).ends_with(".h5")) return inspect_checkpoint(argv[1], argc, argv);
   std::string prefix, decode;
   po::options_description desc("options");
   desc.add_options()

@@ -168,6 +168,31 @@ void fsync_path(const std::string& path) {
 
 }  // namespace
 
+namespace {
+herr_t collect_dataset(hid_t object, const char* name, const H5O_info_t* info, void* out) {
+  if (info->type != H5O_TYPE_DATASET) return 0;
+  H5Handle ds(H5Dopen2(object, name, H5P_DEFAULT), H5Dclose);
+  H5Handle space(H5Dget_space(ds.get()), H5Sclose);
+  hsize_t dims[2] = {0, 0};
+  const int nd = H5Sget_simple_extent_ndims(space.get());
+  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  auto& datasets = *static_cast<std::map<std::string, Shape>*>(out);
+  datasets["/" + std::string(name)] = nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
+  return 0;
+}
+}  // namespace
+
+CheckpointListing list_checkpoint(const std::string& path) {
+  TRIDENT_CONFIG_CHECK(std::filesystem::is_regular_file(path), "checkpoint ", path, " not found");
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  TRIDENT_CONFIG_CHECK(file.get() >= 0, "checkpoint ", path, " cannot be opened as HDF5 (truncated or corrupt?)");
+  CheckpointListing out;
+  out.attributes = read_attributes(file.get());
+  H5Ovisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &out.datasets);
+  return out;
+}
+
 std::map<std::string, Shape> gather_datasets(MPI_Comm comm, const std::map<std::string, Shape>& mine) {
   std::ostringstream os;
   for (const auto& [name, shape] : mine) {

@@ -85,7 +85,12 @@ expect_error "has shape .* but the model needs .* another model shape" --checkpo
 expect_error "has no tensor" --checkpoint.resume="$good" --model.arch=llama --model.ffn_hidden=256 --model.tie_embeddings=false
 expect_error "checkpoint .* not found" --checkpoint.resume="$work/nothing.h5"
 
-# 5. Read without trident (h5py): every tensor has its moments, and the (2,2,2) checkpoint
+# 5. trident inspect lists the tensors and verifies every checksum.
+"$trident" inspect "$good" > "$work/inspect.log"
+grep -q "/model/embed.tok.weight *(320, 64)" "$work/inspect.log" || fail "inspect does not list embed.tok.weight"
+grep -q "integrity: every tensor matches its checksum" "$work/inspect.log" || fail "inspect did not verify"
+
+# 6. Read without trident (h5py): every tensor has its moments, and the (2,2,2) checkpoint
 # holds the same parameters as the single-rank one at step 10.
 if /usr/bin/python3 -c "import h5py" 2>/dev/null; then
   /usr/bin/python3 utils/read_checkpoint.py "$good" --tensor embed.pos.weight | tail -n 2
@@ -109,6 +114,8 @@ PY
   offset=$(/usr/bin/python3 -c "import h5py, sys; print(h5py.File(sys.argv[1], 'r')['model/blocks.3.mlp.up.weight'].id.get_offset() + 1000)" "$good")
   printf '\x7f\x7f\x7f\x7f' | dd of="$work/corrupt.h5" bs=1 seek="$offset" conv=notrunc status=none
   expect_error "tensor /model/blocks.3.mlp.up.weight fails its checksum" --checkpoint.resume="$work/corrupt.h5"
+  rc=0; "$trident" inspect "$work/corrupt.h5" > /dev/null 2>&1 || rc=$?
+  [[ $rc -eq 2 ]] || fail "inspect of a corrupt checkpoint exited $rc"
   cp "$good" "$work/newer.h5"
   /usr/bin/python3 -c "import h5py, sys; h5py.File(sys.argv[1], 'r+').attrs['format_version'] = 2.0" "$work/newer.h5"
   expect_error "written by format version 2; this trident reads up to version 1" --checkpoint.resume="$work/newer.h5"

@@ -43,6 +43,13 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
 CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& expected,
                                      std::vector<ShardPiece>& pieces);
 
+// Every dataset of a checkpoint with its shape, and the root attributes (serial; any process).
+struct CheckpointListing {
+  std::map<std::string, Shape> datasets;
+  CheckpointAttributes attributes;
+};
+CheckpointListing list_checkpoint(const std::string& path);
+
 // The union of every rank's datasets, identical on all ranks (collective over comm).
 std::map<std::string, Shape> gather_datasets(MPI_Comm comm, const std::map<std::string, Shape>& mine);
 
