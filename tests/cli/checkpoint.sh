@@ -68,6 +68,27 @@ kill -9 $pid; wait $pid 2>/dev/null || true
   --log.run_dir="$work/killed" > "$work/killed2.log"
 grep -q "resumed from .*step_00000005.h5" "$work/killed2.log" || fail "auto did not resume from step 5"
 
+# 3b. Real signals: SIGTERM to a single process, SIGUSR1 to mpirun (forwarded to the ranks):
+# the step finishes, a checkpoint is written, exit 0.
+signal_run() {  # signal_run NAME SIGNAL LAUNCHER...
+  local name=$1 sig=$2
+  shift 2
+  "$@" $cfg --train.steps=100000 --log.run_dir="$work/$name" > "$work/$name.log" 2>&1 &
+  local pid=$! rc=0
+  for _ in $(seq 600); do
+    [[ -f $work/$name/metrics.jsonl && $(wc -l < "$work/$name/metrics.jsonl") -ge 3 ]] && break
+    sleep 0.05
+  done
+  kill -"$sig" $pid
+  wait $pid || rc=$?
+  [[ $rc -eq 0 ]] || fail "$name: exit $rc after SIG$sig: $(tail -n 3 "$work/$name.log")"
+  grep -q "preempted: checkpoint of step" "$work/$name.log" || fail "$name: no preemption message"
+  [[ -f $work/$name/checkpoints/$(cat "$work/$name/checkpoints/latest") ]] || fail "$name: latest names no file"
+  echo "ok: $name: $(grep preempted "$work/$name.log")"
+}
+signal_run sigterm TERM "$trident" train
+signal_run sigusr1 USR1 mpirun -np 2 "$trident" train --parallel.dp=2
+
 # 4. Bad checkpoints: clear message, exit 2.
 expect_error() {  # expect_error PATTERN ARGS...
   local pattern=$1 rc=0
