@@ -19,12 +19,16 @@ namespace trident::io {
 
 namespace {
 
-constexpr hsize_t kAlignment = hsize_t(1) << 20;  // datasets start on 1 MiB boundaries
+// Datasets of 4 MiB and more start on 1 MiB boundaries: the stripe size of Lustre/GPFS, so a
+// rank's large hyperslab writes are stripe-aligned; smaller ones pack densely (aligning them
+// all padded the demo model's file by ~27%). Locally (one disk) alignment measured no
+// difference within noise.
+constexpr hsize_t kAlignThreshold = hsize_t(4) << 20, kAlignment = hsize_t(1) << 20;
 
 H5Handle file_access(MPI_Comm comm) {
   H5Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL);
-  H5Pset_alignment(fapl.get(), kAlignment, kAlignment);
+  H5Pset_alignment(fapl.get(), kAlignThreshold, kAlignment);
   H5Pset_all_coll_metadata_ops(fapl.get(), 1);
   H5Pset_coll_metadata_write(fapl.get(), 1);
   return fapl;
@@ -177,7 +181,9 @@ herr_t collect_dataset(hid_t object, const char* name, const H5O_info_t* info, v
   const int nd = H5Sget_simple_extent_ndims(space.get());
   H5Sget_simple_extent_dims(space.get(), dims, nullptr);
   auto& datasets = *static_cast<std::map<std::string, Shape>*>(out);
-  datasets["/" + std::string(name)] = nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
+  std::string path(1, '/');
+  path.append(name);
+  datasets[path] = nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
   return 0;
 }
 }  // namespace
