@@ -105,6 +105,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
                        partition, "' (expected uniform or balanced)");
   c.balanced_partition = partition == "balanced";
   c.sequence_parallel = v.boolean("parallel.sequence_parallel");
+  c.recompute = model::recompute_from_name(v.str("train.recompute"));
   TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
   c.comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap")};
   TRIDENT_CONFIG_CHECK(c.comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", c.comm.bucket_mb, ")");
@@ -145,7 +146,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   // Features of later versions: their keys are known, but only their defaults are accepted.
   v.require_default("model.init_from", "initialisation from a pretrained model");
   v.require_default("train.precision", "mixed precision");
-  v.require_default("train.recompute", "activation recompute");
   v.require_default("lora.enabled", "LoRA");
   v.require_default("lisa.enabled", "LISA");
   v.require_default("data.packing", "packing");

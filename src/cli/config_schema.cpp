@@ -40,7 +40,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"train.seed", "1234", "seed of initialisation and data order"},
       {"train.precision", "fp32", "fp32 | bf16 | fp16 (only fp32 in this version)"},
       {"train.loss_scale", "dynamic", "fp16 loss scaling: dynamic | <number>"},
-      {"train.recompute", "none", "activation recompute: none | selective | full (only none in this version)"},
+      {"train.recompute", "none", "activation recompute: none | selective (attention rebuilt in backward) | full (each block rerun)"},
       {"train.threads", "0", "compute threads per rank (0 = cores of the node / ranks on the node)"},
       {"train.max_bad_steps", "5", "stop after this many consecutive non-finite steps"},
       {"lora.enabled", "false", "train LoRA adapters instead of the full model (not in this version)"},

@@ -45,6 +45,11 @@ AttentionScratch Attention::make_scratch(Ops& ops, int64_t batch, DType dtype) c
 
 void Attention::forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
                         bool accumulate) const {
+  recompute(ops, x, positions, a);
+  o_.forward(ops, a.out, out, accumulate);
+}
+
+void Attention::recompute(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a) const {
   q_.forward(ops, x, a.q);
   k_.forward(ops, x, a.k);
   v_.forward(ops, x, a.v);
@@ -53,7 +58,6 @@ void Attention::forward(Ops& ops, const Tensor& x, const Tensor& positions, Atte
     ops.rope_forward(a.k, positions, cfg_.head_size(), cfg_.rope_theta);
   }
   ops.attention_forward(a.q, a.k, a.v, heads_, kv_heads_, a.out, a.lse);
-  o_.forward(ops, a.out, out, accumulate);
 }
 
 void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,

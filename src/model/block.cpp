@@ -23,11 +23,11 @@ TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConf
       norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
       mlp_(store, block_prefix(index) + ".mlp", cfg, tp) {}
 
-BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DType dtype) const {
+BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DType dtype, bool attention) const {
   const int64_t rows = batch * cfg_.seq_len, local = tp_.local_rows(rows);
   BlockActivations a;
   a.norm1 = norm1_.make_activations(ops, local, dtype);
-  a.attn = attn_.make_activations(ops, batch, dtype);
+  if (attention) a.attn = attn_.make_activations(ops, batch, dtype);
   a.mid = ops.zeros(Shape{local, cfg_.hidden}, dtype);
   a.norm2 = norm2_.make_activations(ops, local, dtype);
   a.mlp = mlp_.make_activations(ops, rows, dtype);
@@ -91,6 +91,11 @@ void TransformerBlock::backward(Ops& ops, const Tensor& x, const Tensor& positio
   const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
   attn_.backward(ops, attn_in, positions, a.attn, dattn, s.attn, s.dnorm);
   norm1_.backward(ops, x, a.norm1, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
+}
+
+void TransformerBlock::recompute_attention(Ops& ops, const Tensor& positions, BlockActivations& a,
+                                           BlockScratch& s) const {
+  attn_.recompute(ops, tp_.gather_rows(ops, a.norm1.y, s.gathered), positions, a.attn);
 }
 
 std::vector<Tensor> TransformerBlock::norm_grads() const {

@@ -8,7 +8,30 @@ namespace trident::model {
 
 namespace {
 size_t bytes_of(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
+
+size_t attention_bytes(const AttentionActivations& a) {
+  return bytes_of(a.q) + bytes_of(a.k) + bytes_of(a.v) + bytes_of(a.out) + bytes_of(a.lse);
+}
+
+size_t activation_bytes_of(const BlockActivations& a) {
+  size_t n = attention_bytes(a.attn);
+  for (const Tensor* t : {&a.norm1.y, &a.norm1.mean, &a.norm1.rstd, &a.mid, &a.norm2.y, &a.norm2.mean, &a.norm2.rstd,
+                          &a.mlp.up, &a.mlp.gate, &a.mlp.act})
+    n += bytes_of(*t);
+  return n;
+}
 }  // namespace
+
+const char* recompute_name(Recompute mode) {
+  return mode == Recompute::kFull ? "full" : mode == Recompute::kSelective ? "selective" : "none";
+}
+
+Recompute recompute_from_name(const std::string& name) {
+  if (name == "none") return Recompute::kNone;
+  if (name == "selective") return Recompute::kSelective;
+  if (name == "full") return Recompute::kFull;
+  throw ConfigError("train.recompute: unknown mode '" + name + "' (expected none, selective or full)");
+}
 
 GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple,
                    TensorParallel tp, StagePlan plan)
@@ -50,6 +73,19 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
                 rows, ") divisible by tp (", tp_.size(), ")");
   TransformerBlock* any_block = nullptr;
+  for (Chunk& chunk : chunks_)
+    if (!chunk.blocks.empty()) any_block = chunk.blocks.front().get();
+  // With recompute, the activations rebuilt in backward live once, shared by every block and
+  // slot (all blocks have the same shapes); the slots keep views of them.
+  if (plan_.recompute != Recompute::kNone && any_block) {
+    shared_acts_ = any_block->make_activations(ops_, micro_batch, dtype_);
+    activation_bytes_ += plan_.recompute == Recompute::kFull ? activation_bytes_of(shared_acts_)
+                                                             : attention_bytes(shared_acts_.attn);
+    if (plan_.recompute == Recompute::kFull) {
+      recompute_out_ = ops_.zeros(Shape{local, cfg_.hidden}, dtype_);
+      activation_bytes_ += bytes_of(recompute_out_);
+    }
+  }
   for (Chunk& chunk : chunks_) {
     std::vector<Slot> slots(static_cast<size_t>(plan_.slots));
     for (Slot& s : slots) {
@@ -57,19 +93,23 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
       s.targets = ops_.zeros(Shape{rows}, DType::kI32);
       s.positions = ops_.zeros(Shape{rows}, DType::kI32);
       for (size_t l = 0; l <= chunk.blocks.size(); ++l) s.residual.push_back(ops_.zeros(Shape{local, cfg_.hidden}, dtype_));
-      for (auto& block : chunk.blocks) s.acts.push_back(block->make_activations(ops_, micro_batch, dtype_));
+      for (auto& block : chunk.blocks) {
+        if (plan_.recompute == Recompute::kFull) {
+          s.acts.push_back(shared_acts_);
+          continue;
+        }
+        const bool selective = plan_.recompute == Recompute::kSelective;
+        BlockActivations a = block->make_activations(ops_, micro_batch, dtype_, /*attention=*/!selective);
+        activation_bytes_ += activation_bytes_of(a);
+        if (selective) a.attn = shared_acts_.attn;  // rebuilt in backward
+        s.acts.push_back(std::move(a));
+      }
       s.dres = ops_.zeros(Shape{local, cfg_.hidden}, dtype_);
       s.block_dropout.resize(chunk.blocks.size());
       for (const Tensor& t : s.residual) activation_bytes_ += bytes_of(t);
-      for (const BlockActivations& a : s.acts)
-        for (const Tensor* t : {&a.norm1.y, &a.norm1.mean, &a.norm1.rstd, &a.attn.q, &a.attn.k, &a.attn.v, &a.attn.out,
-                                &a.attn.lse, &a.mid, &a.norm2.y, &a.norm2.mean, &a.norm2.rstd, &a.mlp.up, &a.mlp.gate,
-                                &a.mlp.act})
-          activation_bytes_ += bytes_of(*t);
       activation_bytes_ += bytes_of(s.dres);
     }
     slots_.push_back(std::move(slots));
-    if (!chunk.blocks.empty()) any_block = chunk.blocks.front().get();
   }
   if (any_block) scratch_ = any_block->make_scratch(ops_, micro_batch, dtype_);
   if (head_) {
@@ -151,8 +191,13 @@ void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
   Slot& s = slots_[chunk][slot];
   const bool dropout = cfg_.dropout > 0;
   for (size_t l = c.blocks.size(); l-- > 0;) {
-    c.blocks[l]->backward(ops_, s.residual[l], s.positions, s.acts[l], s.dres, scratch_,
-                          dropout ? s.block_dropout[l] : TransformerBlock::Dropout{});
+    const TransformerBlock::Dropout d = dropout ? s.block_dropout[l] : TransformerBlock::Dropout{};
+    // Rebuild what the forward pass did not keep: same kernels, same inputs, same values.
+    if (plan_.recompute == Recompute::kFull)
+      c.blocks[l]->forward(ops_, s.residual[l], s.positions, s.acts[l], recompute_out_, scratch_, d);
+    else if (plan_.recompute == Recompute::kSelective)
+      c.blocks[l]->recompute_attention(ops_, s.positions, s.acts[l], scratch_);
+    c.blocks[l]->backward(ops_, s.residual[l], s.positions, s.acts[l], s.dres, scratch_, d);
     if (last_micro_batch) {
       finish_norm_grads(c.blocks[l]->norm_grads());
       grads_ready_from(c.block_offset[l]);

@@ -25,6 +25,7 @@ model::StagePlan make_stage_plan(const RunConfig& cfg, int pp_rank, int micro_ba
   plan.embedding = pp_rank == 0;
   plan.head = pp_rank == pp - 1;
   plan.slots = PipelineExecutor::slots_needed(cfg.schedule, pp, micro_batches, v);
+  plan.recompute = cfg.recompute;
   if (description) {
     std::ostringstream os;
     os << "pipeline: pp " << pp << ", " << schedule_name(cfg.schedule);

@@ -67,7 +67,8 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
             model_->params().numel(), " parameters (", m.total_params(), " counted)");
   log_.info("memory per rank: parameters+gradients ", 2 * model_->params().flat_values().bytes() >> 20,
             " MiB, optimizer state ", double(optimizer_->state_bytes()) / (1 << 20), " MiB", cfg.zero ? " (ZeRO-1 share)" : "",
-            ", activations ", model_->activation_bytes() >> 20, " MiB");
+            ", activations ", double(model_->activation_bytes()) / (1 << 20), " MiB (recompute ",
+            model::recompute_name(cfg.recompute), ")");
   if (tp.size() > 1)
     log_.info("tensor parallel: tp ", tp.size(), ", ", m.heads / tp.size(), " heads and ",
               m.padded_vocab(tp.size()) / tp.size(), " vocabulary rows per rank (vocab padded to ",
@@ -152,6 +153,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"comm_s", topology_.dp().seconds()},
                      {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)},
                      {"bubble", r.bubble},
+                     {"act_mb", double(model_->activation_bytes()) / double(1 << 20)},
                      {"ckpt_stall_s", ckpt_stall_s_},
                      {"ckpt_write_s", checkpointer_->last_write_seconds()},
                      {"bubble_theory", bubble_theory_}});

@@ -258,6 +258,39 @@ TEST(LayoutInvariance, SequenceParallelWithDropout) {
   if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 
+// Activation recompute reruns the same kernels on the same inputs: full and selective give
+// bitwise the losses and parameters of none, under pipeline and tensor (sequence) parallelism,
+// with dropout (masks recomputed from their keys).
+TEST(LayoutInvariance, RecomputeIsBitwiseIdentical) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const std::string dir = "/tmp/trident_recompute_" + std::to_string(getpid());
+  for (int tp : {1, 2}) {
+    if (world % tp) continue;
+    RunConfig base = tiny_run(world, dir);
+    base.model.arch = model::Arch::kGPT2;
+    base.model.kv_heads = 4;
+    base.model.tie_embeddings = true;
+    base.model.layers = 8;  // pp up to 8
+    base.model.dropout = 0.1;
+    base.model.resolve();
+    base.layout = {.dp = 1, .tp = tp, .pp = world / tp};
+    base.sequence_parallel = tp > 1;
+    base.train.steps = 6;
+    const Curve none = train(base, MPI_COMM_WORLD);
+    for (model::Recompute mode : {model::Recompute::kSelective, model::Recompute::kFull}) {
+      RunConfig cfg = base;
+      cfg.recompute = mode;
+      const Curve got = train(cfg, MPI_COMM_WORLD);
+      EXPECT_EQ(got.losses, none.losses) << model::recompute_name(mode) << " tp " << tp;
+      EXPECT_EQ(got.params, none.params) << model::recompute_name(mode) << " tp " << tp;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove_all(dir);
+}
+
 // Fine-tuning data: prompts are not trained on, so micro-batches hold unequal numbers of valid
 // targets. The loss is normalised by the global batch's count, so dp still changes nothing.
 TEST(LayoutInvariance, DataParallelWithLossMasks) {

@@ -32,6 +32,9 @@ class Attention {
   // Under tensor parallelism out is this rank's partial sum [N, C]: finish_output completes it.
   void forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
                bool accumulate) const;
+  // The activations of forward without the output projection: q, k, v, rotary, attention
+  // (selective recompute rebuilds them during backward).
+  void recompute(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a) const;
   // Sums the partial outputs over the group into this rank's rows and adds the bias; returns
   // where the result is (rows, or partial itself without sequence parallelism).
   Tensor& finish_output(Ops& ops, Tensor& partial, Tensor& rows) const;

@@ -35,7 +35,8 @@ struct BlockScratch {
 class TransformerBlock {
  public:
   TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp = {});
-  BlockActivations make_activations(Ops& ops, int64_t batch, DType dtype) const;
+  // attention = false leaves a.attn empty (selective recompute shares one set).
+  BlockActivations make_activations(Ops& ops, int64_t batch, DType dtype, bool attention = true) const;
   BlockScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
 
   // Dropout applies to each branch before it joins the residual stream (when the site is active).
@@ -45,6 +46,8 @@ class TransformerBlock {
 
   void forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a, Tensor& y, BlockScratch& s,
                const Dropout& dropout) const;
+  // Selective recompute: rebuilds a.attn (q, k, v, attention output, lse) from a.norm1.
+  void recompute_attention(Ops& ops, const Tensor& positions, BlockActivations& a, BlockScratch& s) const;
   // The norms' parameter gradients: with sequence parallelism each rank holds a part of them
   // (from its rows), summed over the tp group once per step.
   std::vector<Tensor> norm_grads() const;

@@ -15,6 +15,14 @@
 
 namespace trident::model {
 
+// Activation recompute (train.recompute): none keeps every block's activations per micro-batch;
+// selective keeps all but attention's (q, k, v, attention output, lse) and rebuilds those in
+// backward; full keeps only each block's input and reruns the block's forward in backward.
+// The same kernels in the same order: losses are bitwise those of none.
+enum class Recompute { kNone, kSelective, kFull };
+Recompute recompute_from_name(const std::string& name);
+const char* recompute_name(Recompute mode);
+
 // Which layers this rank runs. chunks[c] = [first, last) global layer indices of its model
 // chunk c (virtual stage c*pp + stage); embedding / head: whether it holds virtual stage 0 /
 // the last one; slots: micro-batches in flight per chunk.
@@ -23,9 +31,12 @@ struct StagePlan {
   bool embedding = true;
   bool head = true;
   int slots = 1;
+  Recompute recompute = Recompute::kNone;
   bool tied_copy() const { return head && !embedding; }  // holds the head's copy of the tied table
 
-  static StagePlan whole(const ModelConfig& cfg) { return {{{0, cfg.layers}}, true, true, 1}; }
+  static StagePlan whole(const ModelConfig& cfg, Recompute recompute = Recompute::kNone) {
+    return {{{0, cfg.layers}}, true, true, 1, recompute};
+  }
 };
 
 class GPTModel {
@@ -123,6 +134,8 @@ class GPTModel {
   int64_t tied_end_ = 0;            // end of the tied table in the flat buffer when it is shared
   std::vector<std::vector<Slot>> slots_;  // [chunk][slot]
   BlockScratch scratch_;
+  BlockActivations shared_acts_;  // recompute: the one set of block activations rebuilt in backward
+  Tensor recompute_out_;          // full recompute: where the rerun block writes its (unused) output
   HeadBuffers head_buffers_;
   uint64_t embed_dropout_key_ = 0;
   std::vector<TransformerBlock::Dropout> layer_dropout_keys_;  // per global layer

@@ -6,6 +6,7 @@
 
 #include "trident/core/dtype.hpp"
 #include "trident/dist/topology.hpp"
+#include "trident/model/gpt_model.hpp"
 #include "trident/model/model_config.hpp"
 #include "trident/train/pipeline_schedule.hpp"
 
@@ -68,6 +69,7 @@ struct RunConfig {
   int virtual_stages = 1;   // model chunks per pipeline rank (interleaved)
   bool balanced_partition = false;
   bool sequence_parallel = false;
+  model::Recompute recompute = model::Recompute::kNone;
   TrainConfig train;
   DataConfig data;
   CommConfig comm;
