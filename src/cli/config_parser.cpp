@@ -194,6 +194,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   TRIDENT_CONFIG_CHECK(t.clip >= 0, "train.clip must be >= 0");
   TRIDENT_CONFIG_CHECK(t.weight_decay >= 0, "train.weight_decay must be >= 0");
   TRIDENT_CONFIG_CHECK(t.threads >= 0, "train.threads must be >= 0");
+  TRIDENT_CONFIG_CHECK(t.max_bad_steps >= 1, "train.max_bad_steps must be >= 1");
   TRIDENT_CONFIG_CHECK(c.log.interval >= 1, "log.interval must be >= 1");
   TRIDENT_CONFIG_CHECK(!c.log.run_dir.empty(), "log.run_dir must not be empty");
 

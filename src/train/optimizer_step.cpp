@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "trident/core/timer.hpp"
 #include "trident/train/lr_schedule.hpp"
@@ -10,10 +11,14 @@
 namespace trident::train {
 
 StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step, int64_t valid_targets,
-                          const std::function<void(int, data::Batch&)>& fill, data::Batch& batch) {
+                          const std::function<void(int, data::Batch&)>& fill, data::Batch& batch, bool poison) {
   Stopwatch watch;
   TRIDENT_CHECK(valid_targets > 0, "step ", step, ": the global batch has no trainable targets");
   parts.model.params().zero_grads(parts.ops);
+  if (poison) {  // test hook: a NaN that backward accumulates into, before any reduction starts
+    Tensor g = parts.model.params().flat_grads().narrow(0, 1);
+    parts.ops.fill(g, std::numeric_limits<double>::quiet_NaN());
+  }
   parts.reducer.start_step();
   // Each token's loss is divided by the global batch's valid targets, so the gradients summed
   // over micro-batches and dp ranks are the global-batch mean for any layout.
@@ -33,10 +38,15 @@ StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step
   r.loss = loss_sum * grad_scale;
   r.grad_norm = parts.reducer.grad_norm();
   r.lr = learning_rate(cfg, step);
-  // torch.nn.utils.clip_grad_norm_'s rule: scale by clip / (norm + 1e-6) when that is below 1.
-  const double clip_scale = cfg.clip > 0 ? std::min(1.0, cfg.clip / (r.grad_norm + 1e-6)) : 1.0;
-  parts.optimizer.step(r.lr, clip_scale);
-  parts.reducer.gather_parameters();
+  // The norm and the loss are sums over every rank's share (all-reduced), so a NaN or inf
+  // anywhere reaches every rank in this same step: all skip the update together.
+  r.skipped = !std::isfinite(r.grad_norm) || !std::isfinite(r.loss);
+  if (!r.skipped) {
+    // torch.nn.utils.clip_grad_norm_'s rule: scale by clip / (norm + 1e-6) when that is below 1.
+    const double clip_scale = cfg.clip > 0 ? std::min(1.0, cfg.clip / (r.grad_norm + 1e-6)) : 1.0;
+    parts.optimizer.step(r.lr, clip_scale);
+    parts.reducer.gather_parameters();
+  }
   r.seconds = watch.seconds();
   r.bubble = parts.pipeline.run_seconds() > 0 ? parts.pipeline.wait_seconds() / r.seconds : 0;
   return r;

@@ -101,7 +101,8 @@ Trainer::~Trainer() = default;
 
 StepResult Trainer::train_step(int64_t step) {
   return optimizer_step(*parts_, cfg_.train, step, sampler_->count_valid_targets(step),
-                        [&](int k, data::Batch& batch) { sampler_->fill(step, k, batch); }, batch_);
+                        [&](int k, data::Batch& batch) { sampler_->fill(step, k, batch); }, batch_,
+                        fault_.poisons(topology_.world_rank(), step + 1));
 }
 
 StepResult Trainer::run() {
@@ -111,13 +112,16 @@ StepResult Trainer::run() {
                   topology_.world_rank(), " at step ", step + 1);
     last = train_step(step);
     elapsed_ += last.seconds;
+    check_health(step, last);
     // A preemption signal may reach any rank: agree on it, then checkpoint and stop together.
     double preempt = preemption_requested() || fault_.preempt_after == step + 1 ? 1.0 : 0.0;
     topology_.world().all_reduce_max(&preempt, 1);
-    const bool interval = cfg_.checkpoint.interval > 0 && (step + 1) % cfg_.checkpoint.interval == 0;
+    // No periodic checkpoint of a skipped step: the newest checkpoint stays a good one.
+    const bool interval = cfg_.checkpoint.interval > 0 && (step + 1) % cfg_.checkpoint.interval == 0 && !last.skipped;
     if (interval || preempt > 0) ckpt_stall_s_ = checkpointer_->save(step + 1);
     // The first step is always logged: it shows the starting loss (about ln(vocab)).
-    if (step == start_step_ || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps || preempt > 0)
+    if (step == start_step_ || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps || preempt > 0 ||
+        last.skipped)
       log_step(step, last);
     if (preempt > 0) {
       checkpointer_->wait();
@@ -128,6 +132,25 @@ StepResult Trainer::run() {
   }
   checkpointer_->wait();  // an asynchronous write still in flight completes before the run ends
   return last;
+}
+
+void Trainer::check_health(int64_t step, const StepResult& r) {
+  if (r.skipped) {
+    ++bad_steps_;
+    log_.info("step ", step + 1, " skipped: non-finite loss or gradient (", bad_steps_, " in a row, train.max_bad_steps = ",
+              cfg_.train.max_bad_steps, ")");
+    TRIDENT_CHECK(bad_steps_ < cfg_.train.max_bad_steps, "stopping: ", bad_steps_,
+                  " consecutive steps had a non-finite loss or gradient; the newest complete checkpoint (if any) is ",
+                  Checkpointer::newest(checkpointer_->directory()).empty() ? std::string("none")
+                                                                           : Checkpointer::newest(checkpointer_->directory()));
+    return;
+  }
+  bad_steps_ = 0;
+  // Loss spikes: more than kSpikeFactor times the running mean of the recent losses.
+  constexpr double kSpikeFactor = 3.0, kMeanDecay = 0.9;
+  if (loss_mean_ > 0 && r.loss > kSpikeFactor * loss_mean_)
+    log_.info("loss spike at step ", step + 1, ": ", r.loss, " (running mean ", loss_mean_, ")");
+  loss_mean_ = loss_mean_ > 0 ? kMeanDecay * loss_mean_ + (1 - kMeanDecay) * r.loss : r.loss;
 }
 
 void Trainer::log_step(int64_t step, const StepResult& r) {
@@ -145,7 +168,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"tokens_per_s", tokens_per_s},
                      {"mfu", mfu},
                      {"loss_scale", 1.0},
-                     {"skipped", 0.0},
+                     {"skipped", r.skipped ? 1.0 : 0.0},
                      {"mem_mb", mem_mb},
                      {"elapsed_s", elapsed_},
                      {"step_s", r.seconds},

@@ -21,6 +21,7 @@ struct StepResult {
   double lr = 0;
   double seconds = 0;
   double bubble = 0;      // share of the step this rank waited for pipeline neighbours
+  bool skipped = false;   // non-finite loss or gradient somewhere: no update on any rank
 };
 
 // The objects one step works with; all outlive the call.
@@ -37,7 +38,8 @@ struct StepParts {
 
 // fill(k, batch) loads micro-batch k of this rank into batch. valid_targets counts the
 // targets >= 0 of the whole global batch (all dp ranks).
+// poison (test hook): make this rank's gradient non-finite before the reduction.
 StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step, int64_t valid_targets,
-                          const std::function<void(int, data::Batch&)>& fill, data::Batch& batch);
+                          const std::function<void(int, data::Batch&)>& fill, data::Batch& batch, bool poison = false);
 
 }  // namespace trident::train

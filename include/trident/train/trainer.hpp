@@ -35,6 +35,9 @@ class Trainer {
 
  private:
   void log_step(int64_t step, const StepResult& r);
+  // Counts consecutive skipped (non-finite) steps, stops after train.max_bad_steps of them, and
+  // logs loss spikes.
+  void check_health(int64_t step, const StepResult& r);
 
   const RunConfig& cfg_;
   Ops& ops_;
@@ -50,7 +53,9 @@ class Trainer {
   std::unique_ptr<StepParts> parts_;
   std::unique_ptr<Checkpointer> checkpointer_;
   int64_t start_step_ = 0;    // optimizer steps done before this run (resumed)
-  double ckpt_stall_s_ = 0;   // training time the last checkpoint took (the whole write when sync)
+  double ckpt_stall_s_ = 0;
+  int bad_steps_ = 0;
+  double loss_mean_ = 0;  // running mean of recent losses (spike detection)   // training time the last checkpoint took (the whole write when sync)
   double bubble_theory_ = 0;
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;
