@@ -12,6 +12,7 @@
 
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
+#include "trident/train/loss_scaler.hpp"
 
 namespace po = boost::program_options;
 
@@ -125,6 +126,10 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   t.clip = v.number("train.clip");
   t.seed = static_cast<uint64_t>(v.integer("train.seed"));
   t.precision = dtype_from_name(v.str("train.precision"));
+  TRIDENT_CONFIG_CHECK(t.precision == DType::kF32 || t.precision == DType::kBF16 || t.precision == DType::kF16,
+                       "train.precision must be fp32, bf16 or fp16 (got ", v.str("train.precision"), ")");
+  t.loss_scale = v.str("train.loss_scale");
+  (void)train::LossScaler(t.loss_scale, /*enabled=*/true);  // checks the value
   t.threads = v.int32("train.threads");
   t.max_bad_steps = v.int32("train.max_bad_steps");
 
@@ -145,7 +150,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
   v.require_default("model.init_from", "initialisation from a pretrained model");
-  v.require_default("train.precision", "mixed precision");
   v.require_default("lora.enabled", "LoRA");
   v.require_default("lisa.enabled", "LISA");
   v.require_default("data.packing", "packing");

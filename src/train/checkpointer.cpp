@@ -154,7 +154,7 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done) const {
                    {"tokens", double(steps_done) * cfg_.train.global_batch * cfg_.model.seq_len},
                    {"sampler_step", double(steps_done)},  // the data order is a function of (seed, step)
                    {"seed", double(cfg_.train.seed)},     // and so are initialisation and dropout masks
-                   {"loss_scale", 1.0},
+                   {"loss_scale", loss_scale_},
                    {"layout_dp", double(L.dp)},
                    {"layout_tp", double(L.tp)},
                    {"layout_pp", double(L.pp)},
@@ -246,6 +246,7 @@ int64_t Checkpointer::resume() {
   const io::CheckpointAttributes attrs = io::read_checkpoint(path, topology_.world().comm(), datasets_, wanted);
   const int64_t steps = static_cast<int64_t>(attrs.numbers.at("step"));
   optimizer_.set_steps_taken(steps);
+  if (attrs.numbers.count("loss_scale")) restored_loss_scale_ = attrs.numbers.at("loss_scale");
   log_.info("resumed from ", path, ": ", steps, " steps done (written by dp ", attrs.numbers.at("layout_dp"), " tp ",
             attrs.numbers.at("layout_tp"), " pp ", attrs.numbers.at("layout_pp"), ")");
   return steps;

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <string>
 
 #include "trident/core/error.hpp"
 
@@ -16,13 +18,16 @@ FaultInjection FaultInjection::from_environment() {
     TRIDENT_CONFIG_CHECK(*end == '\0' && f.preempt_after >= 1, "TRIDENT_TEST_PREEMPT='", preempt,
                          "': expected a step number >= 1");
   }
-  if (const char* nan = std::getenv("TRIDENT_TEST_NAN"); nan && *nan) {
+  if (const char* spec = std::getenv("TRIDENT_TEST_NONFINITE"); spec && *spec) {
     long long step = -1, count = 1;
-    const int fields = std::sscanf(nan, "rank=%d,step=%lld,count=%lld", &f.nan_rank, &step, &count);
-    TRIDENT_CONFIG_CHECK(fields >= 2 && f.nan_rank >= 0 && step >= 1 && count >= 1, "TRIDENT_TEST_NAN='", nan,
-                         "': expected rank=R,step=S[,count=C]");
+    char value[8] = "nan";
+    const int fields = std::sscanf(spec, "rank=%d,step=%lld,count=%lld,value=%3s", &f.nan_rank, &step, &count, value);
+    const std::string v = value;
+    TRIDENT_CONFIG_CHECK(fields >= 2 && f.nan_rank >= 0 && step >= 1 && count >= 1 && (v == "nan" || v == "inf"),
+                         "TRIDENT_TEST_NONFINITE='", spec, "': expected rank=R,step=S[,count=C[,value=nan|inf]]");
     f.nan_step = step;
     f.nan_count = count;
+    f.nan_value = v == "inf" ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
   }
   const char* text = std::getenv("TRIDENT_TEST_FAIL");
   if (!text || !*text) return f;

@@ -11,18 +11,20 @@
 namespace trident::train {
 
 StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step, int64_t valid_targets,
-                          const std::function<void(int, data::Batch&)>& fill, data::Batch& batch, bool poison) {
+                          const std::function<void(int, data::Batch&)>& fill, data::Batch& batch, double poison) {
   Stopwatch watch;
   TRIDENT_CHECK(valid_targets > 0, "step ", step, ": the global batch has no trainable targets");
   parts.model.params().zero_grads(parts.ops);
-  if (poison) {  // test hook: a NaN that backward accumulates into, before any reduction starts
+  if (poison != 0) {  // test hook: a NaN or inf that backward accumulates into, before any reduction
     Tensor g = parts.model.params().flat_grads().narrow(0, 1);
-    parts.ops.fill(g, std::numeric_limits<double>::quiet_NaN());
+    parts.ops.fill(g, poison);
   }
   parts.reducer.start_step();
   // Each token's loss is divided by the global batch's valid targets, so the gradients summed
   // over micro-batches and dp ranks are the global-batch mean for any layout.
-  const double grad_scale = 1.0 / static_cast<double>(valid_targets);
+  // With loss scaling the gradients carry the scale; the optimizer divides it out again.
+  const double loss_scale = parts.scaler ? parts.scaler->scale() : 1.0;
+  const double grad_scale = loss_scale / static_cast<double>(valid_targets);
   std::function<void(int64_t)> on_final;
   if (parts.reducer.overlap()) on_final = [&](int64_t offset) { parts.reducer.grads_final_from(offset); };
   double loss_sum = parts.pipeline.run(step, grad_scale, fill, batch, on_final);
@@ -35,8 +37,9 @@ StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step
   parts.dp.all_reduce_sum(&loss_sum, 1);
 
   StepResult r;
-  r.loss = loss_sum * grad_scale;
-  r.grad_norm = parts.reducer.grad_norm();
+  r.loss_scale = loss_scale;
+  r.loss = loss_sum / static_cast<double>(valid_targets);
+  r.grad_norm = parts.reducer.grad_norm() / loss_scale;
   r.lr = learning_rate(cfg, step);
   // The norm and the loss are sums over every rank's share (all-reduced), so a NaN or inf
   // anywhere reaches every rank in this same step: all skip the update together.
@@ -44,9 +47,10 @@ StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step
   if (!r.skipped) {
     // torch.nn.utils.clip_grad_norm_'s rule: scale by clip / (norm + 1e-6) when that is below 1.
     const double clip_scale = cfg.clip > 0 ? std::min(1.0, cfg.clip / (r.grad_norm + 1e-6)) : 1.0;
-    parts.optimizer.step(r.lr, clip_scale);
+    parts.optimizer.step(r.lr, clip_scale / loss_scale);
     parts.reducer.gather_parameters();
   }
+  if (parts.scaler) parts.scaler->update(r.skipped);
   r.seconds = watch.seconds();
   r.bubble = parts.pipeline.run_seconds() > 0 ? parts.pipeline.wait_seconds() / r.seconds : 0;
   return r;

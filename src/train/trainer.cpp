@@ -57,9 +57,17 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
       ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1},
       topology.model_parallel().size() > 1 ? &topology.model_parallel() : nullptr, topology.tp_rank());
   optimizer_ = std::make_unique<AdamW>(model_->params(), ops, cfg.train, reducer_->optimizer_segments());
+  scaler_ = std::make_unique<LossScaler>(cfg.train.loss_scale, cfg.train.precision == DType::kF16);
   parts_ = std::make_unique<StepParts>(StepParts{*model_, *optimizer_, *reducer_, *pipeline_, ops, topology.dp(),
-                                                 topology.pp(), topology.embedding()});
-  peak_flops_ = ops.peak_flops(DType::kF32);
+                                                 topology.pp(), topology.embedding(), scaler_.get()});
+  const DType matmul = ops.set_matmul_precision(cfg.train.precision);
+  if (cfg.train.precision != DType::kF32)
+    log_.info("mixed precision: GEMM inputs in ", dtype_name(matmul), " with fp32 accumulation; fp32 master weights, ",
+              "optimizer state, reductions and activations", cfg.train.precision == DType::kF16
+                  ? "; fp16 is emulated on this CPU (inputs rounded to fp16, fp32 arithmetic); loss scale " + cfg.train.loss_scale
+                  : std::string());
+  // MFU against the peak of the arithmetic the GEMMs use (bf16 dot products: twice fp32).
+  peak_flops_ = ops.peak_flops(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32);
 
   const model::ModelConfig& m = model_->config();
   log_.info("model: ", model::arch_name(m.arch), ", ", m.layers, " layers, hidden ", m.hidden, ", heads ", m.heads,
@@ -80,10 +88,12 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
             sampler_->num_windows(), " windows of ", m.seq_len, "; global batch ", cfg.train.global_batch,
             " = dp ", topology.layout().dp, " x ", sampler_->micro_batches_per_step(), " micro-batches x ",
             cfg.train.micro_batch, " sequences");
-  log_.info("backend: ", ops.name(), ", measured peak ", peak_flops_ / 1e9, " GFLOP/s fp32 per rank");
+  log_.info("backend: ", ops.name(), ", peak ", peak_flops_ / 1e9, " GFLOP/s per rank for ",
+            dtype_name(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32), " (measured FMA rate)");
 
   checkpointer_ = std::make_unique<Checkpointer>(cfg, topology, *model_, *optimizer_, log);
   start_step_ = checkpointer_->resume();
+  if (checkpointer_->restored_loss_scale() > 0 && scaler_->dynamic()) scaler_->restore(checkpointer_->restored_loss_scale());
   TRIDENT_CONFIG_CHECK(start_step_ <= cfg.train.steps, "the checkpoint has ", start_step_,
                        " steps done, more than train.steps = ", cfg.train.steps);
   if (topology.world_rank() == 0) {
@@ -102,7 +112,7 @@ Trainer::~Trainer() = default;
 StepResult Trainer::train_step(int64_t step) {
   return optimizer_step(*parts_, cfg_.train, step, sampler_->count_valid_targets(step),
                         [&](int k, data::Batch& batch) { sampler_->fill(step, k, batch); }, batch_,
-                        fault_.poisons(topology_.world_rank(), step + 1));
+                        fault_.poisons(topology_.world_rank(), step + 1) ? fault_.nan_value : 0.0);
 }
 
 StepResult Trainer::run() {
@@ -118,6 +128,7 @@ StepResult Trainer::run() {
     topology_.world().all_reduce_max(&preempt, 1);
     // No periodic checkpoint of a skipped step: the newest checkpoint stays a good one.
     const bool interval = cfg_.checkpoint.interval > 0 && (step + 1) % cfg_.checkpoint.interval == 0 && !last.skipped;
+    checkpointer_->set_loss_scale(scaler_->scale());
     if (interval || preempt > 0) ckpt_stall_s_ = checkpointer_->save(step + 1);
     // The first step is always logged: it shows the starting loss (about ln(vocab)).
     if (step == start_step_ || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps || preempt > 0 ||
@@ -167,7 +178,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"tokens", tokens_per_step * double(step + 1)},
                      {"tokens_per_s", tokens_per_s},
                      {"mfu", mfu},
-                     {"loss_scale", 1.0},
+                     {"loss_scale", r.loss_scale},
                      {"skipped", r.skipped ? 1.0 : 0.0},
                      {"mem_mb", mem_mb},
                      {"elapsed_s", elapsed_},

@@ -30,6 +30,11 @@ class Ops {
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
   virtual void fill(Tensor& x, double value) = 0;
 
+  // Mixed precision: fp32 GEMMs round their inputs to dtype (kBF16, kF16) and accumulate in
+  // fp32; kF32 (the default) computes in fp32. Returns the precision the backend will use
+  // (kF32 where the hardware or library has no such path).
+  virtual DType set_matmul_precision(DType dtype) = 0;
+
   // c = alpha * op(a) @ op(b) + beta * c, a and b seen as 2-D [rows, last dim].
   // op(a): [M, K], op(b): [K, N], c: [M, N]. trans_b with b = W[out, in] gives x @ W^T.
   virtual void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,

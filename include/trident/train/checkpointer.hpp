@@ -42,6 +42,9 @@ class Checkpointer {
   void wait();
   // Seconds the last completed write took (the whole write, in the background when async).
   double last_write_seconds() const { return last_write_s_; }
+  // The loss scale to store with the next checkpoint, and the one a resume restored (0: none).
+  void set_loss_scale(double scale) { loss_scale_ = scale; }
+  double restored_loss_scale() const { return restored_loss_scale_; }
   // Collective: loads per checkpoint.resume (auto: the newest complete checkpoint in the
   // directory, if any; none; or a path). Returns the optimizer steps done by the loaded state
   // (0 when nothing was loaded).
@@ -73,7 +76,8 @@ class Checkpointer {
   const Logger& log_;
   std::string dir_;
   std::map<std::string, Shape> datasets_;  // every rank's, identical on all ranks
-  std::atomic<double> last_write_s_ = 0;  // set by the writer thread in async mode
+  std::atomic<double> last_write_s_ = 0;
+  double loss_scale_ = 1.0, restored_loss_scale_ = 0.0;  // set by the writer thread in async mode
   // Asynchronous mode.
   MPI_Comm async_comm_ = MPI_COMM_NULL;
   Tensor snapshot_values_, snapshot_exp_avg_, snapshot_exp_avg_sq_;

@@ -3,8 +3,8 @@
 //     rank must end the whole job with its message, not leave the others in a collective);
 //   TRIDENT_TEST_PREEMPT=S: after step S the run behaves as if SIGTERM had arrived
 //     (checkpoint, exit 0), at a step chosen exactly;
-//   TRIDENT_TEST_NAN="rank=R,step=S,count=C": rank R's gradients hold a NaN in steps S..S+C-1
-//     (every rank must skip those steps together).
+//   TRIDENT_TEST_NONFINITE="rank=R,step=S,count=C,value=nan|inf": one of rank R's gradients is
+//     NaN or inf (an fp16 overflow) in steps S..S+C-1; every rank must skip those steps together.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,6 +17,7 @@ struct FaultInjection {
   int64_t preempt_after = -1;  // 1-based step after which to act as preempted
   int nan_rank = -1;
   int64_t nan_step = -1, nan_count = 0;
+  double nan_value = 0;
 
   // Parses TRIDENT_TEST_FAIL; an unset variable means no fault, a malformed one is a ConfigError.
   static FaultInjection from_environment();

@@ -28,7 +28,8 @@ struct TrainConfig {
   double eps = 1e-8;
   double clip = 1.0;        // 0: no clipping
   uint64_t seed = 1234;
-  DType precision = DType::kF32;
+  DType precision = DType::kF32;   // GEMM inputs: fp32, bf16 or fp16 (fp32 accumulation)
+  std::string loss_scale = "dynamic";
   int threads = 0;          // 0: cores of the node / ranks on the node
   int max_bad_steps = 5;
 };

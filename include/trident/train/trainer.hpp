@@ -50,6 +50,7 @@ class Trainer {
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<PipelineExecutor> pipeline_;
+  std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<StepParts> parts_;
   std::unique_ptr<Checkpointer> checkpointer_;
   int64_t start_step_ = 0;    // optimizer steps done before this run (resumed)

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common.hpp"
+#include "gemm_low_precision.hpp"
 #include "kernels.hpp"
 
 namespace trident {
@@ -32,9 +33,19 @@ class CpuOps final : public Ops {
   void copy(const Tensor& src, Tensor& dst) override { cpu::copy(src, dst); }
   void fill(Tensor& x, double value) override { cpu::fill(x, value); }
 
+  DType set_matmul_precision(DType dtype) override {
+    TRIDENT_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16, "matmul precision ",
+                  dtype_name(dtype));
+    matmul_precision_ = dtype;
+    return dtype;  // bf16: oneDNN uses AVX-512 BF16 where present and converts elsewhere
+  }
+
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
             Tensor& c) override {
-    cpu::gemm(trans_a, trans_b, alpha, a, b, beta, c);
+    if (matmul_precision_ != DType::kF32 && a.dtype() == DType::kF32)
+      low_precision_.run(matmul_precision_, trans_a, trans_b, alpha, a, b, beta, c);
+    else
+      cpu::gemm(trans_a, trans_b, alpha, a, b, beta, c);
   }
 
   void add_bias(Tensor& y, const Tensor& bias) override { cpu::add_bias(y, bias); }
@@ -121,6 +132,8 @@ class CpuOps final : public Ops {
  private:
   cpu::RopeTable rope_table_;
   std::optional<double> peak_f32_, peak_f64_;
+  DType matmul_precision_ = DType::kF32;
+  cpu::LowPrecisionGemm low_precision_;
 };
 
 }  // namespace
