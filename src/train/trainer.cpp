@@ -61,6 +61,9 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   parts_ = std::make_unique<StepParts>(StepParts{*model_, *optimizer_, *reducer_, *pipeline_, ops, topology.dp(),
                                                  topology.pp(), topology.embedding(), scaler_.get()});
   const DType matmul = ops.set_matmul_precision(cfg.train.precision);
+  if (matmul != cfg.train.precision)
+    log_.info("train.precision = ", dtype_name(cfg.train.precision), ": this processor has no ",
+              dtype_name(cfg.train.precision), " instructions; computing in ", dtype_name(matmul));
   if (cfg.train.precision != DType::kF32)
     log_.info("mixed precision: GEMM inputs in ", dtype_name(matmul), " with fp32 accumulation; fp32 master weights, ",
               "optimizer state, reductions and activations", cfg.train.precision == DType::kF16

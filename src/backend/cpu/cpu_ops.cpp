@@ -36,8 +36,9 @@ class CpuOps final : public Ops {
   DType set_matmul_precision(DType dtype) override {
     TRIDENT_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16, "matmul precision ",
                   dtype_name(dtype));
-    matmul_precision_ = dtype;
-    return dtype;  // bf16: oneDNN uses AVX-512 BF16 where present and converts elsewhere
+    // Without AVX-512 BF16 a bf16 GEMM would only be emulated, slower than fp32: compute in fp32.
+    matmul_precision_ = dtype == DType::kBF16 && !cpu::cpu_has_avx512_bf16() ? DType::kF32 : dtype;
+    return matmul_precision_;
   }
 
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
