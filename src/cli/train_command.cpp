@@ -10,6 +10,7 @@
 #include "trident/core/log.hpp"
 #include "trident/core/timer.hpp"
 #include "trident/dist/mpi_session.hpp"
+#include "trident/train/preemption.hpp"
 #include "trident/train/trainer.hpp"
 
 namespace trident::cli {
@@ -40,6 +41,8 @@ int run_train(int argc, char** argv) {
     std::printf("%s\n", config_help(kUsage).c_str());
     return 0;
   }
+  // Before MPI and OpenMP start their threads, which inherit the blocked mask.
+  train::block_preemption_signals();
   dist::MpiSession mpi(&argc, &argv);
   Logger log(mpi.world_rank());
   train::RunConfig cfg;

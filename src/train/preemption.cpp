@@ -1,23 +1,34 @@
-// SIGTERM / SIGUSR1 handling for preemptible runs.
+// SIGTERM / SIGUSR1 as polled, blocked signals.
 #include "trident/train/preemption.hpp"
 
 #include <csignal>
+#include <ctime>
 
 namespace trident::train {
 
 namespace {
-volatile std::sig_atomic_t g_preempt = 0;  // the only global: a signal handler can do nothing else
-extern "C" void on_preemption_signal(int) { g_preempt = 1; }
+sigset_t preemption_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  return set;
+}
 }  // namespace
 
-void install_preemption_handlers() {
-  struct sigaction action {};
-  action.sa_handler = on_preemption_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGUSR1, &action, nullptr);
+void block_preemption_signals() {
+  const sigset_t set = preemption_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-bool preemption_requested() { return g_preempt != 0; }
+bool preemption_requested() {
+  sigset_t pending;
+  sigpending(&pending);
+  if (!sigismember(&pending, SIGTERM) && !sigismember(&pending, SIGUSR1)) return false;
+  const sigset_t set = preemption_signals();
+  const timespec now{0, 0};
+  sigtimedwait(&set, nullptr, &now);  // consume it
+  return true;
+}
 
 }  // namespace trident::train

@@ -106,7 +106,6 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
     metrics_ = std::make_unique<io::MetricsWriter>((std::filesystem::path(cfg.log.run_dir) / "metrics.jsonl").string(),
                                                    /*append=*/start_step_ > 0);
   }
-  install_preemption_handlers();
   topology.world().barrier();
 }
 
