@@ -8,6 +8,7 @@
 #include <iostream>
 #include <vector>
 
+#include "bench_options.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/dist/communicator.hpp"
 #include "trident/dist/mpi_session.hpp"
@@ -61,17 +62,7 @@ int bench_allreduce(int argc, char** argv) {
       ("max-bytes", po::value<int64_t>()->default_value(int64_t(256) << 20), "largest message (sizes x4)")
       ("seconds", po::value<double>()->default_value(0.3), "time per size and method");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "trident bench allreduce: %s\n", e.what());
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (const auto stop = parse_bench_options(desc, argc, argv, "allreduce", vm)) return *stop;
   dist::MpiSession mpi(&argc, &argv);
   dist::Communicator world(MPI_COMM_WORLD);
   const int n = world.size(), r = world.rank();

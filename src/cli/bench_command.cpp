@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trident/backend/cpu_ops.hpp"
+#include "bench_options.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/timer.hpp"
 
@@ -55,17 +56,7 @@ int bench_gemm(int argc, char** argv) {
       ("precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 (inputs rounded, fp32 accumulation)")
       ("seconds", po::value<double>()->default_value(0.5), "time per shape");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "trident bench gemm: %s\n", e.what());
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (const auto stop = parse_bench_options(desc, argc, argv, "gemm", vm)) return *stop;
   const int64_t n = vm["rows"].as<int64_t>(), c = vm["hidden"].as<int64_t>(), f = vm["ffn"].as<int64_t>(),
                 v = vm["vocab"].as<int64_t>();
   if (n < 1 || c < 1 || f < 1 || v < 1) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "bench_options.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/timer.hpp"
 #include "trident/dist/mpi_session.hpp"
@@ -24,17 +25,7 @@ int bench_io(int argc, char** argv) {
       ("mb", po::value<int64_t>()->default_value(512), "checkpoint size in MiB (fp32 tensors of 16 MiB)")
       ("dir", po::value<std::string>()->default_value("runs/bench-io"), "directory for the files (removed after)");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "trident bench io: %s\n", e.what());
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (const auto stop = parse_bench_options(desc, argc, argv, "io", vm)) return *stop;
   dist::MpiSession mpi(&argc, &argv);
   const int rank = mpi.world_rank(), size = mpi.world_size();
   const std::string dir = vm["dir"].as<std::string>();

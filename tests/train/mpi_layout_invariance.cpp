@@ -89,6 +89,27 @@ Curve train(const RunConfig& cfg, MPI_Comm base) {
   return curve;
 }
 
+// Every test: this rank's place in MPI_COMM_WORLD and scratch run directories named by the
+// process id (so ranks never share one), removed after the test.
+class LayoutInvariance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    dir = "/tmp/trident_layout_" + std::to_string(getpid());
+  }
+  void TearDown() override {
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank is done with the runs before they go
+    std::filesystem::remove_all(ref_dir());
+    std::filesystem::remove_all(dp_dir());
+    std::filesystem::remove_all(dir);
+  }
+  std::string ref_dir() const { return dir + "_ref"; }
+  std::string dp_dir() const { return dir + "_dp"; }
+  int rank = 0, world = 1;
+  std::string dir;
+};
+
 struct Variant {
   bool overlap;
   int zero;
@@ -96,18 +117,14 @@ struct Variant {
   double bucket_mb;
 };
 
-TEST(LayoutInvariance, DataParallelMatchesSingleRank) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  const std::string dir = "/tmp/trident_layout_" + std::to_string(getpid());
-  const Curve reference = train(tiny_run(1, dir + "_ref" + std::to_string(rank)), MPI_COMM_SELF);
+TEST_F(LayoutInvariance, DataParallelMatchesSingleRank) {
+  const Curve reference = train(tiny_run(1, ref_dir()), MPI_COMM_SELF);
 
   // Small buckets so several reductions are in flight during backward.
   const Variant variants[] = {{true, 0, 2, 0.05}, {false, 0, 2, 25}, {true, 1, 2, 0.05}, {false, 1, 1, 25},
                               {true, 0, 1, 0.05}};
   for (const Variant& v : variants) {
-    RunConfig cfg = tiny_run(world, dir + "_dp");
+    RunConfig cfg = tiny_run(world, dp_dir());
     cfg.comm = {.bucket_mb = v.bucket_mb, .overlap = v.overlap};
     cfg.zero = v.zero;
     cfg.train.micro_batch = v.micro_batch;
@@ -118,21 +135,14 @@ TEST(LayoutInvariance, DataParallelMatchesSingleRank) {
       EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what << " step " << s + 1;
     EXPECT_LT(testing::relative_error(got.params, reference.params), 1e-5) << what;
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  std::filesystem::remove_all(dir + "_ref" + std::to_string(rank));
-  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 
 // Tensor parallelism (with data parallelism and ZeRO-1 where the world allows): every
 // (dp, tp) with dp * tp = world, GPT-2 (tied vocabulary-parallel embedding, learned
 // positions, biases) and Llama (GQA, untied head), vocabulary padded for tp.
-TEST(LayoutInvariance, TensorParallelMatchesSingleRank) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  const std::string dir = "/tmp/trident_tp_" + std::to_string(getpid());
+TEST_F(LayoutInvariance, TensorParallelMatchesSingleRank) {
   for (model::Arch arch : {model::Arch::kGPT2, model::Arch::kLlama}) {
-    RunConfig ref_cfg = tiny_run(1, dir + "_ref");
+    RunConfig ref_cfg = tiny_run(1, ref_dir());
     ref_cfg.model.arch = arch;
     ref_cfg.model.kv_heads = arch == model::Arch::kLlama ? 2 : 4;
     ref_cfg.model.tie_embeddings = arch == model::Arch::kGPT2;
@@ -144,7 +154,7 @@ TEST(LayoutInvariance, TensorParallelMatchesSingleRank) {
     for (bool sequence_parallel : {false, true}) {
       if (ref_cfg.model.kv_heads % tp) continue;
       RunConfig cfg = ref_cfg;
-      cfg.log.run_dir = dir + "_dp";
+      cfg.log.run_dir = dp_dir();
       cfg.layout = {.dp = world / tp, .tp = tp, .pp = 1};
       cfg.zero = world / tp > 1 ? 1 : 0;
       cfg.sequence_parallel = sequence_parallel;
@@ -157,24 +167,17 @@ TEST(LayoutInvariance, TensorParallelMatchesSingleRank) {
       EXPECT_LT(parameter_error(got, reference), 1e-5) << what;
     }
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  std::filesystem::remove_all(dir + "_ref");
-  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 
 // The full 3D grid: every layout of DESIGN.md's list that fits the world size, with each
 // pipeline schedule, GPT-2 (embeddings tied across the first and last stage) and Llama.
-TEST(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  const std::string dir = "/tmp/trident_3d_" + std::to_string(getpid());
+TEST_F(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
   struct Layout3 {
     int dp, tp, pp;
   };
   const std::vector<Layout3> all = {{1, 1, 2}, {1, 1, 4}, {2, 1, 2}, {1, 2, 2}, {2, 2, 2}, {1, 2, 4}, {4, 2, 1}, {2, 1, 4}};
   for (model::Arch arch : {model::Arch::kGPT2, model::Arch::kLlama}) {
-    RunConfig ref_cfg = tiny_run(1, dir + "_ref");
+    RunConfig ref_cfg = tiny_run(1, ref_dir());
     ref_cfg.model.arch = arch;
     ref_cfg.model.layers = 8;
     ref_cfg.model.kv_heads = arch == model::Arch::kLlama ? 2 : 4;
@@ -186,7 +189,7 @@ TEST(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
       if (L.dp * L.tp * L.pp != world || ref_cfg.model.kv_heads % L.tp) continue;
       for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kInterleaved}) {
         RunConfig cfg = ref_cfg;
-        cfg.log.run_dir = dir + "_dp";
+        cfg.log.run_dir = dp_dir();
         cfg.layout = {.dp = L.dp, .tp = L.tp, .pp = L.pp};
         cfg.schedule = kind;
         cfg.virtual_stages = kind == ScheduleKind::kInterleaved ? 2 : 1;
@@ -204,40 +207,26 @@ TEST(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
       }
     }
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  std::filesystem::remove_all(dir + "_ref");
-  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 
 // Dropout masks are keyed by the global index of each element, so dp changes nothing either.
-TEST(LayoutInvariance, DataParallelWithDropout) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  const std::string dir = "/tmp/trident_dropout_" + std::to_string(getpid());
-  RunConfig ref_cfg = tiny_run(1, dir + "_ref");
+TEST_F(LayoutInvariance, DataParallelWithDropout) {
+  RunConfig ref_cfg = tiny_run(1, ref_dir());
   ref_cfg.model.dropout = 0.1;
   const Curve reference = train(ref_cfg, MPI_COMM_SELF);
-  RunConfig cfg = tiny_run(world, dir + "_dp");
+  RunConfig cfg = tiny_run(world, dp_dir());
   cfg.model.dropout = 0.1;
   cfg.train.micro_batch = 1;
   const Curve got = train(cfg, MPI_COMM_WORLD);
   for (size_t s = 0; s < reference.losses.size(); ++s)
     EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << "step " << s + 1;
   EXPECT_LT(testing::relative_error(got.params, reference.params), 1e-5);
-  MPI_Barrier(MPI_COMM_WORLD);
-  std::filesystem::remove_all(dir + "_ref");
-  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 
 // Sequence parallelism with dropout: each rank drops the elements of its own rows, keyed by
 // their global index, so the masks equal the single rank's.
-TEST(LayoutInvariance, SequenceParallelWithDropout) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  const std::string dir = "/tmp/trident_spdrop_" + std::to_string(getpid());
-  RunConfig ref_cfg = tiny_run(1, dir + "_ref");
+TEST_F(LayoutInvariance, SequenceParallelWithDropout) {
+  RunConfig ref_cfg = tiny_run(1, ref_dir());
   ref_cfg.model.arch = model::Arch::kGPT2;
   ref_cfg.model.kv_heads = 4;
   ref_cfg.model.tie_embeddings = true;
@@ -246,29 +235,22 @@ TEST(LayoutInvariance, SequenceParallelWithDropout) {
   ref_cfg.model.resolve();
   const Curve reference = train(ref_cfg, MPI_COMM_SELF);
   RunConfig cfg = ref_cfg;
-  cfg.log.run_dir = dir + "_dp";
+  cfg.log.run_dir = dp_dir();
   cfg.layout = {.dp = 1, .tp = 2, .pp = world / 2};
   cfg.sequence_parallel = true;
   const Curve got = train(cfg, MPI_COMM_WORLD);
   for (size_t s = 0; s < reference.losses.size(); ++s)
     EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << "step " << s + 1;
   EXPECT_LT(parameter_error(got, reference), 1e-5);
-  MPI_Barrier(MPI_COMM_WORLD);
-  std::filesystem::remove_all(dir + "_ref");
-  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 
 // Activation recompute reruns the same kernels on the same inputs: full and selective give
 // bitwise the losses and parameters of none, under pipeline and tensor (sequence) parallelism,
 // with dropout (masks recomputed from their keys).
-TEST(LayoutInvariance, RecomputeIsBitwiseIdentical) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  const std::string dir = "/tmp/trident_recompute_" + std::to_string(getpid());
+TEST_F(LayoutInvariance, RecomputeIsBitwiseIdentical) {
   for (int tp : {1, 2}) {
     if (world % tp) continue;
-    RunConfig base = tiny_run(world, dir);
+    RunConfig base = tiny_run(world, dp_dir());
     base.model.arch = model::Arch::kGPT2;
     base.model.kv_heads = 4;
     base.model.tie_embeddings = true;
@@ -288,7 +270,6 @@ TEST(LayoutInvariance, RecomputeIsBitwiseIdentical) {
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0) std::filesystem::remove_all(dir);
 }
 
 // bf16 GEMM inputs: rounding is per element and deterministic, but fp32 accumulation inside a
@@ -296,55 +277,45 @@ TEST(LayoutInvariance, RecomputeIsBitwiseIdentical) {
 // an activation then near a bf16 rounding boundary moves by one bf16 step (2^-8 relative).
 // Measured after 20 steps: losses within ~1e-5, parameters ~1.5e-4 (relative L2); the bounds
 // are 1e-4 and 1e-3, a quarter of a bf16 step.
-TEST(LayoutInvariance, BFloat16MatchesSingleRankWithinItsTolerance) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  const std::string dir = "/tmp/trident_bf16_" + std::to_string(getpid());
-  RunConfig ref_cfg = tiny_run(1, dir + "_ref" + std::to_string(rank));
+TEST_F(LayoutInvariance, BFloat16MatchesSingleRankWithinItsTolerance) {
+  RunConfig ref_cfg = tiny_run(1, ref_dir());
   ref_cfg.train.precision = DType::kBF16;
   const Curve reference = train(ref_cfg, MPI_COMM_SELF);
   RunConfig cfg = ref_cfg;
-  cfg.log.run_dir = dir + "_dp";
+  cfg.log.run_dir = dp_dir();
   cfg.layout = {.dp = world / 2, .tp = 2, .pp = 1};
   const Curve got = train(cfg, MPI_COMM_WORLD);
   for (size_t s = 0; s < reference.losses.size(); ++s)
     EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-4 * reference.losses[s]) << "step " << s + 1;
   EXPECT_LT(parameter_error(got, reference), 1e-3);
-  MPI_Barrier(MPI_COMM_WORLD);
-  std::filesystem::remove_all(dir + "_ref" + std::to_string(rank));
-  if (rank == 0) std::filesystem::remove_all(dir + "_dp");
 }
 
 // Fine-tuning data: prompts are not trained on, so micro-batches hold unequal numbers of valid
 // targets. The loss is normalised by the global batch's count, so dp still changes nothing.
-TEST(LayoutInvariance, DataParallelWithLossMasks) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  std::string dir = "/tmp/trident_masks_XXXXXX";
+TEST_F(LayoutInvariance, DataParallelWithLossMasks) {
+  std::string shards = "/tmp/trident_masks_XXXXXX";
   if (rank == 0) {
-    dir = mkdtemp(dir.data());
-    std::ofstream jsonl(dir + "/tasks.jsonl");
+    shards = mkdtemp(shards.data());
+    std::ofstream jsonl(shards + "/tasks.jsonl");
     for (int i = 0; i < 400; ++i) {
       // Prompts of 5 to 120 characters, answers of 3 to 40: masks cover very different shares.
       jsonl << "{\"input\": \"Q" << i << ": " << std::string(5 + (i * 37) % 115, char('a' + i % 26))
             << "\", \"output\": \"A: " << i * i << std::string((i * 11) % 37, 'z') << "\"}\n";
     }
     jsonl.close();
-    data::prepare_shards({.inputs = {dir + "/tasks.jsonl"}, .output = dir + "/tasks"});
+    data::prepare_shards({.inputs = {shards + "/tasks.jsonl"}, .output = shards + "/tasks"});
   }
   char path[64] = {};
-  std::snprintf(path, sizeof path, "%s", dir.c_str());
+  std::snprintf(path, sizeof path, "%s", shards.c_str());
   MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
-  dir = path;
+  shards = path;
 
-  RunConfig ref_cfg = tiny_run(1, dir + "/ref" + std::to_string(rank));
-  ref_cfg.data.train = dir + "/tasks";
+  RunConfig ref_cfg = tiny_run(1, ref_dir());
+  ref_cfg.data.train = shards + "/tasks";
   const Curve reference = train(ref_cfg, MPI_COMM_SELF);
   for (int zero : {0, 1}) {
-    RunConfig cfg = tiny_run(world, dir + "/dp");
-    cfg.data.train = dir + "/tasks";
+    RunConfig cfg = tiny_run(world, dp_dir());
+    cfg.data.train = shards + "/tasks";
     cfg.zero = zero;
     cfg.comm.bucket_mb = 0.05;
     const Curve got = train(cfg, MPI_COMM_WORLD);
@@ -353,7 +324,7 @@ TEST(LayoutInvariance, DataParallelWithLossMasks) {
     EXPECT_LT(testing::relative_error(got.params, reference.params), 1e-5) << "zero " << zero;
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0) std::filesystem::remove_all(dir);
+  if (rank == 0) std::filesystem::remove_all(shards);
 }
 
 }  // namespace
