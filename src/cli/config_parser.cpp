@@ -108,7 +108,9 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   c.sequence_parallel = v.boolean("parallel.sequence_parallel");
   c.recompute = model::recompute_from_name(v.str("train.recompute"));
   TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
-  c.comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap")};
+  c.comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap"),
+            .timeout_s = v.number("comm.timeout_s")};
+  TRIDENT_CONFIG_CHECK(c.comm.timeout_s >= 0, "comm.timeout_s must be >= 0 (0 turns the watchdog off)");
   TRIDENT_CONFIG_CHECK(c.comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", c.comm.bucket_mb, ")");
 
   train::TrainConfig& t = c.train;

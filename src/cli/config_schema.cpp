@@ -61,7 +61,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"comm.bucket_mb", "25", "gradient bucket size in MiB"},
       {"comm.overlap", "true", "start each gradient bucket's reduction during backward as soon as it is complete"},
       {"comm.grad_dtype", "fp32", "dtype of reduced gradients"},
-      {"comm.timeout_s", "600", "report and abort a communication stuck this long"},
+      {"comm.timeout_s", "600", "watchdog: a communication waiting this long is reported (op, group, peers, step) and the job aborted (0 = off)"},
       {"checkpoint.dir", "", "checkpoint directory (default <run_dir>/checkpoints)"},
       {"checkpoint.interval", "0", "steps between checkpoints (0 = none; SIGTERM/SIGUSR1 still save one and exit)"},
       {"checkpoint.keep", "3", "checkpoints kept, oldest removed after a newer one is complete (0 = all)"},

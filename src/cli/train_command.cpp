@@ -10,6 +10,7 @@
 #include "trident/core/log.hpp"
 #include "trident/core/timer.hpp"
 #include "trident/dist/mpi_session.hpp"
+#include "trident/dist/watchdog.hpp"
 #include "trident/train/preemption.hpp"
 #include "trident/train/trainer.hpp"
 
@@ -56,7 +57,9 @@ int run_train(int argc, char** argv) {
   try {
     const int threads = compute_threads(cfg.train.threads);
     std::unique_ptr<Ops> ops = make_cpu_ops(threads);
+    dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());  // outlives the topology's use
     dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
+    topology.set_watchdog(&watchdog);
     const std::string grid = topology.describe();
     log.info(grid);
     log.info("threads per rank: ", threads);

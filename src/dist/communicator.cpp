@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <utility>
+#include <vector>
 
 #include "trident/dist/mpi_session.hpp"
 
@@ -66,6 +67,8 @@ bool CommRequest::test() {
 
 void CommRequest::wait() {
   if (!pending()) return;
+  WatchdogScope watch(owner_ ? owner_->watchdog_ : nullptr, comm_op_name(op_),
+                      owner_ ? owner_->description_ : std::string());
   const double t0 = MPI_Wtime();
   MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
   requests_.clear();
@@ -89,17 +92,34 @@ Communicator::~Communicator() {
 }
 
 Communicator::Communicator(Communicator&& o) noexcept
-    : comm_(std::exchange(o.comm_, MPI_COMM_NULL)), rank_(o.rank_), size_(o.size_), bytes_(o.bytes_),
-      seconds_(o.seconds_) {}
+    : comm_(std::exchange(o.comm_, MPI_COMM_NULL)), rank_(o.rank_), size_(o.size_), watchdog_(o.watchdog_),
+      description_(std::move(o.description_)), bytes_(o.bytes_), seconds_(o.seconds_) {}
 
 Communicator& Communicator::operator=(Communicator&& o) noexcept {
   // Swap: o's destructor then frees the communicator this one held.
   std::swap(comm_, o.comm_);
   std::swap(rank_, o.rank_);
   std::swap(size_, o.size_);
+  std::swap(watchdog_, o.watchdog_);
+  std::swap(description_, o.description_);
   std::swap(bytes_, o.bytes_);
   std::swap(seconds_, o.seconds_);
   return *this;
+}
+
+void Communicator::set_watchdog(Watchdog* dog, const std::string& name) {
+  watchdog_ = dog;
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  MPI_Comm_group(comm_, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  std::vector<int> mine(static_cast<size_t>(size_)), theirs(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) mine[r] = r;
+  MPI_Group_translate_ranks(group, size_, mine.data(), world, theirs.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  description_ = "the " + name + " (world ranks";
+  for (int r = 0; r < size_; ++r) description_ += (r ? ", " : " ") + std::to_string(theirs[r]);
+  description_ += ")";
 }
 
 void Communicator::account(CommOp op, uint64_t bytes, double seconds) {
@@ -129,6 +149,7 @@ CommRequest Communicator::iall_reduce_sum(Tensor& x) {
 void Communicator::all_reduce_sum(Tensor& x) {
   const MPI_Datatype type = mpi_float_type(x, "all_reduce_sum");
   if (size_ == 1 || x.numel() == 0) return;
+  WatchdogScope watch(watchdog_, "all_reduce", description_);
   const double t0 = MPI_Wtime();
   const size_t elem = dtype_size(x.dtype()), chunk = kMaxChunkBytes / elem, n = static_cast<size_t>(x.numel());
   char* base = static_cast<char*>(x.raw());
@@ -140,12 +161,14 @@ void Communicator::all_reduce_sum(Tensor& x) {
 
 void Communicator::all_reduce_sum(double* values, int count) {
   if (size_ == 1) return;
+  WatchdogScope watch(watchdog_, "all_reduce", description_);
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm_));
   account(CommOp::kAllReduce, sizeof(double) * static_cast<size_t>(count), 0);
 }
 
 void Communicator::all_reduce_max(double* values, int count) {
   if (size_ == 1) return;
+  WatchdogScope watch(watchdog_, "all_reduce", description_);
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_MAX, comm_));
   account(CommOp::kAllReduce, sizeof(double) * static_cast<size_t>(count), 0);
 }
@@ -199,6 +222,7 @@ void Communicator::broadcast(Tensor& x, int root) { broadcast(x.raw(), x.bytes()
 
 void Communicator::broadcast(void* data, size_t bytes, int root) {
   if (size_ == 1) return;
+  WatchdogScope watch(watchdog_, "broadcast", description_);
   const double t0 = MPI_Wtime();
   MPI_CHECK(MPI_Bcast(data, checked_count(static_cast<int64_t>(bytes), "broadcast"), MPI_BYTE, root, comm_));
   account(CommOp::kBroadcast, bytes, MPI_Wtime() - t0);
@@ -223,7 +247,9 @@ void Communicator::send(const Tensor& x, int peer, int tag) { isend(x, peer, tag
 void Communicator::recv(Tensor& x, int peer, int tag) { irecv(x, peer, tag).wait(); }
 
 void Communicator::barrier() {
-  if (size_ > 1) MPI_CHECK(MPI_Barrier(comm_));
+  if (size_ == 1) return;
+  WatchdogScope watch(watchdog_, "barrier", description_);
+  MPI_CHECK(MPI_Barrier(comm_));
 }
 
 }  // namespace trident::dist

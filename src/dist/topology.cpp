@@ -52,6 +52,16 @@ Topology::Topology(const Layout& layout, MPI_Comm base)
   if (emb != MPI_COMM_NULL) embedding_ = std::make_unique<Communicator>(emb);
 }
 
+void Topology::set_watchdog(Watchdog* dog) {
+  watchdog_ = dog;
+  world_.set_watchdog(dog, "world");
+  tp_.set_watchdog(dog, "tp group");
+  dp_.set_watchdog(dog, "dp group");
+  pp_.set_watchdog(dog, "pp group");
+  model_parallel_.set_watchdog(dog, "model-parallel group");
+  if (embedding_) embedding_->set_watchdog(dog, "embedding group");
+}
+
 std::string Topology::describe() {
   constexpr int kHostLen = 64;
   char host[kHostLen] = {};

@@ -29,6 +29,12 @@ FaultInjection FaultInjection::from_environment() {
     f.nan_count = count;
     f.nan_value = v == "inf" ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
   }
+  if (const char* hang = std::getenv("TRIDENT_TEST_HANG"); hang && *hang) {
+    long long step = -1;
+    TRIDENT_CONFIG_CHECK(std::sscanf(hang, "rank=%d,step=%lld", &f.hang_rank, &step) == 2 && f.hang_rank >= 0 && step >= 1,
+                         "TRIDENT_TEST_HANG='", hang, "': expected rank=R,step=S");
+    f.hang_step = step;
+  }
   const char* text = std::getenv("TRIDENT_TEST_FAIL");
   if (!text || !*text) return f;
   long long step = -1;

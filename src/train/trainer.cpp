@@ -2,7 +2,9 @@
 #include "trident/train/trainer.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +124,9 @@ StepResult Trainer::run() {
   for (int64_t step = start_step_; step < cfg_.train.steps; ++step) {
     TRIDENT_CHECK(!fault_.fires(topology_.world_rank(), step + 1), "injected failure (TRIDENT_TEST_FAIL) on rank ",
                   topology_.world_rank(), " at step ", step + 1);
+    if (fault_.hang_rank == topology_.world_rank() && fault_.hang_step == step + 1)
+      std::this_thread::sleep_for(std::chrono::hours(1));  // test hook: a rank that stops responding
+    if (dist::Watchdog* dog = topology_.watchdog()) dog->set_step(step + 1);
     last = train_step(step);
     elapsed_ += last.seconds;
     check_health(step, last);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "trident/core/tensor.hpp"
+#include "trident/dist/watchdog.hpp"
 
 namespace trident::dist {
 
@@ -64,6 +65,10 @@ class Communicator {
   int size() const { return size_; }
   MPI_Comm comm() const { return comm_; }
 
+  // Reports this communicator's blocking waits to dog (nullptr: none), naming the group by
+  // name and its members' world ranks.
+  void set_watchdog(Watchdog* dog, const std::string& name);
+
   // In-place sum over the group of an fp32/fp64 tensor, chunked.
   void all_reduce_sum(Tensor& x);
   CommRequest iall_reduce_sum(Tensor& x);
@@ -108,6 +113,8 @@ class Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  Watchdog* watchdog_ = nullptr;
+  std::string description_;  // "the dp group (world ranks 0, 2)"
   std::array<uint64_t, static_cast<int>(CommOp::kCount)> bytes_{};
   std::array<double, static_cast<int>(CommOp::kCount)> seconds_{};
 };

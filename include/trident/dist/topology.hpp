@@ -45,6 +45,10 @@ class Topology {
   // Only meaningful on the first and last pipeline stage (nullptr elsewhere).
   Communicator* embedding() { return embedding_.get(); }
 
+  // Every group reports its blocking waits to dog (it must outlive the topology's use).
+  void set_watchdog(Watchdog* dog);
+  Watchdog* watchdog() const { return watchdog_; }
+
   // Collective: rank -> (dp, tp, pp) and host, one line per rank (rank 0's string is complete).
   std::string describe();
 
@@ -57,6 +61,7 @@ class Topology {
   Communicator pp_;
   Communicator model_parallel_;
   std::unique_ptr<Communicator> embedding_;
+  Watchdog* watchdog_ = nullptr;
 };
 
 }  // namespace trident::dist

@@ -3,6 +3,8 @@
 //     rank must end the whole job with its message, not leave the others in a collective);
 //   TRIDENT_TEST_PREEMPT=S: after step S the run behaves as if SIGTERM had arrived
 //     (checkpoint, exit 0), at a step chosen exactly;
+//   TRIDENT_TEST_HANG="rank=R,step=S": rank R stops responding at the start of step S (the
+//     others' watchdogs must report it and end the job);
 //   TRIDENT_TEST_NONFINITE="rank=R,step=S,count=C,value=nan|inf": one of rank R's gradients is
 //     NaN or inf (an fp16 overflow) in steps S..S+C-1; every rank must skip those steps together.
 #pragma once
@@ -18,6 +20,8 @@ struct FaultInjection {
   int nan_rank = -1;
   int64_t nan_step = -1, nan_count = 0;
   double nan_value = 0;
+  int hang_rank = -1;
+  int64_t hang_step = -1;
 
   // Parses TRIDENT_TEST_FAIL; an unset variable means no fault, a malformed one is a ConfigError.
   static FaultInjection from_environment();

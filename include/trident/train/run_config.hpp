@@ -44,6 +44,7 @@ struct DataConfig {
 struct CommConfig {
   double bucket_mb = 25;
   bool overlap = true;
+  double timeout_s = 600;  // watchdog: abort when a communication waits longer (0: off)
 };
 
 struct CheckpointConfig {

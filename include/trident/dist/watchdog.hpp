@@ -1,0 +1,54 @@
+// Watchdog: a thread per rank that notices when a blocking communication has waited longer than
+// comm.timeout_s, prints which operation, which group, which peer ranks and the step, and ends
+// the job with MPI_Abort so the scheduler can requeue it, instead of hanging silently.
+// Communicators report their blocking waits to it (Communicator::set_watchdog).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace trident::dist {
+
+class Watchdog {
+ public:
+  // timeout_s <= 0: disabled (no thread).
+  Watchdog(double timeout_s, int world_rank);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void set_step(int64_t step) { step_ = step; }
+  // A blocking wait starts / ends (called by the communicator, one at a time per rank).
+  void begin(std::string what);
+  void end();
+
+ private:
+  void run();
+
+  double timeout_s_;
+  int world_rank_;
+  std::atomic<int64_t> step_{0};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::string what_;        // the wait in progress ("" = none)
+  double started_ = 0;      // MPI_Wtime at its start
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Reports one blocking wait to the watchdog (if any) for its scope.
+class WatchdogScope {
+ public:
+  WatchdogScope(Watchdog* dog, const char* op, const std::string& group);
+  ~WatchdogScope();
+  WatchdogScope(const WatchdogScope&) = delete;
+  WatchdogScope& operator=(const WatchdogScope&) = delete;
+
+ private:
+  Watchdog* dog_;
+};
+
+}  // namespace trident::dist
