@@ -19,6 +19,12 @@ namespace trident::io {
 
 namespace {
 
+// An I/O failure is the environment's, not a bug: a plain message, no statement or file:line.
+template <typename... Args>
+void require_io(bool ok, const Args&... args) {
+  if (!ok) throw Error(detail::concat(args...));
+}
+
 // Datasets of 4 MiB and more start on 1 MiB boundaries: the stripe size of Lustre/GPFS, so a
 // rank's large hyperslab writes are stripe-aligned; smaller ones pack densely (aligning them
 // all padded the demo model's file by ~27%). Locally (one disk) alignment measured no
@@ -239,10 +245,10 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
   MPI_Comm_rank(comm, &rank);
   const std::string tmp = path + ".tmp";
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  {
+  try {
     H5Handle fapl = file_access(comm);
     H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
-    TRIDENT_CHECK(file.get() >= 0, "cannot create checkpoint ", tmp, " (directory missing, read-only or full?)");
+    require_io(file.get() >= 0, "checkpoint: cannot create ", tmp, " (directory missing, read-only or full?)");
     write_number_attribute(file.get(), "format_version", kCheckpointFormatVersion);
     for (const auto& [name, v] : attributes.numbers) write_number_attribute(file.get(), name, v);
     for (const auto& [name, text] : attributes.texts) write_string_attribute(file.get(), name, text);
@@ -286,11 +292,16 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
       const hsize_t mem_count[1] = {hsize_t(std::max<int64_t>(count, 1))};
       H5Handle memspace(H5Screate_simple(1, mem_count, nullptr), H5Sclose);
       if (count == 0) H5Sselect_none(memspace.get());
-      TRIDENT_CHECK(H5Dwrite(ds.get(), type, memspace.get(), space.get(), dxpl.get(),
-                             count ? buffer.data() : nullptr) >= 0,
-                    "writing ", name, " to ", tmp, " failed (disk full?)");
+      require_io(H5Dwrite(ds.get(), type, memspace.get(), space.get(), dxpl.get(), count ? buffer.data() : nullptr) >= 0,
+                 "checkpoint: writing ", name, " to ", tmp, " failed (disk full or I/O error); the previous checkpoint "
+                 "is untouched");
     }
-    TRIDENT_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, "flushing ", tmp, " failed (disk full?)");
+    require_io(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, "checkpoint: flushing ", tmp,
+               " failed (disk full or I/O error); the previous checkpoint is untouched");
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // free the space a partial file holds
+    throw;
   }
   MPI_Barrier(comm);
   // Test hook TRIDENT_TEST_CHECKPOINT_DELAY="SECONDS:FILE_NAME": hold that checkpoint's finished
