@@ -18,6 +18,27 @@ namespace {
 
 // --- a small JSON reader: exactly what one JSONL example line needs ------------------------
 
+// Offset of the first byte that is not part of a well-formed UTF-8 sequence, or npos.
+size_t invalid_utf8_at(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || (n == 2 && c < 0xC2) || i + n > s.size()) return i;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return i;
+    if (n == 3) {  // no overlong forms, no UTF-16 surrogates
+      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) return i;
+    }
+    if (n == 4) {  // no overlong forms, nothing above U+10FFFF
+      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xF0 && c1 < 0x90) || c > 0xF4 || (c == 0xF4 && c1 >= 0x90)) return i;
+    }
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
 class JsonLine {
  public:
   explicit JsonLine(std::string_view text) : s_(text) {}
@@ -38,7 +59,13 @@ class JsonLine {
         skip_space();
         if (key == "input" || key == "output") {
           if (peek() != '"') fail("\"" + key + "\" must be a string");
-          (key == "input" ? example.input : example.output) = parse_string();
+          const size_t start = pos_;
+          std::string value = parse_string();
+          if (const size_t bad = invalid_utf8_at(value); bad != std::string::npos) {
+            pos_ = start;
+            fail("\"" + key + "\" is not valid UTF-8 (byte " + std::to_string(bad) + " of the string)");
+          }
+          (key == "input" ? example.input : example.output) = std::move(value);
           (key == "input" ? has_input : has_output) = true;
         } else {
           skip_value(0);

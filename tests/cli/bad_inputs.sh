@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Every file of tests/data/bad/ is fed to the command that reads its kind, which must exit 2
+# with the message its FILE.expect holds (an extended regex): configs (*.ini) to train, JSONL
+# (*.jsonl) to prep, shard indexes (*.idx, with their .bin) to inspect, checkpoints (*.h5) to
+# inspect and to train's resume.
+# usage: bad_inputs.sh TRIDENT SOURCE_DIR
+set -uo pipefail
+trident=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$src"
+failures=0
+count=0
+check() {  # check FILE COMMAND...
+  local file=$1 rc=0
+  shift
+  "$@" > "$work/out" 2> "$work/err" || rc=$?
+  count=$((count + 1))
+  if [[ ! -f $file.expect ]]; then
+    echo "FAIL: $file has no $file.expect"
+    failures=$((failures + 1))
+  elif [[ $rc -ne 2 ]] || ! grep -qE -- "$(cat "$file.expect")" "$work/err"; then
+    echo "FAIL: $file: exit $rc, stderr: $(head -c 300 "$work/err") (want /$(cat "$file.expect")/)"
+    failures=$((failures + 1))
+  else
+    echo "ok: $(basename "$file"): $(grep -v '^ *$' "$work/err" | head -n 1 | cut -c1-160)"
+  fi
+}
+for f in tests/data/bad/*; do
+  case "$f" in
+    *.ini) check "$f" "$trident" train --config "$f" --data.train=input/data/pystdlib --log.run_dir="$work/run" ;;
+    *.jsonl) check "$f" "$trident" prep --input "$f" --output "$work/out_$(basename "$f" .jsonl)" ;;
+    *.idx) check "$f" "$trident" inspect "${f%.idx}" ;;
+    *.h5)
+      check "$f" "$trident" inspect "$f"
+      check "$f" "$trident" train --config input/configs/tiny.ini --checkpoint.resume="$f" --log.run_dir="$work/run" ;;
+    *.bin | *.expect) ;;  # the data half of an .idx case; expectations
+    *) echo "FAIL: $f: no rule for this kind of file"; failures=$((failures + 1)) ;;
+  esac
+done
+[[ -e $work/run ]] && { echo "FAIL: a rejected input created a run directory"; failures=$((failures + 1)); }
+echo "$count bad inputs, $failures failures"
+exit $((failures > 0))
