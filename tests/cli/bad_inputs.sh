@@ -5,11 +5,7 @@
 # inspect and to train's resume.
 # usage: bad_inputs.sh TRIDENT SOURCE_DIR
 set -uo pipefail
-trident=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$src"
+source "$(dirname "$0")/../support/cli_common.sh"
 failures=0
 count=0
 check() {  # check FILE COMMAND...

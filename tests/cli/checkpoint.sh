@@ -3,13 +3,8 @@
 # under SIGKILL mid-write, clear errors for bad files, and a read without trident (h5py).
 # usage: checkpoint.sh TRIDENT SOURCE_DIR
 set -euo pipefail
-trident=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$src"
+source "$(dirname "$0")/../support/cli_common.sh"
 cfg="--config input/configs/tiny.ini"
-fail() { echo "FAIL: $*"; exit 1; }
 
 # 1. 20 steps straight vs 10 steps, preempted (checkpoint, exit 0), resumed to 20.
 "$trident" train $cfg --checkpoint.interval=10 --log.run_dir="$work/straight" > "$work/straight.log"

@@ -3,11 +3,7 @@
 # and the rule, before any work (no run directory is created).
 # usage: config_errors.sh TRIDENT SOURCE_DIR
 set -uo pipefail
-trident=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$src"
+source "$(dirname "$0")/../support/cli_common.sh"
 failures=0
 
 # expect CODE PATTERN ARGS...: run trident ARGS, check the exit code and that stderr matches.

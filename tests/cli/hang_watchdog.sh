@@ -4,11 +4,7 @@
 # comm.timeout_s instead of hanging.
 # usage: hang_watchdog.sh TRIDENT SOURCE_DIR
 set -uo pipefail
-trident=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$src"
+source "$(dirname "$0")/../support/cli_common.sh"
 
 start=$(date +%s)
 TRIDENT_TEST_HANG="rank=1,step=3" timeout 120 mpirun -np 2 "$trident" train --config input/configs/tiny.ini \

@@ -4,12 +4,7 @@
 # a clear message, the newest checkpoint still the last good one.
 # usage: numerical_faults.sh TRIDENT SOURCE_DIR
 set -uo pipefail
-trident=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$src"
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../support/cli_common.sh"
 
 TRIDENT_TEST_NONFINITE="rank=1,step=3,count=1,value=nan" mpirun -np 2 "$trident" train --config input/configs/tiny.ini \
   --parallel.dp=2 --train.steps=6 --log.run_dir="$work/one" > "$work/one.log" 2>&1 || fail "run with one bad step failed"

@@ -3,11 +3,7 @@
 # a non-zero exit and the failing rank's message, instead of leaving rank 0 in a collective.
 # usage: rank_failure.sh TRIDENT SOURCE_DIR
 set -uo pipefail
-trident=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$src"
+source "$(dirname "$0")/../support/cli_common.sh"
 
 start=$(date +%s)
 TRIDENT_TEST_FAIL="rank=1,step=3" timeout 120 mpirun -np 2 "$trident" train --config input/configs/tiny.ini \

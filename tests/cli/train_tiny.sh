@@ -3,11 +3,7 @@
 # section 5 and the loss falls; 2 data-parallel ranks reproduce the single-rank loss curve.
 # usage: train_tiny.sh TRIDENT SOURCE_DIR
 set -euo pipefail
-trident=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$src"
+source "$(dirname "$0")/../support/cli_common.sh"
 
 "$trident" train --config input/configs/tiny.ini --log.run_dir="$work/single" > "$work/single.log"
 mpirun -np 2 "$trident" train --config input/configs/tiny.ini --parallel.dp=2 --log.run_dir="$work/dp2" > "$work/dp2.log"
