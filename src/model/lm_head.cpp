@@ -33,7 +33,7 @@ HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype) const {
   b.row_max = ops.zeros(Shape{rows}, dtype);
   b.sum_exp = ops.zeros(Shape{rows}, dtype);
   b.target_logit = ops.zeros(Shape{rows}, dtype);
-  b.host_stats = Tensor::zeros(Shape{3, rows}, DType::kF64);
+  b.host_stats = Tensor::zeros(Shape{4, rows}, DType::kF64);
   return b;
 }
 
@@ -55,7 +55,8 @@ double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_
   ops.copy(b.target_logit, host_tl);
   double* mx = host_max.data<double>();
   double* sum = host_sum.data<double>();
-  std::vector<double> local_max(mx, mx + n);
+  double* local_max = b.host_stats.narrow(3, 4).data<double>();  // this shard's maxima, kept
+  std::copy(mx, mx + n, local_max);
   tp_.comm->all_reduce_max(mx, static_cast<int>(n));
   for (int64_t i = 0; i < n; ++i) sum[i] = sum[i] == 0 ? 0 : sum[i] * std::exp(local_max[i] - mx[i]);
   tp_.comm->all_reduce_sum(sum, static_cast<int>(2 * n));  // sums and target logits together

@@ -22,7 +22,7 @@ struct HeadBuffers {
   // Vocabulary-parallel softmax statistics per row: max, sum of exp, target logit ([N] each,
   // on the device and on the host where the group's values are combined).
   Tensor row_max, sum_exp, target_logit;
-  Tensor host_stats;   // [3, N] fp64
+  Tensor host_stats;   // [4, N] fp64: max, sum, target logit, this shard's max
 };
 
 class LMHead {
