@@ -11,8 +11,9 @@
 // alphabet. Vocabulary layout: ids 0..255 the 256 single bytes (in byte order), id 256
 // "<|endoftext|>" (special, the same id as the built-in byte tokenizer's end of text), then one
 // id per merge in merge order, up to vocab_size ids in all (fewer if the corpus runs out of
-// pairs occurring at least `min_frequency` times). Deterministic: ties between equally frequent
-// pairs go to the pair whose (left, right) token strings compare smallest.
+// pairs occurring at least `min_frequency` times; a merge whose result is already a token adds no
+// id). Deterministic: ties between equally frequent pairs go to the smallest (left id, right id).
+// "<|endoftext|>" written in the corpus is cut out before counting.
 // Errors: ConfigError for vocab_size < 257, unreadable files, malformed JSONL (file:line named),
 // invalid UTF-8, and an output path that cannot be written (written to PATH.tmp, then renamed).
 #pragma once

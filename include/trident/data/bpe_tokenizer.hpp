@@ -1,0 +1,104 @@
+// Byte-level BPE encoding and decoding, equal to the `tokenizers` library's
+// encode(text, add_special_tokens=False) for GPT-2, Llama-3 and Qwen2 style tokenizers:
+//   1. added tokens not marked `normalized` are found in the raw text (leftmost-longest),
+//   2. the pieces between them are normalised (NFC, if configured),
+//   3. added tokens marked `normalized` are found in those pieces,
+//   4. the remaining pieces are cut into pre-tokens (regex matcher, optional prefix space),
+//   5. each pre-token's bytes become byte-level symbols that the merges join, lowest rank first.
+// Results of step 5 are cached per pre-token. A BpeTokenizer may be shared between threads
+// (the cache serves one thread at a time; the others encode without it).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trident/data/pretokenizer.hpp"
+#include "trident/data/tokenizer.hpp"
+
+namespace trident::data {
+
+namespace detail {
+class PairRankMap;    // bpe_tables.hpp
+class PretokenCache;  // bpe_tables.hpp
+struct StringHash {   // lets maps keyed by std::string be searched with a string_view
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+}  // namespace detail
+
+struct BpeAddedToken {
+  uint32_t id = 0;
+  std::string content;
+  bool special = false;
+  bool single_word = false;  // only where no word character touches it
+  bool lstrip = false;       // swallows the whitespace before it
+  bool rstrip = false;       // swallows the whitespace after it
+  bool normalized = false;   // matched in the normalised text (else in the raw text)
+};
+
+// Everything encoding needs; what a tokenizer.json holds (tokenizer_json.cpp reads it).
+struct BpeConfig {
+  std::string source;                  // the file, for messages and describe()
+  std::vector<std::string> vocab;      // id -> token in the byte-level alphabet ("" for unused ids)
+  std::vector<std::pair<uint32_t, uint32_t>> merges;  // (left id, right id), rank order
+  std::vector<BpeAddedToken> added_tokens;
+  std::optional<SplitPattern> split;   // none: each piece is one pre-token
+  // ByteLevel's add_prefix_space: " " before each piece that does not start with one; the
+  // pieces are those ByteLevel receives, so before the split when ByteLevel splits itself
+  // (use_regex) and per pre-token when a Split pre-tokenizer runs before it.
+  bool prefix_space_before_split = false;
+  bool prefix_space_after_split = false;
+  bool nfc = false;                    // NFC normaliser
+  bool byte_fallback = false;          // unknown characters as <0xXX> tokens
+  bool ignore_merges = false;          // a pre-token that is itself in the vocabulary is one id
+  bool fuse_unk = false;
+  std::optional<uint32_t> unk_id;
+  uint32_t end_of_text = 0;
+};
+
+class BpeTokenizer final : public Tokenizer {
+ public:
+  // Throws ConfigError (naming config.source) for merges whose result is not in the vocabulary.
+  explicit BpeTokenizer(BpeConfig config);
+  ~BpeTokenizer() override;
+
+  void encode_append(std::string_view text, std::vector<uint32_t>& ids) const override;
+  std::string decode(std::span<const uint32_t> ids) const override;
+  uint64_t vocab_size() const override { return vocab_size_; }
+  uint32_t end_of_text() const override { return config_.end_of_text; }
+  std::optional<uint32_t> special_token(std::string_view content) const override;
+  std::string describe() const override { return config_.source; }
+
+  const BpeConfig& config() const { return config_; }
+
+ private:
+  struct Scratch;
+
+  // Leftmost-longest matches of the added tokens with the given `normalized` flag, with the
+  // pieces between them passed to on_text and the matches to on_token.
+  template <typename OnText, typename OnToken>
+  void split_added(std::string_view text, bool normalized, OnText&& on_text, OnToken&& on_token) const;
+  void encode_piece(std::string_view piece, std::vector<uint32_t>& ids, Scratch& scratch, detail::PretokenCache* cache) const;
+  void encode_pretoken(std::string_view word, std::vector<uint32_t>& ids, Scratch& scratch, detail::PretokenCache* cache) const;
+  void merge_word(std::string_view word, std::vector<uint32_t>& ids, Scratch& scratch) const;
+
+  BpeConfig config_;
+  uint64_t vocab_size_ = 0;
+  uint32_t byte_ids_[256];                   // id of each byte's symbol, kNone if not in vocab
+  std::unique_ptr<detail::PairRankMap> merges_;       // (left, right) -> (rank, result)
+  std::unordered_map<std::string, uint32_t, detail::StringHash, std::equal_to<>> word_ids_;  // raw bytes of each token (ignore_merges)
+  std::vector<std::string> id_bytes_;        // id -> the bytes it decodes to
+  // Per `normalized` flag and first byte: indexes into config_.added_tokens, longest first.
+  std::vector<uint32_t> added_by_first_byte_[2][256];
+  bool has_added_[2] = {false, false};
+  std::vector<uint32_t> missing_byte_ids_[256];  // what a byte without a symbol becomes
+  mutable std::mutex cache_mutex_;
+  std::unique_ptr<detail::PretokenCache> cache_;
+};
+
+}  // namespace trident::data

@@ -1,0 +1,207 @@
+// UTF-8 decoding, character classes and NFC over the generated tables (unicode_tables.cpp).
+#include "trident/data/unicode.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "unicode_tables.hpp"
+
+namespace trident::data::unicode {
+
+namespace ut = unicode_tables;
+
+Decoded decode_utf8(std::string_view s, size_t pos) {
+  const auto b0 = static_cast<uint8_t>(s[pos]);
+  if (b0 < 0x80) return {b0, 1};
+  uint32_t length, cp, min;
+  if ((b0 & 0xE0) == 0xC0) length = 2, cp = b0 & 0x1F, min = 0x80;
+  else if ((b0 & 0xF0) == 0xE0) length = 3, cp = b0 & 0x0F, min = 0x800;
+  else if ((b0 & 0xF8) == 0xF0) length = 4, cp = b0 & 0x07, min = 0x10000;
+  else return {kInvalid, 1};
+  if (pos + length > s.size()) return {kInvalid, 1};
+  for (uint32_t i = 1; i < length; ++i) {
+    const auto b = static_cast<uint8_t>(s[pos + i]);
+    if ((b & 0xC0) != 0x80) return {kInvalid, 1};
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {kInvalid, 1};
+  return {cp, length};
+}
+
+namespace {
+
+bool in_ranges(const ut::CodeRange* table, size_t size, uint32_t cp) {
+  const ut::CodeRange* end = table + size;
+  const ut::CodeRange* it = std::upper_bound(table, end, cp, [](uint32_t v, const ut::CodeRange& r) { return v < r.first; });
+  return it != table && cp <= (it - 1)->last;
+}
+
+// White_Space (PropList.txt): what \s matches in the regex engines `tokenizers` uses.
+bool is_white_space(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+         cp == 0x3000;
+}
+
+CharClass slow_class(uint32_t cp) {
+  if (cp == kInvalid) return CharClass::kOther;
+  if (is_white_space(cp)) return CharClass::kSpace;
+  if (in_ranges(ut::kLetters, ut::kLetters_size, cp)) return CharClass::kLetter;
+  if (in_ranges(ut::kNumbers, ut::kNumbers_size, cp)) return CharClass::kNumber;
+  return CharClass::kOther;
+}
+
+struct AsciiClasses {
+  CharClass cls[128];
+  AsciiClasses() {
+    for (uint32_t c = 0; c < 128; ++c) cls[c] = slow_class(c);
+  }
+};
+const AsciiClasses kAscii;
+
+}  // namespace
+
+CharClass char_class(uint32_t cp) { return cp < 128 ? kAscii.cls[cp] : slow_class(cp); }
+
+bool is_mark(uint32_t cp) { return cp != kInvalid && in_ranges(ut::kMarks, ut::kMarks_size, cp); }
+
+bool is_word_char(uint32_t cp) {
+  const CharClass c = char_class(cp);
+  return cp == '_' || c == CharClass::kLetter || c == CharClass::kNumber || is_mark(cp);
+}
+
+uint32_t combining_class(uint32_t cp) {
+  if (cp < 0x300 || cp == kInvalid) return 0;
+  const ut::ClassRange* begin = ut::kCombiningClasses;
+  const ut::ClassRange* end = begin + ut::kCombiningClasses_size;
+  const ut::ClassRange* it = std::upper_bound(begin, end, cp, [](uint32_t v, const ut::ClassRange& r) { return v < r.first; });
+  return (it != begin && cp <= (it - 1)->last) ? (it - 1)->ccc : 0;
+}
+
+bool is_nfc_quick(std::string_view s) {
+  // Every code point below U+0300 is a starter that no later code point below U+0300 combines with.
+  for (char c : s) {
+    const auto b = static_cast<uint8_t>(c);
+    if (b >= 0xCC) return false;  // lead byte of U+0300 and above
+  }
+  return true;
+}
+
+namespace {
+
+// Hangul syllables decompose and compose algorithmically (Unicode 3.12).
+constexpr uint32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+constexpr uint32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
+
+// Invalid bytes travel through normalisation tagged above the Unicode range.
+constexpr uint32_t kRawByteTag = 0x80000000u;
+
+void decompose(uint32_t cp, std::vector<uint32_t>& out) {
+  if (cp >= kSBase && cp < kSBase + kSCount) {
+    const uint32_t s = cp - kSBase;
+    out.push_back(kLBase + s / kNCount);
+    out.push_back(kVBase + (s % kNCount) / kTCount);
+    if (s % kTCount) out.push_back(kTBase + s % kTCount);
+    return;
+  }
+  if (cp >= 0xC0 && cp < kRawByteTag) {
+    const ut::Decomposition* begin = ut::kDecompositions;
+    const ut::Decomposition* end = begin + ut::kDecompositions_size;
+    const ut::Decomposition* it =
+        std::lower_bound(begin, end, cp, [](const ut::Decomposition& d, uint32_t v) { return d.cp < v; });
+    if (it != end && it->cp == cp) {
+      decompose(it->first, out);
+      if (it->second) decompose(it->second, out);
+      return;
+    }
+  }
+  out.push_back(cp);
+}
+
+uint32_t compose(uint32_t a, uint32_t b) {
+  if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
+    return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
+  if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase && b < kTBase + kTCount)
+    return a + (b - kTBase);
+  const ut::Composition* begin = ut::kCompositions;
+  const ut::Composition* end = begin + ut::kCompositions_size;
+  const ut::Composition* it = std::lower_bound(begin, end, std::pair{a, b}, [](const ut::Composition& c, std::pair<uint32_t, uint32_t> v) {
+    return c.first != v.first ? c.first < v.first : c.second < v.second;
+  });
+  return (it != end && it->first == a && it->second == b) ? it->composite : 0;
+}
+
+void append_cp(std::string& out, uint32_t cp) {
+  if (cp & kRawByteTag) {
+    out.push_back(static_cast<char>(cp & 0xFF));
+  } else if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+}  // namespace
+
+std::string nfc(std::string_view s) {
+  if (is_nfc_quick(s)) return std::string(s);
+  // 1. Full canonical decomposition.
+  std::vector<uint32_t> cps;
+  cps.reserve(s.size());
+  for (size_t pos = 0; pos < s.size();) {
+    const Decoded d = decode_utf8(s, pos);
+    decompose(d.cp == kInvalid ? (kRawByteTag | static_cast<uint8_t>(s[pos])) : d.cp, cps);
+    pos += d.length;
+  }
+  // 2. Canonical ordering: each run of non-starters stably sorted by combining class.
+  for (size_t i = 0; i < cps.size();) {
+    if (combining_class(cps[i]) == 0 || (cps[i] & kRawByteTag)) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < cps.size() && !(cps[j] & kRawByteTag) && combining_class(cps[j]) != 0) ++j;
+    std::stable_sort(cps.begin() + i, cps.begin() + j,
+                     [](uint32_t a, uint32_t b) { return combining_class(a) < combining_class(b); });
+    i = j;
+  }
+  // 3. Canonical composition: a character joins the last starter unless a character of the
+  // same or higher class (or a starter) stands between them.
+  std::vector<uint32_t> out;
+  out.reserve(cps.size());
+  size_t starter = 0;
+  bool have_starter = false;
+  uint32_t last_class = 0;
+  for (uint32_t cp : cps) {
+    const uint32_t cls = (cp & kRawByteTag) ? 0 : combining_class(cp);
+    if (have_starter && !(cp & kRawByteTag) && !(out[starter] & kRawByteTag) &&
+        (out.size() - 1 == starter || (last_class != 0 && last_class < cls))) {
+      if (const uint32_t composite = compose(out[starter], cp)) {
+        out[starter] = composite;
+        continue;
+      }
+    }
+    if (cls == 0) {
+      starter = out.size();
+      have_starter = true;
+    }
+    last_class = cls;
+    out.push_back(cp);
+  }
+  std::string result;
+  result.reserve(s.size());
+  for (uint32_t cp : out) append_cp(result, cp);
+  return result;
+}
+
+}  // namespace trident::data::unicode

@@ -1,0 +1,48 @@
+// The pre-tokenisation matchers and NFC on cases whose answers were taken from the `tokenizers`
+// library's regex engine and Python's unicodedata.
+#include <gtest/gtest.h>
+
+#include "trident/data/pretokenizer.hpp"
+#include "trident/data/unicode.hpp"
+
+namespace trident::data {
+namespace {
+
+std::vector<std::string> split(SplitPattern p, std::string_view text) {
+  std::vector<std::string> out;
+  for_each_pretoken(p, text, [&](std::string_view w) { out.emplace_back(w); });
+  return out;
+}
+
+using V = std::vector<std::string>;
+
+TEST(Pretokenizer, Gpt2) {
+  EXPECT_EQ(split(SplitPattern::kGpt2, "Hello world! It's 2024."),
+            (V{"Hello", " world", "!", " It", "'s", " 2024", "."}));
+  EXPECT_EQ(split(SplitPattern::kGpt2, "a   b  \n\nc  "), (V{"a", "  ", " b", "  \n", "\n", "c", "  "}));
+  EXPECT_EQ(split(SplitPattern::kGpt2, "I'M 'sup"), (V{"I", "'", "M", " '", "sup"}));
+  EXPECT_EQ(split(SplitPattern::kGpt2, " \t x"), (V{" \t", " x"}));
+}
+
+TEST(Pretokenizer, Llama3) {
+  EXPECT_EQ(split(SplitPattern::kLlama3, "I'M 12345 \"quoted\"\n\n  x"),
+            (V{"I", "'M", " ", "123", "45", " \"", "quoted", "\"\n\n", " ", " x"}));
+  EXPECT_EQ(split(SplitPattern::kLlama3, "a \n \n b"), (V{"a", " \n \n", " b"}));
+  EXPECT_EQ(split(SplitPattern::kLlama3, "\tword\nword"), (V{"\tword", "\n", "word"}));
+  EXPECT_EQ(split(SplitPattern::kQwen2, "x 123"), (V{"x", " ", "1", "2", "3"}));
+  EXPECT_EQ(split_pattern_from_regex(split_pattern_regex(SplitPattern::kQwen2)), SplitPattern::kQwen2);
+  EXPECT_EQ(split_pattern_from_regex("\\w+"), std::nullopt);
+}
+
+TEST(Unicode, Nfc) {
+  EXPECT_EQ(unicode::nfc("cafe\xCC\x81"), "caf\xC3\xA9");                       // e + acute -> é
+  EXPECT_EQ(unicode::nfc("\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8"), "\xEA\xB0\x81");  // jamo -> 각
+  EXPECT_EQ(unicode::nfc("\xE2\x84\xAB"), "\xC3\x85");                          // Angstrom sign -> Å
+  EXPECT_EQ(unicode::nfc("q\xCC\x87\xCC\xA3"), "q\xCC\xA3\xCC\x87");            // reordered, no composite
+  EXPECT_EQ(unicode::nfc("d\xCC\x87\xCC\xA3"), "\xE1\xB8\x8D\xCC\x87");         // ḍ + dot above
+  EXPECT_EQ(unicode::nfc("abc \xFF"), "abc \xFF");                              // invalid bytes kept
+  EXPECT_TRUE(unicode::is_nfc_quick("plain ascii"));
+}
+
+}  // namespace
+}  // namespace trident::data

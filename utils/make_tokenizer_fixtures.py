@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Tokenizer fixtures from the Hugging Face `tokenizers` library, and a check of trident's
+own trained tokenizers against it.
+
+  make_tokenizer_fixtures.py make [--out tests/data/tokenizers]
+      Trains three small byte-level BPE tokenizers (GPT-2, Llama-3 and Qwen2 style, each with
+      special and added tokens) on a built-in corpus, saves their tokenizer.json files, and
+      writes expected.json: the hard-case texts and, per tokenizer, the ids of
+      encode(text, add_special_tokens=False) and the decoded text.
+  make_tokenizer_fixtures.py check --tokenizer T --input F --ids IDS
+      Loads T (e.g. written by trident's BPE trainer) with `tokenizers`, encodes F's text and
+      compares with IDS (whitespace-separated ids, as `trident bench tokenizer --dump-ids`
+      writes them). Exit 1 on any difference.
+
+Needs `pip install tokenizers` (e.g. python3 -m venv /opt/trident-fixtures-venv &&
+/opt/trident-fixtures-venv/bin/pip install tokenizers)."""
+import argparse
+import json
+import os
+import sys
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+GPT2_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+LLAMA3_REGEX = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+                r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+QWEN2_REGEX = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+               r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+
+# The hard cases every fixture tokenizer is checked on.
+TEXTS = [
+    "Hello world! It's a test, isn't it? I'm sure we'll see; they've done it, you'd agree.",
+    "IT'S LOUD: WE'LL SEE, THEY'VE, I'D, YOU'RE, She'S, don'T 'sup 'll' 're",
+    "long s: it'\u017f here, and 'K",
+    "Numbers: 1 12 123 1234 12345 123456 3.14159 1,000,000 2024-01-01 \u0663\u0664\u0665 \u00be \u216b x2y",
+    "\u4e2d\u6587\u6d4b\u8bd5\uff1a\u4f60\u597d\uff0c\u4e16\u754c\uff01\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8"
+    "\u3001\u30ab\u30bf\u30ab\u30ca\u3002\ud55c\uad6d\uc5b4 \ubb38\uc7a5\uc785\ub2c8\ub2e4.",
+    "Emoji: \U0001F600\U0001F44D\U0001F3FD \U0001F468\u200d\U0001F469\u200d\U0001F467 \U0001F1E9\U0001F1EA \u2764\ufe0f!",
+    "Accents: caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00c5ngstr\u00f6m S\u00e3o Paulo Dvo\u0159\u00e1k",
+    "Combining: cafe\u0301 nai\u0308ve A\u030a e\u0301\u0323 d\u0307\u0323 q\u0307\u0323 \u1100\u1161\u11a8 \u212b \u2126",
+    "Whitespace:   three spaces,\ttab,\t\ttwo tabs,  \n  newline with spaces\n\n\nthree newlines   ",
+    "Windows\r\nline\r\n\r\nendings \r\n",
+    "trailing spaces   ",
+    "   leading spaces",
+    "\u00a0non-breaking\u00a0space and\u3000ideographic space and\u2003em space \u0085 nel",
+    "Special <|endoftext|> inside text<|endoftext|>and glued<|endoftext|><|endoftext|>",
+    "Added: <user> hi </user><user>x</user> [MASK] and  [MASK]  spaced, foo foobar foo. _foo",
+    "Chat: <|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>",
+    "Llama: <|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|end_of_text|>",
+    "Normalised added: caf\u00e9 cafe\u0301 e\u0301x ex\u0301",
+    "Punctuation!!! ??? ... --- === *** ``` {}[]() <html><body></body></html> !\n?\n\n.",
+    "Code: def f(x):\n    return x**2  # comment\n\tif x: pass\n\n    \n",
+    "URL https://example.com/path?q=1&b=2#frag and email a.b@c.de",
+    "Mixed123abc ABC123 a1b2c3 _under_score__ x_1",
+    "",
+    " ",
+    "\n",
+    "  \n ",
+    "Control chars \x01\x02\x7f and replacement \ufffd",
+    "Greek \u03b1\u03b2\u03b3 \u0394 Cyrillic \u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440 Arabic "
+    "\u0645\u0631\u062d\u0628\u0627 Hebrew \u05e9\u05dc\u05d5\u05dd Thai \u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35 "
+    "Devanagari \u0928\u092e\u0938\u094d\u0924\u0947",
+    "Math \u2211\u222b\u221a\u221e \u2260 \u2264 \u2265 \u00b1 \u00d7 \u00f7 \u2192 \u21d2 \u2200\u2203",
+    "supercalifragilisticexpialidocious " + "a" * 300 + " " + "=" * 100 + " " + "ab" * 50,
+    "A document.\n\nIt has paragraphs; some are short.\nOthers run on, and on, and on, until the line\n"
+    "breaks.  Then    irregular   spacing.\r\n\tIndented with a tab.\n",
+]
+
+# The training corpus: the texts above and prose, so that merges form over all kinds of text.
+PROSE = """The quick brown fox jumps over the lazy dog. Tokenizers split text into pieces and
+merge frequent pairs of bytes into tokens. It's what they've always done; we'll see if it's
+fast. Numbers like 2024, 3.14 and 1,000 appear often. def main():\n    return 0\n
+Les na\u00efves caf\u00e9s de S\u00e3o Paulo et de Z\u00fcrich. Der schnelle braune Fuchs springt \u00fcber den faulen Hund.
+\u4eca\u5929\u5929\u6c14\u5f88\u597d\u3002\u6211\u4eec\u53bb\u516c\u56ed\u5427\u3002\u65e5\u672c\u8a9e\u3082\u5c11\u3057\u3002 \u041f\u0440\u0438\u0432\u0435\u0442, \u043a\u0430\u043a \u0434\u0435\u043b\u0430? \U0001F600\U0001F600
+"""
+
+
+def corpus():
+    return [PROSE] * 40 + TEXTS * 5
+
+
+def save(tokenizer, directory, merges_as_strings=False):
+    os.makedirs(directory, exist_ok=True)
+    data = json.loads(tokenizer.to_str())
+    if merges_as_strings:  # the older "a b" form, as in many published tokenizer.json files
+        data["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in data["model"]["merges"]]
+    path = os.path.join(directory, "tokenizer.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False, separators=(",", ":"))
+    return Tokenizer.from_file(path)
+
+
+def train(tokenizer, vocab_size, special):
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, special_tokens=special,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(corpus(), trainer)
+
+
+def gpt2_style():
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    train(tok, 700, ["<|endoftext|>"])
+    tok.add_tokens(["<user>", "</user>", AddedToken("foo", single_word=True)])
+    tok.add_special_tokens([AddedToken("[MASK]", lstrip=True, rstrip=True)])
+    return tok
+
+
+def llama3_style():
+    tok = Tokenizer(models.BPE(ignore_merges=True))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    train(tok, 800, ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
+                     "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"])
+    return tok
+
+
+def qwen2_style():
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    train(tok, 800, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    tok.add_tokens(["caf\u00e9", AddedToken("e\u0301x", normalized=False)])
+    return tok
+
+
+def make(out):
+    expected = {"texts": TEXTS, "tokenizers": {}}
+    for name, build, as_strings in [("gpt2", gpt2_style, True), ("llama3", llama3_style, False),
+                                    ("qwen2", qwen2_style, False)]:
+        tok = save(build(), os.path.join(out, name), merges_as_strings=as_strings)
+        ids = [tok.encode(t, add_special_tokens=False).ids for t in TEXTS]
+        expected["tokenizers"][name] = {"ids": ids, "decoded": [tok.decode(i, skip_special_tokens=False) for i in ids]}
+        print(f"{name}: vocab {tok.get_vocab_size()}, {sum(map(len, ids))} ids over {len(TEXTS)} texts")
+    with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump(expected, f, ensure_ascii=False, separators=(",", ":"))
+        f.write("\n")
+
+
+def check(tokenizer_path, input_path, ids_path):
+    tok = Tokenizer.from_file(tokenizer_path)
+    with open(input_path, "rb") as f:
+        text = f.read().decode("utf-8")
+    with open(ids_path) as f:
+        theirs = [int(x) for x in f.read().split()]
+    ours = tok.encode(text, add_special_tokens=False).ids
+    if ours == theirs:
+        print(f"ok: tokenizers encodes {input_path} ({len(text)} chars) to the same {len(ours)} ids as trident")
+        return 0
+    first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+    print(f"DIFFERENT: tokenizers {len(ours)} ids, trident {len(theirs)}; first difference at {first}: "
+          f"tokenizers {ours[first:first + 8]} trident {theirs[first:first + 8]}")
+    return 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "data", "tokenizers"))
+    c = sub.add_parser("check")
+    c.add_argument("--tokenizer", required=True)
+    c.add_argument("--input", required=True)
+    c.add_argument("--ids", required=True)
+    args = parser.parse_args()
+    if args.command == "make":
+        make(args.out)
+        return 0
+    return check(args.tokenizer, args.input, args.ids)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
