@@ -1,5 +1,6 @@
-// `trident inspect PREFIX`: statistics of a token shard (counts, dtype, document lengths and
-// their histogram), and `--decode I|all` to print documents back as text.
+// `trident inspect PREFIX`: statistics of a token shard set (counts, dtype, loss-masked share,
+// document lengths and their histogram), and `--decode I|all` to print documents back as text
+// with the tokenizer PREFIX.prep.json names (or --tokenizer).
 #include <algorithm>
 #include <bit>
 #include <boost/program_options.hpp>
@@ -10,9 +11,15 @@
 #include <vector>
 
 #include "trident/cli/commands.hpp"
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
 #include "trident/core/error.hpp"
-#include "trident/data/byte_tokenizer.hpp"
-#include "trident/data/shard_format.hpp"
+#include "trident/core/json.hpp"
+#include "trident/data/prep.hpp"
+#include "trident/data/shard_set.hpp"
+#include "trident/data/tokenizer.hpp"
 
 namespace trident::cli {
 namespace po = boost::program_options;
@@ -20,12 +27,17 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: trident inspect PREFIX [--decode I|all]   (token shards)\n"
+    "usage: trident inspect PREFIX [--decode I|all] [--tokenizer T]   (token shards)\n"
     "       trident inspect CHECKPOINT.h5              (tensors, attributes, checksums verified)";
 
-void print_statistics(const data::ShardReader& reader) {
+void print_statistics(const data::ShardSet& reader) {
   const uint64_t D = reader.num_documents();
-  std::printf("shard      %s (.bin, .idx)\n", reader.prefix().c_str());
+  if (reader.num_shards() == 1)
+    std::printf("shard      %s (.bin, .idx)\n", reader.prefix().c_str());
+  else
+    std::printf("shards     %d: %s ... %s (.bin, .idx)\n", reader.num_shards(),
+                data::shard_file_prefix(reader.prefix(), 0, reader.num_shards()).c_str(),
+                data::shard_file_prefix(reader.prefix(), reader.num_shards() - 1, reader.num_shards()).c_str());
   std::printf("documents  %llu\n", static_cast<unsigned long long>(D));
   std::printf("tokens     %llu\n", static_cast<unsigned long long>(reader.num_tokens()));
   std::printf("vocab      %llu\n", static_cast<unsigned long long>(reader.vocab()));
@@ -46,9 +58,9 @@ void print_statistics(const data::ShardReader& reader) {
   std::printf("doc length min %llu, mean %.1f, max %llu tokens\n", static_cast<unsigned long long>(min_len),
               static_cast<double>(reader.num_tokens()) / static_cast<double>(D),
               static_cast<unsigned long long>(max_len));
-  if (reader.has_loss_starts())
-    std::printf("prompts    %llu documents, %llu tokens not trained on (before the loss start)\n",
-                static_cast<unsigned long long>(prompt_docs), static_cast<unsigned long long>(prompt_tokens));
+  std::printf("loss mask  %.2f%% of tokens not trained on (prompts before the loss start, in %llu documents)\n",
+              100.0 * static_cast<double>(prompt_tokens) / static_cast<double>(std::max<uint64_t>(reader.num_tokens(), 1)),
+              static_cast<unsigned long long>(prompt_docs));
 
   std::printf("length histogram (tokens per document):\n");
   const auto first = std::find_if(buckets.begin(), buckets.end(), [](uint64_t n) { return n > 0; });
@@ -63,14 +75,33 @@ void print_statistics(const data::ShardReader& reader) {
   }
 }
 
-// Text for the byte tokenizer's vocabulary, else the ids (another tokenizer's shard).
-void print_document(const data::ShardReader& reader, uint64_t d) {
+// The tokenizer that made the shards: --tokenizer, else the one PREFIX.prep.json names (the
+// valid split PREFIX-valid shares its train split's prep.json), else the byte tokenizer when
+// the vocabulary is its 257, else none.
+std::unique_ptr<data::Tokenizer> shard_tokenizer(const std::string& prefix, const std::string& spec, uint64_t vocab) {
+  if (!spec.empty()) return data::load_tokenizer(spec);
+  std::string json_path = data::prep_json_path(prefix);
+  constexpr std::string_view kValid = "-valid";
+  if (!std::filesystem::exists(json_path) && std::string_view(prefix).ends_with(kValid))
+    json_path = data::prep_json_path(prefix.substr(0, prefix.size() - kValid.size()));
+  std::ifstream in(json_path, std::ios::binary);
+  if (!in) return vocab == 257 ? data::load_tokenizer("byte") : nullptr;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    return data::load_tokenizer(Json::parse(text).at("tokenizer").as_string());
+  } catch (const ConfigError& e) {
+    throw ConfigError(detail::concat(json_path, ": ", e.what(), "; pass --tokenizer"));
+  }
+}
+
+// Text through the tokenizer; without one, the ids.
+void print_document(const data::ShardSet& reader, const data::Tokenizer* tokenizer, uint64_t d) {
   const data::DocumentSpan doc = reader.document(d);
   std::vector<uint32_t> ids;
   ids.reserve(doc.size());
   for (uint64_t t = doc.begin; t < doc.end; ++t) ids.push_back(reader.token(t));
-  if (reader.vocab() == data::ByteTokenizer::kVocabSize) {
-    const std::string text = data::ByteTokenizer::decode(ids);
+  if (tokenizer) {
+    const std::string text = tokenizer->decode(ids);
     std::fwrite(text.data(), 1, text.size(), stdout);  // may hold NUL bytes
   } else {
     for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %u" : "%u", ids[i]);
@@ -84,13 +115,15 @@ int inspect_checkpoint(const std::string& path, int argc, char** argv);  // insp
 
 int run_inspect(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]).ends_with(".h5")) return inspect_checkpoint(argv[1], argc, argv);
-  std::string prefix, decode;
+  std::string prefix, decode, tokenizer_spec;
   po::options_description desc("options");
   desc.add_options()
       ("help,h", "print this help")
       ("prefix", po::value<std::string>(&prefix)->required(), "shard prefix (PREFIX.bin, PREFIX.idx)")
       ("decode", po::value<std::string>(&decode)->default_value(""),
-       "print document I as text, or every document (all), instead of statistics");
+       "print document I as text, or every document (all), instead of statistics")
+      ("tokenizer", po::value<std::string>(&tokenizer_spec)->default_value(""),
+       "tokenizer for --decode (default: the one PREFIX.prep.json names; ids when there is none)");
   po::positional_options_description positional;
   positional.add("prefix", 1);
   po::variables_map vm;
@@ -106,13 +139,19 @@ int run_inspect(int argc, char** argv) {
     return 2;
   }
   try {
-    const data::ShardReader reader(prefix);
+    const data::ShardSet reader(prefix);
     if (decode.empty()) {
       print_statistics(reader);
-    } else if (decode == "all") {
+      return 0;
+    }
+    const std::unique_ptr<data::Tokenizer> tokenizer = shard_tokenizer(prefix, tokenizer_spec, reader.vocab());
+    TRIDENT_CONFIG_CHECK(!tokenizer || tokenizer->vocab_size() <= reader.vocab(), "tokenizer ",
+                         tokenizer->describe(), " has ", tokenizer->vocab_size(), " ids but the shards' vocab is ",
+                         reader.vocab(), ": not the tokenizer these shards were made with");
+    if (decode == "all") {
       for (uint64_t d = 0; d < reader.num_documents(); ++d) {
         if (d) std::printf("\n");  // a blank line between documents
-        print_document(reader, d);
+        print_document(reader, tokenizer.get(), d);
       }
     } else {
       size_t used = 0;
@@ -124,7 +163,7 @@ int run_inspect(int argc, char** argv) {
       TRIDENT_CONFIG_CHECK(used == decode.size() && decode[0] != '-' && d < reader.num_documents(),
                            "--decode wants a document index in [0, ", reader.num_documents(),
                            ") or 'all', got '", decode, "'");
-      print_document(reader, d);
+      print_document(reader, tokenizer.get(), d);
     }
     return 0;
   } catch (const ConfigError& e) {

@@ -1,12 +1,17 @@
-// `trident prep`: text files and JSONL prompt/response lines -> memory-mapped token shards.
-// Single process; parses options, runs data::prepare_shards and prints what it did.
+// `trident prep`: text / JSONL files -> memory-mapped token shards, on one rank or under mpirun
+// (data::prepare_shards does the work; this parses options and prints the summary on rank 0).
+// `trident prep --train-tokenizer` trains a byte-level BPE tokenizer.json instead (rank 0).
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
+#include "trident/data/bpe_trainer.hpp"
 #include "trident/data/prep.hpp"
+#include "trident/data/shard_set.hpp"
+#include "trident/data/tokenizer.hpp"
+#include "trident/dist/mpi_session.hpp"
 
 namespace trident::cli {
 namespace po = boost::program_options;
@@ -14,41 +19,96 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: trident prep --input FILE... --output PREFIX [--tokenizer byte] [--valid-permille N]\n"
-    "  Each text file is one document; each line of a *.jsonl file is one document\n"
-    "  {\"input\": \"...\", \"output\": \"...\"} trained on the output only. Writes PREFIX.bin/.idx\n"
-    "  (and PREFIX-valid.bin/.idx when --valid-permille > 0).";
+    "usage: [mpirun -np P] trident prep --input FILE... --output PREFIX [--tokenizer byte|TOKENIZER.json]\n"
+    "           [--shards N] [--valid-permille N] [--template plain|alpaca|chatml|STRING] [--scrub-pii]\n"
+    "           [--skip-bad-lines] [filter options]\n"
+    "       trident prep --train-tokenizer --vocab-size N --input FILE... --output TOKENIZER.json\n"
+    "  Each text file is one document. Each line of a *.jsonl file is one document: {\"text\": ...},\n"
+    "  {\"input\": ..., \"output\": ...} (rendered with --template, trained on the output only) or\n"
+    "  {\"messages\": [{\"role\": ..., \"content\": ...}, ...]} (ChatML, trained on the last assistant\n"
+    "  message). Writes PREFIX.bin/.idx (N = 1) or PREFIX-00000-of-0000N.bin/.idx ... (N > 1), the same\n"
+    "  under PREFIX-valid with --valid-permille, and PREFIX.prep.json (options and summary).";
 
-void print_summary(const data::PrepOptions& options, const data::PrepSummary& s) {
-  std::printf("prep: %lld documents read: %lld written, %lld duplicates dropped, %lld empty dropped\n",
-              static_cast<long long>(s.documents_in), static_cast<long long>(s.documents_out()),
-              static_cast<long long>(s.duplicates_dropped), static_cast<long long>(s.empty_dropped));
-  std::printf("prep: train  %lld documents, %lld tokens -> %s.bin/.idx\n",
-              static_cast<long long>(s.train_documents), static_cast<long long>(s.train_tokens),
-              options.output.c_str());
-  if (options.valid_permille > 0)
-    std::printf("prep: valid  %lld documents, %lld tokens -> %s.bin/.idx\n",
-                static_cast<long long>(s.valid_documents), static_cast<long long>(s.valid_tokens),
-                data::valid_shard_prefix(options.output).c_str());
-  std::printf("prep: %.2f s, %.1f M tokens/s\n", s.seconds,
-              s.seconds > 0 ? static_cast<double>(s.tokens()) / s.seconds / 1e6 : 0.0);
+using ll = long long;
+
+void print_summary(const data::PrepOptions& o, const data::PrepSummary& s) {
+  std::printf("prep: %lld documents read (%.2f MB) on %d rank%s in %.2f s: %.1f MB/s\n", ll(s.documents_in),
+              static_cast<double>(s.input_bytes) / 1e6, s.ranks, s.ranks > 1 ? "s" : "", s.seconds, s.mb_per_s());
+  std::printf("prep: %lld written; dropped %lld empty, %lld duplicates, %lld bad lines", ll(s.documents_out()),
+              ll(s.empty_dropped), ll(s.duplicates_dropped), ll(s.bad_lines));
+  for (int r = 0; r < static_cast<int>(data::DropReason::kCount); ++r)
+    std::printf(", %lld %s", ll(s.filtered[r]), data::drop_reason_name(static_cast<data::DropReason>(r)));
+  std::printf("\n");
+  if (o.scrub_pii) {
+    std::printf("prep: PII replaced:");
+    for (int k = 0; k < static_cast<int>(data::PiiKind::kCount); ++k)
+      std::printf(" %lld %s%s", ll(s.pii.count[k]), data::pii_name(static_cast<data::PiiKind>(k)),
+                  k + 1 < static_cast<int>(data::PiiKind::kCount) ? "," : "\n");
+  }
+  auto files = [&](const std::string& prefix) {
+    return o.shards == 1 ? prefix + ".bin/.idx"
+                         : data::shard_file_prefix(prefix, 0, o.shards) + " ... (" + std::to_string(o.shards) + " shards)";
+  };
+  std::printf("prep: train  %lld documents, %lld tokens -> %s\n", ll(s.train_documents), ll(s.train_tokens),
+              files(o.output).c_str());
+  if (o.valid_permille > 0)
+    std::printf("prep: valid  %lld documents, %lld tokens -> %s\n", ll(s.valid_documents), ll(s.valid_tokens),
+                files(data::valid_shard_prefix(o.output)).c_str());
+  std::printf("prep: summary in %s\n", data::prep_json_path(o.output).c_str());
+}
+
+int train_tokenizer(const data::PrepOptions& o, uint64_t vocab_size, int rank) {
+  if (rank != 0) return 0;  // training is single-process; other ranks of an mpirun have nothing to do
+  const data::BpeTrainingReport r = data::train_bpe_tokenizer(o.inputs, vocab_size, o.output);
+  std::printf("prep: trained a byte-level BPE tokenizer on %.2f MB (%llu words, %llu distinct) in %.2f s: "
+              "%llu merges, vocab %llu -> %s\n",
+              static_cast<double>(r.bytes_read) / 1e6, static_cast<unsigned long long>(r.words),
+              static_cast<unsigned long long>(r.unique_words), r.seconds, static_cast<unsigned long long>(r.merges),
+              static_cast<unsigned long long>(r.vocab_size), o.output.c_str());
+  return 0;
 }
 
 }  // namespace
 
 int run_prep(int argc, char** argv) {
-  data::PrepOptions options;
+  data::PrepOptions o;
+  std::string tokenizer_spec;
+  uint64_t vocab_size = 0;
+  double split_mb = 64;
   po::options_description desc("options");
   desc.add_options()
       ("help,h", "print this help")
-      ("input", po::value<std::vector<std::string>>(&options.inputs)->multitoken()->required(),
-       "input files: raw text (one document each) or *.jsonl")
-      ("output", po::value<std::string>(&options.output)->required(),
-       "output shard prefix")
-      ("tokenizer", po::value<std::string>(&options.tokenizer)->default_value("byte"),
-       "tokenizer (byte: ids 0..255 + end-of-text 256)")
-      ("valid-permille", po::value<int>(&options.valid_permille)->default_value(0),
-       "documents per 1000 sent to the validation shard PREFIX-valid, by content hash");
+      ("input", po::value<std::vector<std::string>>(&o.inputs)->multitoken()->required(),
+       "input files: *.jsonl (one document per line) or text (one document per file, UTF-8)")
+      ("output", po::value<std::string>(&o.output)->required(),
+       "output shard prefix (with --train-tokenizer: the tokenizer.json to write)")
+      ("tokenizer", po::value<std::string>(&tokenizer_spec)->default_value("byte"),
+       "byte (ids 0..255 + end-of-text 256) or a Hugging Face tokenizer.json (or its directory)")
+      ("shards", po::value<int>(&o.shards)->default_value(1), "output shards per split, by content hash")
+      ("valid-permille", po::value<int>(&o.valid_permille)->default_value(0),
+       "documents per 1000 sent to the validation split PREFIX-valid, by content hash")
+      ("template", po::value<std::string>(&o.prompt_template)->default_value("plain"),
+       "{input, output} lines: plain (input then output), alpaca, chatml, or a string with {input} and "
+       "optionally {output} (\\n, \\t escapes); the loss starts where the output starts")
+      ("scrub-pii", po::bool_switch(&o.scrub_pii),
+       "replace e-mails, phones, IPs, credit cards and US SSNs by <EMAIL>, <PHONE>, <IP>, <CREDIT_CARD>, <NATIONAL_ID>")
+      ("skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
+       "count and skip malformed JSONL lines (and non-UTF-8 text files) instead of stopping")
+      ("min-chars", po::value<int64_t>(&o.filters.min_chars)->default_value(0),
+       "drop documents of fewer bytes (0 = off; empty documents are always dropped)")
+      ("max-chars", po::value<int64_t>(&o.filters.max_chars)->default_value(0), "drop documents of more bytes (0 = off)")
+      ("max-repeated-line-ratio", po::value<double>(&o.filters.max_repeated_line_ratio)->default_value(0.5, "0.5"),
+       "drop documents whose share of non-blank lines repeating an earlier line is above this (1 = off)")
+      ("max-repeated-ngram-ratio", po::value<double>(&o.filters.max_repeated_ngram_ratio)->default_value(0.8, "0.8"),
+       "drop documents whose share of word characters inside repeated word n-grams is above this (1 = off)")
+      ("ngram-words", po::value<int>(&o.filters.ngram_words)->default_value(5), "n of the repeated n-gram filter")
+      ("max-non-text-ratio", po::value<double>(&o.filters.max_non_text_ratio)->default_value(0.2, "0.2"),
+       "drop documents whose share of characters that are not letters, digits, punctuation or whitespace "
+       "is above this (1 = off)")
+      ("split-mb", po::value<double>(&split_mb)->default_value(64),
+       "JSONL files are split among ranks in pieces of this many MB")
+      ("train-tokenizer", "train a byte-level BPE tokenizer on the inputs and write it to --output")
+      ("vocab-size", po::value<uint64_t>(&vocab_size)->default_value(0), "vocabulary size of --train-tokenizer");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -57,18 +117,29 @@ int run_prep(int argc, char** argv) {
       return 0;
     }
     po::notify(vm);
+    if (split_mb <= 0) throw po::error("--split-mb must be positive");
+    o.jsonl_split_bytes = static_cast<uint64_t>(split_mb * 1e6);
   } catch (const po::error& e) {
     std::fprintf(stderr, "trident prep: error: %s\n%s\n", e.what(), kUsage);
     return 2;
   }
+
+  dist::MpiSession mpi(&argc, &argv);
+  const int rank = mpi.world_rank();
+  o.warn = [rank](const std::string& w) { std::fprintf(stderr, "trident prep: warning (rank %d): %s\n", rank, w.c_str()); };
+  // Every error below is raised on all ranks alike (prepare_shards agrees on failures), so
+  // each rank returns and rank 0 alone prints.
   try {
-    print_summary(options, data::prepare_shards(options));
+    if (vm.count("train-tokenizer")) return train_tokenizer(o, vocab_size, rank);
+    const std::unique_ptr<data::Tokenizer> tokenizer = data::load_tokenizer(tokenizer_spec);
+    const data::PrepSummary summary = data::prepare_shards(o, *tokenizer, data::PrepComm(MPI_COMM_WORLD));
+    if (rank == 0) print_summary(o, summary);
     return 0;
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "trident prep: error: %s\n", e.what());
+    if (rank == 0 || mpi.world_size() == 1) std::fprintf(stderr, "trident prep: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trident prep: failed: %s\n", e.what());
+    if (rank == 0 || mpi.world_size() == 1) std::fprintf(stderr, "trident prep: failed: %s\n", e.what());
     return 1;
   }
 }

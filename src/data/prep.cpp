@@ -1,343 +1,328 @@
-// prep: reads text files and JSONL prompt/response lines, tokenizes them with the byte
-// tokenizer, drops empty and duplicate documents and writes train (and valid) token shards.
+// prep, the whole job: each rank turns its pieces of the input into tokenised documents, the
+// ranks decide duplicates by owner rank, then write the shards together and publish them
+// (pipeline and guarantees: prep.hpp).
 #include "trident/data/prep.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <memory>
-#include <unordered_set>
+#include <tuple>
 
+#include "prep_inputs.hpp"
+#include "prep_output.hpp"
 #include "trident/core/error.hpp"
-#include "trident/data/byte_tokenizer.hpp"
-#include "trident/data/shard_format.hpp"
+#include "trident/core/json.hpp"
+#include "trident/data/prep_record.hpp"
+#include "trident/data/shard_set.hpp"
+#include "trident/data/tokenizer.hpp"
 
 namespace trident::data {
 namespace {
 
-// --- a small JSON reader: exactly what one JSONL example line needs ------------------------
+namespace fs = std::filesystem;
 
-// Offset of the first byte that is not part of a well-formed UTF-8 sequence, or npos.
-size_t invalid_utf8_at(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || (n == 2 && c < 0xC2) || i + n > s.size()) return i;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return i;
-    if (n == 3) {  // no overlong forms, no UTF-16 surrogates
-      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) return i;
-    }
-    if (n == 4) {  // no overlong forms, nothing above U+10FFFF
-      const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((c == 0xF0 && c1 < 0x90) || c > 0xF4 || (c == 0xF4 && c1 >= 0x90)) return i;
-    }
-    i += n;
-  }
-  return std::string_view::npos;
-}
+constexpr int kMaxWarningsPerRank = 5;
 
-class JsonLine {
- public:
-  explicit JsonLine(std::string_view text) : s_(text) {}
-
-  PromptExample parse_example() {
-    PromptExample example;
-    bool has_input = false, has_output = false;
-    skip_space();
-    expect('{', "a JSON object");
-    skip_space();
-    if (!consume('}')) {
-      do {
-        skip_space();
-        if (peek() != '"') fail("expected a string key");
-        const std::string key = parse_string();
-        skip_space();
-        expect(':', "':' after a key");
-        skip_space();
-        if (key == "input" || key == "output") {
-          if (peek() != '"') fail("\"" + key + "\" must be a string");
-          const size_t start = pos_;
-          std::string value = parse_string();
-          if (const size_t bad = invalid_utf8_at(value); bad != std::string::npos) {
-            pos_ = start;
-            fail("\"" + key + "\" is not valid UTF-8 (byte " + std::to_string(bad) + " of the string)");
-          }
-          (key == "input" ? example.input : example.output) = std::move(value);
-          (key == "input" ? has_input : has_output) = true;
-        } else {
-          skip_value(0);
-        }
-        skip_space();
-      } while (consume(','));
-      expect('}', "',' or '}' in the object");
-    }
-    skip_space();
-    if (pos_ != s_.size()) fail("unexpected text after the object");
-    if (!has_input) fail("missing key \"input\"");
-    if (!has_output) fail("missing key \"output\"");
-    return example;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(detail::concat("column ", pos_ + 1, ": ", what));
-  }
-  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
-  bool consume(char c) {
-    if (pos_ < s_.size() && s_[pos_] == c) return ++pos_, true;
-    return false;
-  }
-  void expect(char c, const char* what) {
-    if (!consume(c)) fail(std::string("expected ") + what);
-  }
-  void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-      ++pos_;
-  }
-
-  uint32_t parse_hex4() {
-    if (s_.size() - pos_ < 4) fail("\\u needs 4 hex digits");
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = s_[pos_++];
-      const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (digit < 0) fail("\\u needs 4 hex digits");
-      v = v * 16 + static_cast<uint32_t>(digit);
-    }
-    return v;
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  // A code point from \uXXXX, joining a UTF-16 surrogate pair (\uD83D\uDE00 -> U+1F600).
-  uint32_t parse_unicode_escape() {
-    const uint32_t hi = parse_hex4();
-    if (hi >= 0xDC00 && hi <= 0xDFFF) fail("lone low surrogate in \\u escape");
-    if (hi < 0xD800 || hi > 0xDBFF) return hi;
-    if (!(consume('\\') && consume('u'))) fail("high surrogate \\u escape without its low half");
-    const uint32_t lo = parse_hex4();
-    if (lo < 0xDC00 || lo > 0xDFFF) fail("high surrogate \\u escape without its low half");
-    return 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-  }
-
-  std::string parse_string() {
-    expect('"', "a string");
-    std::string out;
-    while (true) {
-      if (pos_ >= s_.size()) fail("unterminated string");
-      const char c = s_[pos_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) fail("unescaped control character in a string");
-      if (c != '\\') {
-        out += c;  // raw UTF-8 bytes pass through unchanged
-        continue;
-      }
-      if (pos_ >= s_.size()) fail("unterminated string");
-      switch (const char e = s_[pos_++]; e) {
-        case '"': case '\\': case '/': out += e; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': append_utf8(out, parse_unicode_escape()); break;
-        default: --pos_; fail(std::string("invalid escape \\") + e);
-      }
-    }
-  }
-
-  void skip_digits() {
-    if (!(peek() >= '0' && peek() <= '9')) fail("expected a digit");
-    while (peek() >= '0' && peek() <= '9') ++pos_;
-  }
-
-  // Validates and skips any value of a key we do not use (numbers, literals, nesting).
-  void skip_value(int depth) {
-    if (depth > 64) fail("nesting deeper than 64");
-    const char c = peek();
-    if (c == '"') {
-      parse_string();
-    } else if (c == '{' || c == '[') {
-      const char close = c == '{' ? '}' : ']';
-      ++pos_;
-      skip_space();
-      if (consume(close)) return;
-      do {
-        skip_space();
-        if (c == '{') {
-          parse_string();
-          skip_space();
-          expect(':', "':' after a key");
-          skip_space();
-        }
-        skip_value(depth + 1);
-        skip_space();
-      } while (consume(','));
-      if (!consume(close)) fail(std::string("expected ',' or '") + close + "'");
-    } else if (s_.substr(pos_, 4) == "true" || s_.substr(pos_, 4) == "null") {
-      pos_ += 4;
-    } else if (s_.substr(pos_, 5) == "false") {
-      pos_ += 5;
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      consume('-');
-      if (!consume('0')) skip_digits();
-      if (consume('.')) skip_digits();
-      if (consume('e') || consume('E')) {
-        if (!consume('+')) consume('-');
-        skip_digits();
-      }
-    } else {
-      fail("expected a JSON value");
-    }
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
-};
-
-// --- prep ----------------------------------------------------------------------------------
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// Routes each kept document to the train or valid writer and counts what happened to it.
-class ShardSink {
- public:
-  ShardSink(const PrepOptions& options, PrepSummary& summary)
-      : options_(options), summary_(summary), train_(options.output, ByteTokenizer::kVocabSize) {
-    if (options.valid_permille > 0)
-      valid_ = std::make_unique<ShardWriter>(valid_shard_prefix(options.output), ByteTokenizer::kVocabSize);
-  }
-
-  // Document = input + output + end-of-text; the loss starts after the input's tokens.
-  void add(std::string_view input, std::string_view output) {
-    ++summary_.documents_in;
-    if (input.empty() && output.empty()) return void(++summary_.empty_dropped);
-    const uint64_t hash = document_content_hash(input, output);
-    if (!seen_.insert(hash).second) return void(++summary_.duplicates_dropped);
-    tokens_.clear();
-    ByteTokenizer::encode_append(input, tokens_);
-    const uint64_t loss_start = tokens_.size();
-    ByteTokenizer::encode_append(output, tokens_);
-    tokens_.push_back(ByteTokenizer::kEndOfText);
-    const bool to_valid = valid_ && hash % 1000 < static_cast<uint64_t>(options_.valid_permille);
-    (to_valid ? *valid_ : train_).add_document(tokens_, loss_start);
-    ++(to_valid ? summary_.valid_documents : summary_.train_documents);
-    (to_valid ? summary_.valid_tokens : summary_.train_tokens) += static_cast<int64_t>(tokens_.size());
-  }
-
-  void finish() {
-    train_.finish();
-    if (valid_) valid_->finish();
-  }
-
- private:
-  const PrepOptions& options_;
-  PrepSummary& summary_;
-  ShardWriter train_;
-  std::unique_ptr<ShardWriter> valid_;
-  std::unordered_set<uint64_t> seen_;  // 64-bit hashes: a false duplicate needs ~4e9 documents
-  std::vector<uint32_t> tokens_;       // reused for every document
-};
-
-std::ifstream open_input(const std::string& path) {
-  // A directory opens fine as a stream on Linux and then reads as empty: reject it by name.
-  TRIDENT_CONFIG_CHECK(!std::filesystem::is_directory(path), "input ", path, " is a directory");
-  std::ifstream in(path, std::ios::binary);
-  TRIDENT_CONFIG_CHECK(in.good(), "cannot read input file ", path);
-  return in;
-}
-
-void read_text_file(const std::string& path, ShardSink& sink) {
-  std::ifstream in = open_input(path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  TRIDENT_CONFIG_CHECK(!in.bad(), "error reading input file ", path);
-  sink.add("", text);
-}
-
-void read_jsonl_file(const std::string& path, ShardSink& sink) {
-  std::ifstream in = open_input(path);
-  std::string line;
-  for (int64_t line_number = 1; std::getline(in, line); ++line_number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    PromptExample example;
-    try {
-      example = parse_prompt_example(line);
-    } catch (const ConfigError& e) {
-      throw ConfigError(detail::concat(path, ":", line_number, ": malformed JSONL line, ", e.what(),
-                                       " (expected {\"input\": \"...\", \"output\": \"...\"})"));
-    }
-    sink.add(example.input, example.output);
-  }
-  TRIDENT_CONFIG_CHECK(!in.bad(), "error reading input file ", path);
-}
-
-}  // namespace
-
-PromptExample parse_prompt_example(std::string_view line) { return JsonLine(line).parse_example(); }
-
-std::string valid_shard_prefix(const std::string& output) { return output + "-valid"; }
-
-// FNV-1a over input, its length, output; then splitmix64's finaliser so that hash % 1000 is
-// evenly spread. The length keeps ("ab", "c") apart from ("a", "bc").
-uint64_t document_content_hash(std::string_view input, std::string_view output) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix_byte = [&h](unsigned char c) { h = (h ^ c) * 0x100000001b3ull; };
-  for (char c : input) mix_byte(static_cast<unsigned char>(c));
-  for (int i = 0; i < 8; ++i) mix_byte(static_cast<unsigned char>(uint64_t(input.size()) >> (8 * i)));
-  for (char c : output) mix_byte(static_cast<unsigned char>(c));
+uint64_t remix(uint64_t h, uint64_t salt) {  // splitmix64's finaliser of h ^ salt
+  h ^= salt;
   h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
   h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
   return h ^ (h >> 31);
 }
 
-PrepSummary prepare_shards(const PrepOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  TRIDENT_CONFIG_CHECK(options.tokenizer == "byte", "unknown tokenizer '", options.tokenizer,
-                       "' (available: byte)");
-  TRIDENT_CONFIG_CHECK(options.valid_permille >= 0 && options.valid_permille <= 1000,
-                       "--valid-permille must be in [0, 1000] (got ", options.valid_permille, ")");
-  TRIDENT_CONFIG_CHECK(!options.inputs.empty(), "no input files given");
-  TRIDENT_CONFIG_CHECK(!options.output.empty(), "no output prefix given");
-  const std::filesystem::path parent = std::filesystem::path(options.output).parent_path();
-  std::error_code ignored;  // if this fails, creating the shard says why
-  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
+// A tokenised document held until the duplicate decision; its tokens live in one shared buffer.
+struct LocalDocument {
+  uint64_t key;     // input order (prep_inputs.hpp)
+  uint64_t hash;    // example_dedup_hash
+  uint64_t token_begin, token_count, loss_start;
+  uint32_t target;  // split * shards + shard
+};
 
-  PrepSummary summary;
-  ShardSink sink(options, summary);
-  for (const std::string& path : options.inputs) {
-    if (ends_with(path, ".jsonl"))
-      read_jsonl_file(path, sink);
-    else
-      read_text_file(path, sink);
+// Phase 1 on each rank: documents of this rank's pieces -> LocalDocuments (or counted drops).
+class DocumentProcessor {
+ public:
+  DocumentProcessor(const PrepOptions& options, const Tokenizer& tokenizer, PrepSummary& summary)
+      : options_(options), tokenizer_(tokenizer), template_(options.prompt_template), summary_(summary) {}
+
+  void add(uint64_t key, Example&& example) {
+    ++summary_.documents_in;
+    if (options_.scrub_pii) scrub(example);
+    const auto [first, second] = example_content(example);
+    if (first.empty() && second.empty()) return void(++summary_.empty_dropped);
+    const std::string filter_text = first.empty() ? second : first + "\n" + second;
+    if (const auto reason = failed_filter(filter_text, options_.filters))
+      return void(++summary_.filtered[static_cast<int>(*reason)]);
+
+    LocalDocument doc{key, example_dedup_hash(example), tokens.size(), 0, 0, 0};
+    const uint64_t placement = example_placement_hash(example);
+    const RenderedDocument rendered = template_.render(example);
+    tokenizer_.encode_append(rendered.prompt, tokens);
+    doc.loss_start = tokens.size() - doc.token_begin;
+    tokenizer_.encode_append(rendered.answer, tokens);
+    tokens.push_back(tokenizer_.end_of_text());
+    doc.token_count = tokens.size() - doc.token_begin;
+    const bool valid = placement % 1000 < static_cast<uint64_t>(options_.valid_permille);
+    doc.target = static_cast<uint32_t>((valid ? options_.shards : 0) + shard_of_hash(placement, options_.shards));
+    documents.push_back(doc);
   }
-  TRIDENT_CONFIG_CHECK(summary.documents_out() > 0, "no documents to write: all ",
-                       summary.documents_in, " inputs were empty or duplicates");
-  sink.finish();
+
+  void bad_line(const std::string& message) {
+    ++summary_.documents_in;
+    if (summary_.bad_lines++ < kMaxWarningsPerRank && options_.warn) options_.warn("skipped " + message);
+  }
+
+  std::vector<LocalDocument> documents;
+  std::vector<uint32_t> tokens;
+
+ private:
+  void scrub(Example& example) {
+    example.input = scrub_pii(example.input, summary_.pii);
+    example.output = scrub_pii(example.output, summary_.pii);
+    for (ChatMessage& m : example.messages) m.content = scrub_pii(m.content, summary_.pii);
+  }
+
+  const PrepOptions& options_;
+  const Tokenizer& tokenizer_;
+  const PromptTemplate template_;
+  PrepSummary& summary_;
+};
+
+// keep[i]: document i is the first (smallest key) of its hash over all ranks. Collective.
+std::vector<bool> first_occurrences(const std::vector<LocalDocument>& docs, const PrepComm& comm) {
+  const int P = comm.size();
+  std::vector<std::vector<uint64_t>> to_owner(static_cast<size_t>(P));
+  std::vector<std::pair<int, size_t>> slot(docs.size());  // (owner, index in its list)
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const int owner = owner_of_hash(docs[i].hash, P);
+    slot[i] = {owner, to_owner[owner].size() / 2};
+    to_owner[owner].push_back(docs[i].hash);
+    to_owner[owner].push_back(docs[i].key);
+  }
+  const std::vector<std::vector<uint64_t>> received = comm.exchange(to_owner);
+
+  // As owner: sort every (hash, key, source rank, index) and keep the first of each hash.
+  std::vector<std::tuple<uint64_t, uint64_t, int, size_t>> entries;
+  std::vector<std::vector<uint64_t>> verdicts(static_cast<size_t>(P));
+  for (int r = 0; r < P; ++r) {
+    verdicts[r].assign(received[r].size() / 2, 0);
+    for (size_t k = 0; k < received[r].size() / 2; ++k)
+      entries.emplace_back(received[r][2 * k], received[r][2 * k + 1], r, k);
+  }
+  std::sort(entries.begin(), entries.end());
+  for (size_t e = 0; e < entries.size(); ++e)
+    if (e == 0 || std::get<0>(entries[e]) != std::get<0>(entries[e - 1]))
+      verdicts[std::get<2>(entries[e])][std::get<3>(entries[e])] = 1;
+
+  const std::vector<std::vector<uint64_t>> answers = comm.exchange(verdicts);
+  std::vector<bool> keep(docs.size());
+  for (size_t i = 0; i < docs.size(); ++i) keep[i] = answers[slot[i].first][slot[i].second] != 0;
+  return keep;
+}
+
+std::vector<int64_t*> counters(PrepSummary& s) {
+  std::vector<int64_t*> c = {&s.documents_in, &s.bad_lines, &s.empty_dropped, &s.duplicates_dropped};
+  for (int64_t& f : s.filtered) c.push_back(&f);
+  for (int64_t& p : s.pii.count) c.push_back(&p);
+  return c;
+}
+
+void sum_over_ranks(PrepSummary& s, const PrepComm& comm) {
+  const std::vector<int64_t*> c = counters(s);
+  std::vector<int64_t> values;
+  for (int64_t* p : c) values.push_back(*p);
+  comm.sum(values);
+  for (size_t i = 0; i < c.size(); ++i) *c[i] = values[i];
+}
+
+void check_options(const PrepOptions& o) {
+  TRIDENT_CONFIG_CHECK(!o.inputs.empty(), "no input files given");
+  TRIDENT_CONFIG_CHECK(!o.output.empty(), "no output prefix given");
+  TRIDENT_CONFIG_CHECK(o.valid_permille >= 0 && o.valid_permille <= 1000,
+                       "--valid-permille must be in [0, 1000] (got ", o.valid_permille, ")");
+  TRIDENT_CONFIG_CHECK(o.shards >= 1 && o.shards <= 99999, "--shards must be in [1, 99999] (got ", o.shards, ")");
+  const FilterOptions& f = o.filters;
+  for (double r : {f.max_repeated_line_ratio, f.max_repeated_ngram_ratio, f.max_non_text_ratio})
+    TRIDENT_CONFIG_CHECK(r >= 0 && r <= 1, "filter ratios must be in [0, 1] (got ", r, ")");
+  TRIDENT_CONFIG_CHECK(f.ngram_words >= 1, "--ngram-words must be at least 1 (got ", f.ngram_words, ")");
+  TRIDENT_CONFIG_CHECK(f.min_chars >= 0 && f.max_chars >= 0, "--min-chars and --max-chars must be >= 0");
+}
+
+std::vector<std::string> output_files(const PrepOptions& o) {
+  std::vector<std::string> files;
+  for (int s = 0; s < o.shards; ++s) files.push_back(shard_file_prefix(o.output, s, o.shards));
+  if (o.valid_permille > 0)
+    for (int s = 0; s < o.shards; ++s) files.push_back(shard_file_prefix(valid_shard_prefix(o.output), s, o.shards));
+  return files;
+}
+
+// Shards of this prefix under another shard count would make the set ambiguous: remove them.
+void remove_other_layouts(const std::string& prefix, int shards) {
+  std::error_code ignored;
+  if (shards > 1)
+    for (const char* ext : {".bin", ".idx"}) fs::remove(prefix + ext, ignored);
+  const fs::path p(prefix);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string base = p.filename().string() + "-";
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(dir, ignored)) {
+    const std::string name = entry.path().filename().string();
+    int index = 0, count = 0, used = 0;
+    if (!name.starts_with(base)) continue;
+    const std::string rest = name.substr(base.size());
+    if (std::sscanf(rest.c_str(), "%5d-of-%5d.%*3[a-z]%n", &index, &count, &used) == 2 &&
+        used == static_cast<int>(rest.size()) && count != shards && rest.size() == 18)
+      stale.push_back(entry.path());
+  }
+  for (const fs::path& s : stale) fs::remove(s, ignored);
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text << "\n";
+    TRIDENT_CONFIG_CHECK(out.good(), "cannot write ", tmp);
+  }
+  TRIDENT_CONFIG_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, " to ", path);
+}
+
+}  // namespace
+
+int shard_of_hash(uint64_t hash, int shards) {
+  return static_cast<int>(remix(hash, 0x5348415244ull) % static_cast<uint64_t>(shards));
+}
+
+int owner_of_hash(uint64_t hash, int ranks) {
+  return static_cast<int>(remix(hash, 0x4f574e4552ull) % static_cast<uint64_t>(ranks));
+}
+
+std::string valid_shard_prefix(const std::string& output) { return output + "-valid"; }
+std::string prep_json_path(const std::string& output) { return output + ".prep.json"; }
+
+PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenizer, const PrepComm& comm) {
+  const auto start = std::chrono::steady_clock::now();
+  PrepSummary summary;
+  summary.ranks = comm.size();
+  summary.shards = options.shards;
+  DocumentProcessor processor(options, tokenizer, summary);
+  std::exception_ptr error;
+  try {
+    check_options(options);
+    uint64_t total_bytes = 0;
+    const std::vector<InputPiece> pieces =
+        plan_rank_pieces(options.inputs, options.jsonl_split_bytes ? options.jsonl_split_bytes : (uint64_t(64) << 20),
+                         comm.rank(), comm.size(), total_bytes);
+    summary.input_bytes = static_cast<int64_t>(total_bytes);
+    PieceCallbacks callbacks;
+    callbacks.document = [&](uint64_t key, Example&& e) { processor.add(key, std::move(e)); };
+    if (options.skip_bad_lines) callbacks.bad_line = [&](const std::string& m) { processor.bad_line(m); };
+    for (const InputPiece& piece : pieces) read_piece(options.inputs[piece.file], piece, callbacks);
+    if (comm.rank() == 0) {
+      const fs::path parent = fs::path(options.output).parent_path();
+      std::error_code ignored;  // if this fails, creating the shards says why
+      if (!parent.empty()) fs::create_directories(parent, ignored);
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  comm.throw_if_any_failed(error);
+
+  const std::vector<bool> keep = first_occurrences(processor.documents, comm);
+  std::vector<LocalShardPart> parts(output_files(options).size());
+  for (size_t i = 0; i < keep.size(); ++i) {
+    const LocalDocument& d = processor.documents[i];
+    if (!keep[i]) {
+      ++summary.duplicates_dropped;
+      continue;
+    }
+    LocalShardPart& part = parts[d.target];
+    part.tokens.insert(part.tokens.end(), processor.tokens.begin() + static_cast<ptrdiff_t>(d.token_begin),
+                       processor.tokens.begin() + static_cast<ptrdiff_t>(d.token_begin + d.token_count));
+    part.lengths.push_back(d.token_count);
+    part.loss_starts.push_back(d.loss_start);
+  }
+  processor.tokens = {};
+  sum_over_ranks(summary, comm);
+  std::vector<int64_t> kept = {0};
+  for (const LocalShardPart& p : parts) kept[0] += static_cast<int64_t>(p.lengths.size());
+  comm.sum(kept);
+  int64_t filtered = 0;
+  for (int64_t f : summary.filtered) filtered += f;
+  TRIDENT_CONFIG_CHECK(kept[0] > 0, "no documents to write: of ", summary.documents_in, " documents read, ",
+                       summary.empty_dropped, " were empty, ", summary.duplicates_dropped, " duplicates, ",
+                       filtered, " filtered, ", summary.bad_lines, " bad lines");
+
+  ParallelShardOutput output(output_files(options), tokenizer.vocab_size(), comm);
+  const auto totals = output.write(parts);
+  for (size_t i = 0; i < totals.size(); ++i) {
+    const bool valid = i >= static_cast<size_t>(options.shards);
+    (valid ? summary.valid_documents : summary.train_documents) += totals[i].documents;
+    (valid ? summary.valid_tokens : summary.train_tokens) += totals[i].tokens;
+  }
+  try {
+    output.publish();
+    if (comm.rank() == 0) {
+      remove_other_layouts(options.output, options.shards);
+      if (options.valid_permille > 0) remove_other_layouts(valid_shard_prefix(options.output), options.shards);
+      summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      write_text_atomically(prep_json_path(options.output), prep_json_text(options, tokenizer.describe(), summary));
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  comm.throw_if_any_failed(error);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
+}
+
+PrepSummary prepare_shards(const PrepOptions& options) {
+  return prepare_shards(options, *load_tokenizer("byte"), PrepComm::single_process());
+}
+
+std::string prep_json_text(const PrepOptions& options, const std::string& tokenizer, const PrepSummary& s) {
+  Json j = Json::object();
+  j.set("format", Json("trident-prep"));
+  j.set("version", Json(1));
+  std::string tok = tokenizer;
+  std::error_code ec;
+  if (tok != "byte" && fs::exists(tok, ec)) tok = fs::absolute(tok, ec).string();  // usable from any cwd
+  j.set("tokenizer", Json(tok));
+  j.set("template", Json(options.prompt_template));
+  j.set("shards", Json(s.shards));
+  j.set("ranks", Json(s.ranks));
+  j.set("valid_permille", Json(options.valid_permille));
+  j.set("scrub_pii", Json(options.scrub_pii));
+  Json filters = Json::object();
+  filters.set("min_chars", Json(options.filters.min_chars));
+  filters.set("max_chars", Json(options.filters.max_chars));
+  filters.set("max_repeated_line_ratio", Json(options.filters.max_repeated_line_ratio));
+  filters.set("max_repeated_ngram_ratio", Json(options.filters.max_repeated_ngram_ratio));
+  filters.set("ngram_words", Json(options.filters.ngram_words));
+  filters.set("max_non_text_ratio", Json(options.filters.max_non_text_ratio));
+  j.set("filters", std::move(filters));
+  j.set("documents_in", Json(s.documents_in));
+  j.set("documents_out", Json(s.documents_out()));
+  Json dropped = Json::object();
+  dropped.set("empty", Json(s.empty_dropped));
+  dropped.set("duplicate", Json(s.duplicates_dropped));
+  dropped.set("bad_line", Json(s.bad_lines));
+  for (int r = 0; r < static_cast<int>(DropReason::kCount); ++r)
+    dropped.set(drop_reason_name(static_cast<DropReason>(r)), Json(s.filtered[r]));
+  j.set("dropped", std::move(dropped));
+  Json pii = Json::object();
+  for (int k = 0; k < static_cast<int>(PiiKind::kCount); ++k)
+    pii.set(pii_name(static_cast<PiiKind>(k)), Json(s.pii.count[k]));
+  j.set("pii", std::move(pii));
+  j.set("train_documents", Json(s.train_documents));
+  j.set("train_tokens", Json(s.train_tokens));
+  j.set("valid_documents", Json(s.valid_documents));
+  j.set("valid_tokens", Json(s.valid_tokens));
+  j.set("input_bytes", Json(s.input_bytes));
+  j.set("seconds", Json(s.seconds));
+  j.set("mb_per_s", Json(s.mb_per_s()));
+  return j.dump();
 }
 
 }  // namespace trident::data

@@ -98,11 +98,8 @@ void ShardWriter::finish() {
   std::FILE* idx = std::fopen(idx_tmp.c_str(), "wb");
   TRIDENT_CONFIG_CHECK(idx != nullptr, "cannot create ", idx_tmp, ": ", std::strerror(errno));
   try {
-    const uint64_t header_u64[3] = {vocab_, num_documents(), num_tokens()};
-    write_all(idx, kShardMagic, sizeof(kShardMagic), idx_tmp);
-    write_all(idx, &kShardVersion, 4, idx_tmp);
-    write_all(idx, &token_bytes_, 4, idx_tmp);
-    write_all(idx, header_u64, sizeof(header_u64), idx_tmp);
+    const ShardIndexHeader header(vocab_, num_documents(), num_tokens());
+    write_all(idx, header.bytes, sizeof(header.bytes), idx_tmp);
     write_all(idx, offsets_.data(), offsets_.size() * 8, idx_tmp);
     write_all(idx, loss_starts_.data(), loss_starts_.size() * 8, idx_tmp);
     sync_and_close(idx, idx_tmp);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every file of tests/data/bad/ is fed to the command that reads its kind, which must exit 2
 # with the message its FILE.expect holds (an extended regex): configs (*.ini) to train, JSONL
-# (*.jsonl) to prep, shard indexes (*.idx, with their .bin) to inspect, checkpoints (*.h5) to
-# inspect and to train's resume.
+# (*.jsonl) and text (*.txt) to prep, tokenizer files (*.json) to prep --tokenizer, shard
+# indexes (*.idx, with their .bin) to inspect, checkpoints (*.h5) to inspect and to train's
+# resume.
 # usage: bad_inputs.sh TRIDENT SOURCE_DIR
 set -uo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -26,7 +27,8 @@ check() {  # check FILE COMMAND...
 for f in tests/data/bad/*; do
   case "$f" in
     *.ini) check "$f" "$trident" train --config "$f" --data.train=input/data/pystdlib --log.run_dir="$work/run" ;;
-    *.jsonl) check "$f" "$trident" prep --input "$f" --output "$work/out_$(basename "$f" .jsonl)" ;;
+    *.jsonl | *.txt) check "$f" "$trident" prep --input "$f" --output "$work/out_$(basename "$f")" ;;
+    *.json) check "$f" "$trident" prep --input README.md --output "$work/out_tok" --tokenizer "$f" ;;  # tokenizers
     *.idx) check "$f" "$trident" inspect "${f%.idx}" ;;
     *.h5)
       check "$f" "$trident" inspect "$f"

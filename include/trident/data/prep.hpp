@@ -1,53 +1,81 @@
-// trident prep: raw text files (one document each) and JSONL prompt/response lines to token
-// shards, with exact deduplication and a content-hash train/valid split (DESIGN.md section 7).
+// trident prep: text files and JSONL lines -> token shards (DESIGN.md section 7), on one rank or
+// many. Per document, in this order: parse (a JSONL line, or a whole text file), scrub PII
+// (optional), drop if empty or failing a quality filter, hash its normalised content, render it
+// with the prompt template and tokenise: encode(prompt) + encode(answer) + end-of-text, the loss
+// starting at the answer. Then, globally: exact duplicates (same example_dedup_hash: whitespace
+// runs collapsed, case kept) are dropped, keeping the first in input order (each hash is decided
+// by one owner rank); each kept document goes to the valid split when its placement hash
+// (example_placement_hash, of the text as it is) % 1000 < valid_permille, and to shard
+// mix(placement hash) % shards of its split. Documents keep input order within a shard, so the files do
+// not depend on the number of ranks. The shards are written under temporary names and renamed
+// only when every rank succeeded; <output>.prep.json records the options and the summary.
+//
+// Memory: each rank holds its part's tokens (4 bytes each) until the write.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
-#include <string_view>
 #include <vector>
+
+#include "trident/data/filters.hpp"
+#include "trident/data/pii.hpp"
+#include "trident/data/prep_comm.hpp"
 
 namespace trident::data {
 
+class Tokenizer;
+
 struct PrepOptions {
-  std::vector<std::string> inputs;  // files; *.jsonl are prompt/response lines, others raw text
-  std::string output;               // shard prefix: <output>.bin/.idx (+ <output>-valid.bin/.idx)
-  std::string tokenizer = "byte";   // only the built-in byte tokenizer so far
-  int valid_permille = 0;           // documents with content hash % 1000 below this go to valid
+  std::vector<std::string> inputs;  // *.jsonl: one document per line; other files: one each
+  std::string output;               // shard prefix (see shard_set.hpp for the file names)
+  int valid_permille = 0;           // documents per 1000 (by content hash) to <output>-valid
+  int shards = 1;                   // shards per split
+  std::string prompt_template = "plain";  // PromptTemplate spec (prep_record.hpp)
+  FilterOptions filters;
+  bool scrub_pii = false;
+  bool skip_bad_lines = false;      // malformed lines: counted and skipped instead of an error
+  uint64_t jsonl_split_bytes = 0;   // JSONL piece size for splitting among ranks (0: automatic)
+  // Told about skipped bad lines (at most the first 5 on each rank); may be empty.
+  std::function<void(const std::string&)> warn;
 };
 
 struct PrepSummary {
-  int64_t documents_in = 0;        // text files + JSONL records read
-  int64_t empty_dropped = 0;       // empty files / records with empty input and output
-  int64_t duplicates_dropped = 0;  // exact repeats of an earlier document
+  int64_t documents_in = 0;  // text files + JSONL lines read (bad lines included)
+  int64_t bad_lines = 0;     // skipped with skip_bad_lines
+  int64_t empty_dropped = 0;
+  int64_t filtered[static_cast<int>(DropReason::kCount)] = {};
+  int64_t duplicates_dropped = 0;
+  PiiCounts pii;
   int64_t train_documents = 0;
   int64_t valid_documents = 0;
   int64_t train_tokens = 0;
   int64_t valid_tokens = 0;
+  int64_t input_bytes = 0;
+  int ranks = 1;
+  int shards = 1;
   double seconds = 0;
+
   int64_t documents_out() const { return train_documents + valid_documents; }
   int64_t tokens() const { return train_tokens + valid_tokens; }
+  double mb_per_s() const { return seconds > 0 ? static_cast<double>(input_bytes) / 1e6 / seconds : 0.0; }
 };
 
-// Writes the shards; throws ConfigError for unreadable inputs, malformed JSONL lines (with
-// file and line number), bad options or inputs without any document.
+// Collective over comm. Throws ConfigError (on every rank) for bad options, unreadable inputs,
+// malformed lines (file and line named), or when no document is left to write.
+PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenizer, const PrepComm& comm);
+// One process with the built-in byte tokenizer (tests and tools).
 PrepSummary prepare_shards(const PrepOptions& options);
 
-// The prefix of the validation shard that prepare_shards writes next to `output`.
+// The prefix of the validation split: <output>-valid.
 std::string valid_shard_prefix(const std::string& output);
+// Where prep writes its summary: <output>.prep.json.
+std::string prep_json_path(const std::string& output);
+// The summary as prep.json's object (also what the command prints from).
+std::string prep_json_text(const PrepOptions& options, const std::string& tokenizer, const PrepSummary& summary);
 
-// One JSONL training example: the loss covers `output` (and end-of-text), not `input`.
-struct PromptExample {
-  std::string input;
-  std::string output;
-};
-
-// Parses one line {"input": "...", "output": "..."} (other keys are allowed and ignored).
-// Strings are fully unescaped, \uXXXX surrogate pairs included, into UTF-8. Throws ConfigError
-// "column N: what is wrong" for malformed JSON or missing/non-string keys.
-PromptExample parse_prompt_example(std::string_view line);
-
-// Content hash of a document (a raw text file is input "" + output text, so it equals the JSONL
-// record with the same text). Stable across versions: it decides the train/valid split.
-uint64_t document_content_hash(std::string_view input, std::string_view output);
+// Shard of a document among `shards`, and the dedup owner among `ranks`: other bits of the
+// content hash than the valid split's hash % 1000, so the three choices are independent.
+int shard_of_hash(uint64_t hash, int shards);
+int owner_of_hash(uint64_t hash, int ranks);
 
 }  // namespace trident::data

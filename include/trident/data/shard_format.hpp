@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +29,24 @@ inline constexpr size_t kShardHeaderBytes = 40;
 
 // Bytes per stored token id for a vocabulary: 2 when every id fits in uint16.
 inline constexpr uint32_t shard_token_bytes(uint64_t vocab) { return vocab <= 65536 ? 2 : 4; }
+
+// The .idx header above, and where its two arrays lie, for writers that fill an index in place.
+struct ShardIndexHeader {
+  unsigned char bytes[kShardHeaderBytes];
+  ShardIndexHeader(uint64_t vocab, uint64_t documents, uint64_t tokens) {
+    const uint32_t token_bytes = shard_token_bytes(vocab);
+    const uint64_t counts[3] = {vocab, documents, tokens};
+    std::memcpy(bytes, kShardMagic, 8);
+    std::memcpy(bytes + 8, &kShardVersion, 4);
+    std::memcpy(bytes + 12, &token_bytes, 4);
+    std::memcpy(bytes + 16, counts, 24);
+  }
+};
+inline constexpr uint64_t shard_index_bytes(uint64_t documents) { return kShardHeaderBytes + (2 * documents + 1) * 8; }
+inline constexpr uint64_t shard_offset_position(uint64_t d) { return kShardHeaderBytes + 8 * d; }
+inline constexpr uint64_t shard_loss_start_position(uint64_t documents, uint64_t d) {
+  return kShardHeaderBytes + 8 * (documents + 1 + d);
+}
 
 // Streams documents into <prefix>.bin.tmp and, on finish(), writes <prefix>.idx.tmp, fsyncs
 // both and renames them over <prefix>.bin / <prefix>.idx. Until finish() returns, existing

@@ -1,0 +1,53 @@
+// Prep's output shards, written by all ranks at once: each rank's documents of a shard follow
+// those of the ranks below it (prefix sums of the counts), so the files equal what one rank
+// would write. Everything goes to <file>.bin.tmp / <file>.idx.tmp first; publish() renames
+// only after every rank has written and synced its part, and an unpublished output removes its
+// temporaries, so existing shards survive any failure.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trident/data/prep_comm.hpp"
+
+namespace trident::data {
+
+// This rank's documents of one output shard, in order.
+struct LocalShardPart {
+  std::vector<uint32_t> tokens;
+  std::vector<uint64_t> lengths;
+  std::vector<uint64_t> loss_starts;
+};
+
+class ParallelShardOutput {
+ public:
+  // files: the shard file prefixes (shard_file_prefix), the same list on every rank.
+  ParallelShardOutput(std::vector<std::string> files, uint64_t vocab, const PrepComm& comm);
+  ~ParallelShardOutput();
+  ParallelShardOutput(const ParallelShardOutput&) = delete;
+  ParallelShardOutput& operator=(const ParallelShardOutput&) = delete;
+
+  // Collective: writes parts[i] of every rank into files[i]'s temporaries and syncs them;
+  // returns the documents and tokens of each file (the same on every rank). Any rank's error
+  // is thrown on every rank.
+  struct FileTotals {
+    int64_t documents, tokens;
+  };
+  std::vector<FileTotals> write(const std::vector<LocalShardPart>& parts);
+
+  // Rank 0: renames the temporaries over the final names (.bin first, then .idx).
+  void publish();
+
+ private:
+  void create_temporaries(const std::vector<FileTotals>& totals) const;
+  void write_part(size_t i, const LocalShardPart& part, int64_t first_doc, int64_t first_token,
+                  const FileTotals& totals) const;
+  void remove_temporaries() const;
+
+  std::vector<std::string> files_;
+  uint64_t vocab_;
+  const PrepComm& comm_;
+  bool published_ = false;
+};
+
+}  // namespace trident::data

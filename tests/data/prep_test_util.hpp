@@ -1,0 +1,56 @@
+// Helpers of the prep tests: a byte tokenizer behind the Tokenizer interface (the prep code
+// sees only the interface), file writing, and decoding a document of a shard set back to text.
+#pragma once
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "trident/data/byte_tokenizer.hpp"
+#include "trident/data/prep.hpp"
+#include "trident/data/shard_set.hpp"
+#include "trident/data/tokenizer.hpp"
+
+namespace trident::data::prep_test {
+
+class BytesForTest : public Tokenizer {
+ public:
+  void encode_append(std::string_view text, std::vector<uint32_t>& ids) const override {
+    ByteTokenizer::encode_append(text, ids);
+  }
+  std::string decode(std::span<const uint32_t> ids) const override { return ByteTokenizer::decode(ids); }
+  uint64_t vocab_size() const override { return ByteTokenizer::kVocabSize; }
+  uint32_t end_of_text() const override { return ByteTokenizer::kEndOfText; }
+  std::optional<uint32_t> special_token(std::string_view) const override { return std::nullopt; }
+  std::string describe() const override { return "byte"; }
+};
+
+inline std::string write_file(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+template <typename Reader>
+std::string decode_document(const Reader& reader, uint64_t d) {
+  const DocumentSpan doc = reader.document(d);
+  std::vector<uint32_t> ids;
+  for (uint64_t t = doc.begin; t < doc.end; ++t) ids.push_back(reader.token(t));
+  return ByteTokenizer::decode(ids);
+}
+
+inline PrepOptions options_for(std::vector<std::string> inputs, std::string output) {
+  PrepOptions o;
+  o.inputs = std::move(inputs);
+  o.output = std::move(output);
+  return o;
+}
+
+inline PrepSummary prep(const PrepOptions& options) {
+  return prepare_shards(options, BytesForTest(), PrepComm::single_process());
+}
+
+}  // namespace trident::data::prep_test
