@@ -129,8 +129,23 @@ def qwen2_style():
     return tok
 
 
+def nfc_cases(count=150):
+    """Random strings heavy in what NFC acts on, with Python's NFC of each."""
+    import random
+    import unicodedata
+    rng = random.Random(5)
+    pool = (list("aeiouAEOdsqz ,.") + [chr(c) for c in range(0x300, 0x370)] + ["\u0323", "\u0338", "\u05b0", "\u093c"]
+            + [chr(c) for c in (0xE9, 0xC5, 0x212B, 0x2126, 0xF900, 0x1E0B, 0x1E63, 0x0958, 0x2000, 0x1100, 0x1161,
+                                0x11A8, 0xAC00, 0xAC01, 0x3099, 0x304B, 0x0CC6, 0x0CD5, 0x0627, 0x0653, 0x1F00)])
+    cases = []
+    for _ in range(count):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 24)))
+        cases.append([text, unicodedata.normalize("NFC", text)])
+    return cases
+
+
 def make(out):
-    expected = {"texts": TEXTS, "tokenizers": {}}
+    expected = {"texts": TEXTS, "tokenizers": {}, "nfc": nfc_cases()}
     for name, build, as_strings in [("gpt2", gpt2_style, True), ("llama3", llama3_style, False),
                                     ("qwen2", qwen2_style, False)]:
         tok = save(build(), os.path.join(out, name), merges_as_strings=as_strings)

@@ -119,6 +119,7 @@ void decompose(uint32_t cp, std::vector<uint32_t>& out) {
 }
 
 uint32_t compose(uint32_t a, uint32_t b) {
+  if (b < 0x300) return 0;  // every second character of a composition is at U+0300 or above
   if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
     return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
   if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase && b < kTBase + kTCount)
@@ -151,10 +152,8 @@ void append_cp(std::string& out, uint32_t cp) {
   }
 }
 
-}  // namespace
-
-std::string nfc(std::string_view s) {
-  if (is_nfc_quick(s)) return std::string(s);
+// NFC of a stretch that starts and ends at a starter no other character interacts with.
+void nfc_stretch(std::string_view s, std::string& result) {
   // 1. Full canonical decomposition.
   std::vector<uint32_t> cps;
   cps.reserve(s.size());
@@ -198,9 +197,33 @@ std::string nfc(std::string_view s) {
     last_class = cls;
     out.push_back(cp);
   }
-  std::string result;
-  result.reserve(s.size());
   for (uint32_t cp : out) append_cp(result, cp);
+}
+
+}  // namespace
+
+std::string nfc(std::string_view s) {
+  if (is_nfc_quick(s)) return std::string(s);
+  // Only the stretches around code points >= U+0300 need the full algorithm: two ASCII
+  // characters in a row are a boundary nothing composes or reorders across.
+  std::string result;
+  result.reserve(s.size() + 16);
+  size_t done = 0;
+  auto ascii = [&](size_t i) { return static_cast<uint8_t>(s[i]) < 0x80; };
+  while (done < s.size()) {
+    size_t p = done;
+    while (p < s.size() && static_cast<uint8_t>(s[p]) < 0xCC) ++p;
+    if (p == s.size()) break;
+    size_t begin = p;
+    while (begin > done && !ascii(begin - 1)) --begin;
+    if (begin > done) --begin;  // the ASCII starter a combining mark may join
+    size_t end = p + 1;
+    while (end < s.size() && !(ascii(end) && (end + 1 == s.size() || ascii(end + 1)))) ++end;
+    result.append(s.substr(done, begin - done));
+    nfc_stretch(s.substr(begin, end - begin), result);
+    done = end;
+  }
+  result.append(s.substr(done));
   return result;
 }
 

@@ -2,6 +2,11 @@
 // library's regex engine and Python's unicodedata.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "trident/core/json.hpp"
+
 #include "trident/data/pretokenizer.hpp"
 #include "trident/data/unicode.hpp"
 
@@ -42,6 +47,22 @@ TEST(Unicode, Nfc) {
   EXPECT_EQ(unicode::nfc("d\xCC\x87\xCC\xA3"), "\xE1\xB8\x8D\xCC\x87");         // ḍ + dot above
   EXPECT_EQ(unicode::nfc("abc \xFF"), "abc \xFF");                              // invalid bytes kept
   EXPECT_TRUE(unicode::is_nfc_quick("plain ascii"));
+}
+
+TEST(Unicode, NfcEqualsPython) {  // random strings of combining marks, Hangul, singletons, ...
+  std::ifstream in(std::string(TRIDENT_TEST_DATA) + "/tokenizers/expected.json", std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const Json expected = Json::parse(text.str());
+  int wrong = 0;
+  for (const Json& c : expected.at("nfc").as_array()) {
+    const std::string& input = c.as_array().at(0).as_string();
+    const std::string& want = c.as_array().at(1).as_string();
+    EXPECT_EQ(unicode::nfc(input), want);
+    EXPECT_EQ(unicode::nfc("ab " + input + " cd"), "ab " + want + " cd");
+    wrong += unicode::nfc(input) != want;
+  }
+  EXPECT_EQ(wrong, 0);
 }
 
 }  // namespace
