@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# End-to-end prep and inspect: prep under mpirun (2 ranks, JSONL split in small pieces, 3 shards,
+# valid split) writes the same files as one rank; inspect prints the statistics of the set and
+# decodes documents with the tokenizer prep.json names (byte and a trained BPE tokenizer);
+# --skip-bad-lines; --scrub-pii; a failed prep leaves the previous shards untouched.
+# usage: prep.sh TRIDENT SOURCE_DIR
+set -uo pipefail
+source "$(dirname "$0")/../support/cli_common.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+in=$work/in
+mkdir -p "$in"
+for i in $(seq 1 30); do
+  echo "{\"input\": \"What is $i + $i?\", \"output\": \"It is $((i + i)).\"}"
+  (( i % 10 == 0 )) && echo "{\"input\": \"What is 1 + 1?\", \"output\": \"It is 2.\"}"  # duplicates
+done > "$in/qa.jsonl"
+for i in $(seq 1 12); do
+  echo "{\"messages\": [{\"role\": \"user\", \"content\": \"hello $i\"}, {\"role\": \"assistant\", \"content\": \"hi $i\"}]}"
+done > "$in/chat.jsonl"
+printf 'The first text file.\nIt has two lines.\n' > "$in/a.txt"
+printf 'Mail me at jane.doe@example.com or call (415) 555-2671.\n' > "$in/pii.txt"
+files=("$in/qa.jsonl" "$in/a.txt" "$in/chat.jsonl" "$in/pii.txt")
+
+# 1. Two ranks equal one rank.
+"$trident" prep --input "${files[@]}" --output "$work/one/d" --shards 3 --valid-permille 300 > "$work/one.log" \
+  || fail "prep on one rank: $(cat "$work/one.log")"
+mpirun -np 2 "$trident" prep --input "${files[@]}" --output "$work/two/d" --shards 3 --valid-permille 300 \
+  --split-mb 0.0003 > "$work/two.log" 2> "$work/two.err" || fail "prep on two ranks: $(cat "$work/two.err")"
+grep -q "on 2 ranks" "$work/two.log" || fail "summary: $(cat "$work/two.log")"
+grep -q "3 duplicates" "$work/two.log" || fail "dedup count: $(cat "$work/two.log")"
+for f in "$work"/one/d*-of-00003.*; do
+  cmp -s "$f" "$work/two/$(basename "$f")" || fail "$(basename "$f") differs between 1 and 2 ranks"
+done
+[[ $(ls "$work"/two/d*-of-00003.{bin,idx} | wc -l) == 12 ]] || fail "expected 2 splits x 3 shards x 2 files"
+grep -q '"documents_in":47' "$work/two/d.prep.json" || fail "prep.json: $(cat "$work/two/d.prep.json")"
+
+# 2. inspect: statistics of the set, decoding with prep.json's tokenizer.
+"$trident" inspect "$work/two/d" > "$work/stats" || fail "inspect: $(cat "$work/stats")"
+grep -q "^shards     3" "$work/stats" || fail "inspect shards: $(cat "$work/stats")"
+grep -q "loss mask" "$work/stats" || fail "inspect loss mask: $(cat "$work/stats")"
+grep -q "length histogram" "$work/stats" || fail "inspect histogram: $(cat "$work/stats")"
+"$trident" inspect "$work/two/d" --decode all > "$work/all" || fail "decode all"
+"$trident" inspect "$work/two/d-valid" --decode all >> "$work/all" || fail "decode all (valid)"
+grep -q "^The first text file.$" "$work/all" || fail "decoded text: $(head "$work/all")"
+grep -q "^<|im_start|>assistant$" "$work/all" || fail "decoded chat: $(head "$work/all")"
+[[ $(grep -c "It is 2\.<|endoftext|>" "$work/all") == 1 ]] || fail "duplicates kept: $(grep -c "It is 2\." "$work/all")"
+"$trident" inspect "$work/two/d" --decode 0 > "$work/doc0" || fail "decode 0"
+[[ $(tail -c 14 "$work/doc0") == "<|endoftext|>" ]] || fail "decode 0: $(cat "$work/doc0")"
+"$trident" inspect "$work/two/d" --decode 999 2> "$work/err" && fail "decode 999 accepted"
+grep -q "document index in \[0, " "$work/err" || fail "decode 999: $(cat "$work/err")"
+
+# 3. --skip-bad-lines counts and warns; without it the line is an error naming file and line.
+cp "$in/qa.jsonl" "$in/bad.jsonl"
+echo '{"input": "no output"}' >> "$in/bad.jsonl"
+echo '{"input": "x", "output": "y"}' >> "$in/bad.jsonl"
+"$trident" prep --input "$in/bad.jsonl" --output "$work/bad" 2> "$work/err" && fail "bad line accepted"
+grep -q "bad.jsonl:34: .*missing key \"output\"" "$work/err" || fail "bad line message: $(cat "$work/err")"
+mpirun -np 2 "$trident" prep --input "$in/bad.jsonl" --output "$work/bad" --skip-bad-lines --split-mb 0.0005 \
+  > "$work/log" 2> "$work/err" || fail "skip-bad-lines: $(cat "$work/err")"
+grep -q "1 bad lines" "$work/log" || fail "bad line count: $(cat "$work/log")"
+grep -q "warning.*bad.jsonl:34" "$work/err" || fail "bad line warning: $(cat "$work/err")"
+
+# 4. A failed prep leaves the previous shards as they were, and no temporaries.
+"$trident" prep --input "$in/a.txt" --output "$work/keep/d" > /dev/null || fail "prep a.txt"
+sum_before=$(cat "$work/keep/d.bin" "$work/keep/d.idx" | md5sum)
+"$trident" prep --input "$in/a.txt" "$in/bad.jsonl" --output "$work/keep/d" 2> /dev/null && fail "bad prep succeeded"
+[[ $(cat "$work/keep/d.bin" "$work/keep/d.idx" | md5sum) == "$sum_before" ]] || fail "old shards changed"
+ls "$work/keep" | grep -q tmp && fail "temporaries left: $(ls "$work/keep")"
+
+# 5. --scrub-pii.
+"$trident" prep --input "$in/pii.txt" --output "$work/pii" --scrub-pii > "$work/log" || fail "scrub-pii"
+grep -q "1 email, 1 phone" "$work/log" || fail "pii counts: $(cat "$work/log")"
+"$trident" inspect "$work/pii" --decode 0 | grep -q "Mail me at <EMAIL> or call <PHONE>." || fail "pii not replaced"
+
+# 6. A trained BPE tokenizer: prep with it, inspect decodes with it through prep.json.
+"$trident" prep --train-tokenizer --vocab-size 300 --input "${files[@]}" --output "$work/tok.json" > /dev/null \
+  || fail "train tokenizer"
+"$trident" prep --input "$in/a.txt" --output "$work/bpe" --tokenizer "$work/tok.json" > /dev/null || fail "prep bpe"
+"$trident" inspect "$work/bpe" | grep -q "^vocab      300" || fail "bpe vocab: $("$trident" inspect "$work/bpe")"
+printf 'The first text file.\nIt has two lines.\n<|endoftext|>\n' > "$work/want"
+"$trident" inspect "$work/bpe" --decode 0 > "$work/got"
+cmp -s "$work/want" "$work/got" || fail "bpe decode: $(cat "$work/got")"
+echo "prep: ok"
