@@ -154,7 +154,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   v.require_default("model.init_from", "initialisation from a pretrained model");
   v.require_default("lora.enabled", "LoRA");
   v.require_default("lisa.enabled", "LISA");
-  v.require_default("data.packing", "packing");
   v.require_default("data.bucket", "bucketing");
   v.require_default("comm.compression", "gradient compression");
   v.require_default("log.eval_interval", "periodic evaluation");

@@ -53,7 +53,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"lisa.interval", "20", "steps between re-sampling"},
       {"data.train", "", "training shard prefix (<prefix>.bin + <prefix>.idx, made by trident prep)"},
       {"data.valid", "", "validation shard prefix"},
-      {"data.packing", "false", "pack documents into rows with document masking (not in this version)"},
+      {"data.packing", "true", "true: documents packed back to back into rows, attention and positions restart at each document (document masking); false: one document per row, padded"},
       {"data.bucket", "false", "group similar lengths (not in this version)"},
       {"comm.compression", "none", "gradient compression: none | int8 | topk | powersgd (only none in this version)"},
       {"comm.topk_ratio", "0.01", "fraction kept by topk"},

@@ -1,4 +1,4 @@
-// BatchSampler: windows of the token stream in a seeded per-epoch shuffle, sliced by dp rank.
+// BatchSampler: rows of the token stream in a seeded per-epoch shuffle, sliced by dp rank.
 // Everything is a function of (seed, step, j), which is what makes the order dp-invariant.
 #include "trident/data/sampler.hpp"
 
@@ -25,15 +25,24 @@ BatchSampler::BatchSampler(const ShardReader& reader, const SamplerOptions& opti
   micro_batches_ = static_cast<int>(G / (b * options.dp_size));
 
   const uint64_t n = reader.num_tokens();
-  num_windows_ = n > 0 ? static_cast<int64_t>((n - 1) / static_cast<uint64_t>(T)) : 0;
-  TRIDENT_CONFIG_CHECK(num_windows_ >= G, reader.prefix(), ": ", n, " tokens make only ",
-                       num_windows_, " windows of model.seq_len=", T,
-                       " (+1 target), fewer than train.global_batch=", G,
-                       "; use more data or a smaller global batch");
-  // Window indices are stored as uint32 to keep the permutation at 4 bytes per window.
-  TRIDENT_CONFIG_CHECK(num_windows_ <= int64_t(std::numeric_limits<uint32_t>::max()),
-                       reader.prefix(), ": ", num_windows_,
-                       " windows exceed 2^32; split the data or use longer sequences");
+  if (options.packing) {
+    num_rows_ = n > 0 ? static_cast<int64_t>((n - 1) / static_cast<uint64_t>(T)) : 0;
+  } else {
+    // Each document of n >= 2 tokens gives ceil((n - 1) / T) rows of up to T targets.
+    for (uint64_t d = 0; d < reader.num_documents(); ++d) {
+      const DocumentSpan doc = reader.document(d);
+      for (uint64_t begin = doc.begin; begin + 1 < doc.end; begin += static_cast<uint64_t>(T))
+        unpacked_rows_.push_back({begin, static_cast<uint32_t>(std::min<uint64_t>(T, doc.end - 1 - begin))});
+    }
+    num_rows_ = static_cast<int64_t>(unpacked_rows_.size());
+  }
+  TRIDENT_CONFIG_CHECK(num_rows_ >= G, reader.prefix(), ": ", n, " tokens in ", reader.num_documents(),
+                       " documents make only ", num_rows_, " rows of model.seq_len=", T,
+                       options.packing ? " (+1 target)" : " (one document per row: data.packing = false)",
+                       ", fewer than train.global_batch=", G, "; use more data or a smaller global batch");
+  // Row indices are stored as uint32 to keep the permutation at 4 bytes per row.
+  TRIDENT_CONFIG_CHECK(num_rows_ <= int64_t(std::numeric_limits<uint32_t>::max()), reader.prefix(), ": ",
+                       num_rows_, " rows exceed 2^32; split the data or use longer sequences");
   epoch_key_ = rng_key(options.seed, "data.epoch");
 }
 
@@ -41,9 +50,9 @@ BatchSampler::BatchSampler(const ShardReader& reader, const SamplerOptions& opti
 // epoch e is Philox(key, counter i, stream e), so a permutation can be recomputed anywhere.
 // The 64-bit modulo's bias is below 2^-32 for any W < 2^32.
 void BatchSampler::compute_permutation(int64_t epoch) {
-  permutation_.resize(static_cast<size_t>(num_windows_));
+  permutation_.resize(static_cast<size_t>(num_rows_));
   std::iota(permutation_.begin(), permutation_.end(), uint32_t{0});
-  for (int64_t i = num_windows_ - 1; i > 0; --i) {
+  for (int64_t i = num_rows_ - 1; i > 0; --i) {
     const PhiloxBlock r = rng_block(epoch_key_, static_cast<uint64_t>(i), static_cast<uint64_t>(epoch));
     const uint64_t bits = (uint64_t(r[1]) << 32) | r[0];
     const uint64_t j = bits % static_cast<uint64_t>(i + 1);
@@ -52,31 +61,53 @@ void BatchSampler::compute_permutation(int64_t epoch) {
   cached_epoch_ = epoch;
 }
 
-int64_t BatchSampler::window_of(int64_t global_sequence) {
+int64_t BatchSampler::row_of(int64_t global_sequence) {
   TRIDENT_CHECK(global_sequence >= 0, "global sequence ", global_sequence);
-  const int64_t epoch = global_sequence / num_windows_;
+  const int64_t epoch = global_sequence / num_rows_;
   if (epoch != cached_epoch_) compute_permutation(epoch);
-  return permutation_[global_sequence % num_windows_];
+  return permutation_[global_sequence % num_rows_];
 }
 
-template <typename Visit>
-void BatchSampler::for_each_masked_range(int64_t window, Visit&& visit) const {
-  const uint64_t T = static_cast<uint64_t>(options_.seq_len);
-  const uint64_t first = static_cast<uint64_t>(window) * T + 1;  // token offset of target 0
-  const uint64_t last = first + T;                                // one past the last target
-  for (uint64_t d = reader_.document_of(first); d < reader_.num_documents(); ++d) {
+BatchSampler::RowSpan BatchSampler::row_span(int64_t row) const {
+  if (!options_.packing) return unpacked_rows_[static_cast<size_t>(row)];
+  return {static_cast<uint64_t>(row * options_.seq_len), static_cast<uint32_t>(options_.seq_len)};
+}
+
+int64_t BatchSampler::fill_row(int64_t row, int32_t* tokens, int32_t* targets, int32_t* positions) const {
+  const int64_t T = options_.seq_len;
+  const RowSpan span = row_span(row);
+  const int64_t length = span.length;
+  reader_.copy_tokens(span.begin, span.length, tokens);
+  reader_.copy_tokens(span.begin + 1, span.length, targets);
+  std::fill(tokens + length, tokens + T, 0);  // padding (unpacked rows only)
+  std::fill(targets + length, targets + T, -1);
+  for (int64_t t = length; t < T; ++t) positions[t] = static_cast<int32_t>(t);
+  // Walk the documents the row touches: positions restart at each document start, the target
+  // that crosses into the next document and targets before the loss start are masked.
+  int64_t doc_start_in_row = 0;
+  for (uint64_t d = reader_.document_of(span.begin); d < reader_.num_documents(); ++d) {
     const DocumentSpan doc = reader_.document(d);
-    if (doc.begin >= last) break;
-    const uint64_t lo = std::max(doc.begin, first);
-    const uint64_t hi = std::min(doc.begin + doc.loss_start, last);
-    if (lo < hi) visit(static_cast<int64_t>(lo - first), static_cast<int64_t>(hi - first));
+    if (doc.begin > span.begin + static_cast<uint64_t>(length)) break;
+    if (doc.begin > span.begin) {
+      doc_start_in_row = static_cast<int64_t>(doc.begin - span.begin);
+      targets[doc_start_in_row - 1] = -1;  // last token of the previous document predicts nothing here
+      if (doc_start_in_row == length) break;  // starts right after the row: only that target was its
+    }
+    const int64_t end_in_row = std::min<int64_t>(length, static_cast<int64_t>(doc.end - span.begin));
+    for (int64_t t = doc_start_in_row; t < end_in_row; ++t) positions[t] = static_cast<int32_t>(t - doc_start_in_row);
+    // target t is token span.begin + t + 1: masked while that lies before the loss start
+    const uint64_t loss_from = doc.begin + doc.loss_start;
+    for (int64_t t = doc_start_in_row; t < end_in_row && span.begin + t + 1 < loss_from; ++t) targets[t] = -1;
   }
+  int64_t valid = 0;
+  for (int64_t t = 0; t < T; ++t) valid += targets[t] >= 0;
+  return valid;
 }
 
 Batch BatchSampler::make_batch() const {
   const Shape shape{options_.micro_batch, options_.seq_len};
   return Batch{Tensor::zeros(shape, DType::kI32), Tensor::zeros(shape, DType::kI32),
-               Tensor::zeros(shape, DType::kI32), 0};
+               Tensor::zeros(shape, DType::kI32)};
 }
 
 void BatchSampler::fill(int64_t step, int micro_index, Batch& out) {
@@ -88,37 +119,31 @@ void BatchSampler::fill(int64_t step, int micro_index, Batch& out) {
   TRIDENT_CHECK(out.tokens.shape() == shape && out.targets.shape() == shape &&
                     out.positions.shape() == shape,
                 "batch tensors must be ", shape.str(), ", got ", out.tokens.shape().str());
-  int32_t* tokens = out.tokens.data<int32_t>();
-  int32_t* targets = out.targets.data<int32_t>();
-  int32_t* positions = out.positions.data<int32_t>();
-
   const int64_t rank_begin = options_.dp_rank * (options_.global_batch / options_.dp_size);
-  int64_t masked = 0;
+  out.valid_tokens = 0;
+  out.padding_tokens = 0;
   for (int64_t i = 0; i < b; ++i) {
-    const int64_t j = rank_begin + micro_index * b + i;
-    const int64_t window = window_of(step * options_.global_batch + j);
-    const uint64_t start = static_cast<uint64_t>(window * T);
-    reader_.copy_tokens(start, static_cast<uint64_t>(T), tokens + i * T);
-    reader_.copy_tokens(start + 1, static_cast<uint64_t>(T), targets + i * T);
-    for (int64_t t = 0; t < T; ++t) positions[i * T + t] = static_cast<int32_t>(t);
-    if (!reader_.has_loss_starts()) continue;
-    int32_t* row = targets + i * T;
-    for_each_masked_range(window, [&](int64_t lo, int64_t hi) {
-      std::fill(row + lo, row + hi, -1);
-      masked += hi - lo;
-    });
+    const int64_t row = row_of(step * options_.global_batch + rank_begin + micro_index * b + i);
+    out.valid_tokens += fill_row(row, out.tokens.data<int32_t>() + i * T, out.targets.data<int32_t>() + i * T,
+                                 out.positions.data<int32_t>() + i * T);
+    out.padding_tokens += T - row_span(row).length;
   }
-  out.valid_tokens = b * T - masked;
   out.first_sequence = rank_begin + micro_index * b;
 }
 
-int64_t BatchSampler::count_valid_targets(int64_t step) {
+GlobalBatchStats BatchSampler::global_batch_stats(int64_t step) {
+  if (step == stats_step_) return stats_;
   const int64_t G = options_.global_batch, T = options_.seq_len;
-  if (!reader_.has_loss_starts()) return G * T;
-  int64_t masked = 0;
-  for (int64_t j = 0; j < G; ++j)
-    for_each_masked_range(window_of(step * G + j), [&](int64_t lo, int64_t hi) { masked += hi - lo; });
-  return G * T - masked;
+  scratch_.resize(static_cast<size_t>(3 * T));
+  GlobalBatchStats stats;
+  for (int64_t j = 0; j < G; ++j) {
+    const int64_t row = row_of(step * G + j);
+    stats.valid_targets += fill_row(row, scratch_.data(), scratch_.data() + T, scratch_.data() + 2 * T);
+    stats.padding_tokens += T - row_span(row).length;
+  }
+  stats_step_ = step;
+  stats_ = stats;
+  return stats;
 }
 
 }  // namespace trident::data

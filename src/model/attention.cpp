@@ -57,13 +57,13 @@ void Attention::recompute(Ops& ops, const Tensor& x, const Tensor& positions, At
     ops.rope_forward(a.q, positions, cfg_.head_size(), cfg_.rope_theta);
     ops.rope_forward(a.k, positions, cfg_.head_size(), cfg_.rope_theta);
   }
-  ops.attention_forward(a.q, a.k, a.v, heads_, kv_heads_, a.out, a.lse);
+  ops.attention_forward(a.q, a.k, a.v, heads_, kv_heads_, positions, a.out, a.lse);
 }
 
 void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
                          const Tensor& dout, AttentionScratch& s, Tensor& dx) const {
   o_.backward(ops, a.out, dout, &s.dout);
-  ops.attention_backward(a.q, a.k, a.v, a.out, a.lse, s.dout, heads_, kv_heads_, s.dq, s.dk, s.dv);
+  ops.attention_backward(a.q, a.k, a.v, a.out, a.lse, s.dout, heads_, kv_heads_, positions, s.dq, s.dk, s.dv);
   if (cfg_.arch == Arch::kLlama) {
     ops.rope_backward(s.dq, positions, cfg_.head_size(), cfg_.rope_theta);
     ops.rope_backward(s.dk, positions, cfg_.head_size(), cfg_.rope_theta);

@@ -37,7 +37,8 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   sampler_ = std::make_unique<data::BatchSampler>(
       *reader_, data::SamplerOptions{.seq_len = cfg.model.seq_len, .global_batch = cfg.train.global_batch,
                                      .micro_batch = cfg.train.micro_batch, .dp_rank = topology.dp_rank(),
-                                     .dp_size = topology.layout().dp, .seed = cfg.train.seed});
+                                     .dp_size = topology.layout().dp, .seed = cfg.train.seed,
+                                     .packing = cfg.data.packing});
   batch_ = sampler_->make_batch();
 
   model::TensorParallel tp;
@@ -90,7 +91,8 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   log_.info("data parallel: dp ", topology.layout().dp, ", ", reducer_->num_buckets(), " gradient buckets of <= ",
             cfg.comm.bucket_mb, " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero);
   log_.info("data: ", reader_->num_tokens(), " tokens in ", reader_->num_documents(), " documents, ",
-            sampler_->num_windows(), " windows of ", m.seq_len, "; global batch ", cfg.train.global_batch,
+            sampler_->num_rows(), cfg.data.packing ? " packed rows of " : " one-document rows of ", m.seq_len,
+            "; global batch ", cfg.train.global_batch,
             " = dp ", topology.layout().dp, " x ", sampler_->micro_batches_per_step(), " micro-batches x ",
             cfg.train.micro_batch, " sequences");
   log_.info("backend: ", ops.name(), ", peak ", peak_flops_ / 1e9, " GFLOP/s per rank for ",
@@ -197,7 +199,8 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"act_mb", double(model_->activation_bytes()) / double(1 << 20)},
                      {"ckpt_stall_s", ckpt_stall_s_},
                      {"ckpt_write_s", checkpointer_->last_write_seconds()},
-                     {"bubble_theory", bubble_theory_}});
+                     {"bubble_theory", bubble_theory_},
+                     {"padding", double(sampler_->global_batch_stats(step).padding_tokens) / tokens_per_step}});
   }
   const double eta = elapsed_ / double(step + 1) * double(cfg_.train.steps - step - 1);
   char line[256];

@@ -17,6 +17,8 @@ struct AttnCase {
 struct RefAttention {
   AttnCase s;
   Vec q, k, v;
+  std::vector<int32_t> pos;  // empty: plain causal; else key j >= t - pos[b*T + t] (document masking)
+  int64_t first_key(int64_t b, int64_t t) const { return pos.empty() ? 0 : t - pos[b * s.T + t]; }
   int64_t qi(int64_t b, int64_t t, int64_t h) const { return (b * s.T + t) * s.NH * s.HS + h * s.HS; }
   int64_t ki(int64_t b, int64_t t, int64_t h) const {
     return (b * s.T + t) * s.NKV * s.HS + (h / (s.NH / s.NKV)) * s.HS;
@@ -25,13 +27,14 @@ struct RefAttention {
   Vec probs(int64_t b, int64_t h, int64_t t, double* lse) const {
     Vec p(static_cast<size_t>(t + 1));
     double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j <= t; ++j) {
+    for (int64_t j = 0; j < first_key(b, t); ++j) p[j] = -INFINITY;
+    for (int64_t j = first_key(b, t); j <= t; ++j) {
       double dot = 0;
       for (int64_t d = 0; d < s.HS; ++d) dot += q[qi(b, t, h) + d] * k[ki(b, j, h) + d];
       p[j] = dot / std::sqrt(double(s.HS));
       mx = std::max(mx, p[j]);
     }
-    for (double& x : p) sum += std::exp(x - mx);
+    for (double& x : p) sum += std::exp(x - mx);  // exp(-inf) = 0 for masked keys
     for (double& x : p) x = std::exp(x - mx) / sum;
     if (lse) *lse = mx + std::log(sum);
     return p;
@@ -86,8 +89,23 @@ const AttnCase kCases[] = {
     {2, 33, 2, 2, 40},   // HS = 2.5 fp32 / 5 fp64 vectors (block, single vectors and a scalar tail)
 };
 
-TYPED_TEST(CpuAttentionTest, ForwardAndBackwardMatchNaiveReference) {
-  using T = TypeParam;
+// Document lengths for the masking case: row b is cut into documents of these lengths, cycled
+// (some shorter than a query block, some spanning several key tiles).
+const int kDocLengths[] = {5, 1, 70, 31, 2, 64, 17, 100, 3};
+
+std::vector<int32_t> packed_positions(int64_t B, int64_t T) {
+  std::vector<int32_t> pos(static_cast<size_t>(B * T));
+  size_t next = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0, left = 0, p = 0; t < T; ++t, ++p, --left) {
+      if (left == 0) left = kDocLengths[next++ % std::size(kDocLengths)], p = 0;
+      pos[b * T + t] = static_cast<int32_t>(p);
+    }
+  return pos;
+}
+
+template <typename T>
+void check_against_reference(Ops& ops, bool document_masking) {
   constexpr DType dt = DTypeOf<T>::value;
   uint64_t seed = 200;
   for (const AttnCase& s : kCases) {
@@ -96,22 +114,49 @@ TYPED_TEST(CpuAttentionTest, ForwardAndBackwardMatchNaiveReference) {
     const Shape q_shape{s.B, s.T, s.NH * s.HS}, kv_shape{s.B, s.T, s.NKV * s.HS};
     Tensor q = randn<T>(q_shape, seed++, 1.5), k = randn<T>(kv_shape, seed++, 1.5), v = randn<T>(kv_shape, seed++);
     Tensor dout = randn<T>(q_shape, seed++);
-    Tensor out = this->ops_->zeros(q_shape, dt), lse = this->ops_->zeros(Shape{s.B, s.NH, s.T}, dt);
+    Tensor out = ops.zeros(q_shape, dt), lse = ops.zeros(Shape{s.B, s.NH, s.T}, dt);
     // dq/dk/dv start as garbage: they are overwritten, not accumulated.
     Tensor dq = randn<T>(q_shape, seed++), dk = randn<T>(kv_shape, seed++), dv = randn<T>(kv_shape, seed++);
-    const RefAttention ref{s, to_vec(q), to_vec(k), to_vec(v)};
+    RefAttention ref{s, to_vec(q), to_vec(k), to_vec(v), {}};
+    Tensor positions;
+    if (document_masking) {
+      ref.pos = packed_positions(s.B, s.T);
+      positions = Tensor::zeros(Shape{s.B * s.T}, DType::kI32);
+      std::copy(ref.pos.begin(), ref.pos.end(), positions.data<int32_t>());
+    }
     Vec want_out, want_lse, want_dq, want_dk, want_dv;
     ref.forward(want_out, want_lse);
     ref.backward(to_vec(dout), want_dq, want_dk, want_dv);
-    this->ops_->attention_forward(q, k, v, int(s.NH), int(s.NKV), out, lse);
+    ops.attention_forward(q, k, v, int(s.NH), int(s.NKV), positions, out, lse);
     EXPECT_CLOSE(out, want_out, T, 1);
     EXPECT_CLOSE(lse, want_lse, T, 1);
-    this->ops_->attention_backward(q, k, v, out, lse, dout, int(s.NH), int(s.NKV), dq, dk, dv);
+    ops.attention_backward(q, k, v, out, lse, dout, int(s.NH), int(s.NKV), positions, dq, dk, dv);
     // inputs are O(1), so are the gradients; the floor matters only for T=1 (dq = dk = 0)
     EXPECT_CLOSE_FLOOR(dq, want_dq, T, 2, 1.0);
     EXPECT_CLOSE_FLOOR(dk, want_dk, T, 2, 1.0);
     EXPECT_CLOSE(dv, want_dv, T, 2);
   }
+}
+
+TYPED_TEST(CpuAttentionTest, ForwardAndBackwardMatchNaiveReference) {
+  check_against_reference<TypeParam>(*this->ops_, /*document_masking=*/false);
+}
+
+// Packed rows: positions restart at each document, a query sees only its own document.
+TYPED_TEST(CpuAttentionTest, DocumentMaskingMatchesNaiveReference) {
+  check_against_reference<TypeParam>(*this->ops_, /*document_masking=*/true);
+}
+
+TEST_F(CpuOpsTest, AttentionRejectsPositionsThatDoNotRestartAtDocuments) {
+  Tensor q = Tensor::zeros(Shape{1, 4, 8}, DType::kF32), out = Tensor::zeros(Shape{1, 4, 8}, DType::kF32);
+  Tensor lse = Tensor::zeros(Shape{1, 1, 4}, DType::kF32), pos = Tensor::zeros(Shape{4}, DType::kI32);
+  int32_t* p = pos.data<int32_t>();
+  p[0] = 0, p[1] = 1, p[2] = 0, p[3] = 1;
+  EXPECT_NO_THROW(ops_->attention_forward(q, q, q, 1, 1, pos, out, lse));
+  p[3] = 3;  // start 0 after a document that started at 2: goes back
+  EXPECT_THROW(ops_->attention_forward(q, q, q, 1, 1, pos, out, lse), Error);
+  p[3] = 5;  // before the row
+  EXPECT_THROW(ops_->attention_forward(q, q, q, 1, 1, pos, out, lse), Error);
 }
 
 // d/dx of L = sum(dout * attention(q, k, v)) by central differences, fp64, for every input.
@@ -124,13 +169,13 @@ TEST_F(CpuOpsTest, AttentionBackwardMatchesFiniteDifferences) {
   Tensor dq = ops_->zeros(q_shape, DType::kF64), dk = ops_->zeros(kv_shape, DType::kF64),
          dv = ops_->zeros(kv_shape, DType::kF64);
   auto loss = [&] {
-    ops_->attention_forward(q, k, v, int(s.NH), int(s.NKV), out, lse);
+    ops_->attention_forward(q, k, v, int(s.NH), int(s.NKV), Tensor(), out, lse);
     double l = 0;
     for (int64_t i = 0; i < out.numel(); ++i) l += out.data<double>()[i] * dout.data<double>()[i];
     return l;
   };
   loss();
-  ops_->attention_backward(q, k, v, out, lse, dout, int(s.NH), int(s.NKV), dq, dk, dv);
+  ops_->attention_backward(q, k, v, out, lse, dout, int(s.NH), int(s.NKV), Tensor(), dq, dk, dv);
   for (auto [x, dx, name] : {std::tuple{&q, &dq, "q"}, std::tuple{&k, &dk, "k"}, std::tuple{&v, &dv, "v"}}) {
     Vec numeric(static_cast<size_t>(x->numel()));
     for (int64_t i = 0; i < x->numel(); ++i) {
@@ -150,11 +195,11 @@ TEST_F(CpuOpsTest, AttentionBackwardMatchesFiniteDifferences) {
 TEST_F(CpuOpsTest, AttentionRejectsBadHeadCounts) {
   Tensor q = Tensor::zeros(Shape{1, 4, 24}, DType::kF32), kv = Tensor::zeros(Shape{1, 4, 16}, DType::kF32);
   Tensor out = Tensor::zeros(Shape{1, 4, 24}, DType::kF32), lse = Tensor::zeros(Shape{1, 3, 4}, DType::kF32);
-  EXPECT_THROW(ops_->attention_forward(q, kv, kv, 3, 2, out, lse), Error);  // 3 % 2 != 0
+  EXPECT_THROW(ops_->attention_forward(q, kv, kv, 3, 2, Tensor(), out, lse), Error);  // 3 % 2 != 0
   Tensor lse64 = Tensor::zeros(Shape{1, 3, 4}, DType::kF64);
   Tensor kv3 = Tensor::zeros(Shape{1, 4, 24}, DType::kF32);
-  EXPECT_NO_THROW(ops_->attention_forward(q, kv3, kv3, 3, 3, out, lse));
-  EXPECT_THROW(ops_->attention_forward(q, kv3, kv3, 3, 3, out, lse64), Error);
+  EXPECT_NO_THROW(ops_->attention_forward(q, kv3, kv3, 3, 3, Tensor(), out, lse));
+  EXPECT_THROW(ops_->attention_forward(q, kv3, kv3, 3, 3, Tensor(), out, lse64), Error);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Tests of the batch sampler: data order independent of dp, every window once per epoch,
-// targets masked before the loss start, and the global valid-target count.
+// Tests of the batch sampler: data order independent of dp, every row once per epoch, document
+// masking in packed rows, one document per padded row when unpacked, targets masked before the
+// loss start, and the global valid-target and padding counts.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -38,18 +39,18 @@ void write_stream(const std::string& prefix, bool with_prompts) {
   writer.finish();
 }
 
-SamplerOptions options(int64_t b, int dp_rank, int dp_size, uint64_t seed = 1234) {
-  return SamplerOptions{kT, kG, b, dp_rank, dp_size, seed};
+SamplerOptions options(int64_t b, int dp_rank, int dp_size, uint64_t seed = 1234, bool packing = true) {
+  return SamplerOptions{kT, kG, b, dp_rank, dp_size, seed, packing};
 }
 
 // One sequence as the model sees it: its tokens and targets.
 using Row = std::pair<std::vector<int32_t>, std::vector<int32_t>>;
 
 // The rows of step `step` over all dp ranks, in rank order then micro-batch order.
-std::vector<Row> rows_of_step(const ShardReader& reader, int64_t step, int64_t b, int dp) {
+std::vector<Row> rows_of_step(const ShardReader& reader, int64_t step, int64_t b, int dp, bool packing = true) {
   std::vector<Row> rows;
   for (int r = 0; r < dp; ++r) {
-    BatchSampler sampler(reader, options(b, r, dp));
+    BatchSampler sampler(reader, options(b, r, dp, 1234, packing));
     Batch batch = sampler.make_batch();
     for (int k = 0; k < sampler.micro_batches_per_step(); ++k) {
       sampler.fill(step, k, batch);
@@ -67,20 +68,21 @@ TEST(Sampler, DataOrderIndependentOfDp) {
   TempDir dir;
   write_stream(dir / "s", true);
   const ShardReader reader(dir / "s");
-  for (int64_t step = 0; step < 7; ++step) {  // crosses two epoch boundaries
-    const std::vector<Row> reference = rows_of_step(reader, step, 2, 1);
-    ASSERT_EQ(reference.size(), static_cast<size_t>(kG));
-    for (int dp : {2, 4}) EXPECT_EQ(rows_of_step(reader, step, 2, dp), reference) << "dp=" << dp;
-    EXPECT_EQ(rows_of_step(reader, step, 1, 4), reference) << "micro_batch=1, dp=4";
-  }
+  for (bool packing : {true, false})
+    for (int64_t step = 0; step < 7; ++step) {  // crosses two epoch boundaries
+      const std::vector<Row> reference = rows_of_step(reader, step, 2, 1, packing);
+      ASSERT_EQ(reference.size(), static_cast<size_t>(kG));
+      for (int dp : {2, 4}) EXPECT_EQ(rows_of_step(reader, step, 2, dp, packing), reference) << "dp=" << dp;
+      EXPECT_EQ(rows_of_step(reader, step, 1, 4, packing), reference) << "micro_batch=1, dp=4";
+    }
 }
 
-TEST(Sampler, EveryWindowOncePerEpoch) {
+TEST(Sampler, EveryRowOncePerEpoch) {
   TempDir dir;
   write_stream(dir / "s", false);
   const ShardReader reader(dir / "s");
   BatchSampler sampler(reader, options(2, 0, 1));
-  ASSERT_EQ(sampler.num_windows(), kW);
+  ASSERT_EQ(sampler.num_rows(), kW);
   std::vector<std::vector<int64_t>> epochs;
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     std::multiset<int64_t> seen;  // from the filled batches: windows = first token / T
@@ -92,17 +94,17 @@ TEST(Sampler, EveryWindowOncePerEpoch) {
       }
     ASSERT_EQ(seen.size(), static_cast<size_t>(kW));
     for (int64_t w = 0; w < kW; ++w) EXPECT_EQ(seen.count(w), 1u) << "window " << w << " epoch " << epoch;
-    for (int64_t p = 0; p < kW; ++p) EXPECT_EQ(sampler.window_of(epoch * kW + p), order[p]);
+    for (int64_t p = 0; p < kW; ++p) EXPECT_EQ(sampler.row_of(epoch * kW + p), order[p]);
     epochs.push_back(order);
   }
   EXPECT_NE(epochs[0], epochs[1]);  // reshuffled each epoch
   BatchSampler other_seed(reader, options(2, 0, 1, 99));
   std::vector<int64_t> order;
-  for (int64_t p = 0; p < kW; ++p) order.push_back(other_seed.window_of(p));
+  for (int64_t p = 0; p < kW; ++p) order.push_back(other_seed.row_of(p));
   EXPECT_NE(order, epochs[0]);
 }
 
-TEST(Sampler, TokensTargetsPositions) {
+TEST(Sampler, PackedRowsRestartPositionsAtDocuments) {
   TempDir dir;
   write_stream(dir / "s", false);
   const ShardReader reader(dir / "s");
@@ -116,16 +118,69 @@ TEST(Sampler, TokensTargetsPositions) {
   const int32_t* tokens = batch.tokens.data<int32_t>();
   const int32_t* targets = batch.targets.data<int32_t>();
   const int32_t* positions = batch.positions.data<int32_t>();
+  int64_t valid = 0, boundaries = 0;
   for (int64_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(tokens[i * kT] % kT, 0);  // windows start at multiples of T
+    const uint64_t row_begin = static_cast<uint64_t>(tokens[i * kT]);
+    EXPECT_EQ(row_begin % kT, 0u);  // rows start at multiples of T
     for (int64_t t = 0; t < kT; ++t) {
-      EXPECT_EQ(tokens[i * kT + t], tokens[i * kT] + t);
-      EXPECT_EQ(targets[i * kT + t], tokens[i * kT + t] + 1);
-      EXPECT_EQ(positions[i * kT + t], t);
+      const uint64_t offset = row_begin + t;  // token id = stream offset
+      EXPECT_EQ(tokens[i * kT + t], static_cast<int32_t>(offset));
+      const DocumentSpan doc = reader.document(reader.document_of(offset));
+      EXPECT_EQ(positions[i * kT + t], static_cast<int32_t>(offset - std::max(doc.begin, row_begin)));
+      const bool crosses = offset + 1 == doc.end;  // the next token starts another document
+      EXPECT_EQ(targets[i * kT + t], crosses ? -1 : static_cast<int32_t>(offset + 1));
+      valid += !crosses;
+      boundaries += crosses;
     }
   }
-  EXPECT_EQ(batch.valid_tokens, 4 * kT);
-  EXPECT_EQ(sampler.count_valid_targets(6), kG * kT);
+  EXPECT_GT(boundaries, 0);
+  EXPECT_EQ(batch.valid_tokens, valid);
+  EXPECT_EQ(batch.padding_tokens, 0);
+  EXPECT_EQ(sampler.global_batch_stats(6).padding_tokens, 0);
+  EXPECT_LT(sampler.count_valid_targets(6), kG * kT);
+}
+
+TEST(Sampler, UnpackedRowsHoldOneDocumentEach) {
+  TempDir dir;
+  write_stream(dir / "s", false);
+  const ShardReader reader(dir / "s");
+  BatchSampler sampler(reader, options(2, 0, 1, 1234, /*packing=*/false));
+  // documents of n tokens give ceil((n - 1) / T) rows; one-token documents none
+  int64_t expected_rows = 0;
+  for (uint64_t d = 0; d < reader.num_documents(); ++d)
+    expected_rows += (static_cast<int64_t>(reader.document(d).size()) - 1 + kT - 1) / kT;
+  EXPECT_EQ(sampler.num_rows(), expected_rows);
+  std::set<int64_t> row_starts;
+  int64_t padding = 0;
+  for (int64_t step = 0; step < expected_rows / kG; ++step) {
+    int64_t step_valid = 0, step_padding = 0;
+    for (int k = 0; k < sampler.micro_batches_per_step(); ++k) {
+      Batch batch;
+      sampler.fill(step, k, batch);
+      for (int64_t i = 0; i < 2; ++i) {
+        const int32_t* tokens = batch.tokens.data<int32_t>() + i * kT;
+        const int32_t* targets = batch.targets.data<int32_t>() + i * kT;
+        const int32_t* positions = batch.positions.data<int32_t>() + i * kT;
+        const DocumentSpan doc = reader.document(reader.document_of(static_cast<uint64_t>(tokens[0])));
+        const int64_t length = std::min<int64_t>(kT, static_cast<int64_t>(doc.end) - tokens[0] - 1);
+        EXPECT_EQ((static_cast<uint64_t>(tokens[0]) - doc.begin) % kT, 0u);  // pieces of T targets
+        row_starts.insert(tokens[0]);
+        for (int64_t t = 0; t < kT; ++t) {
+          EXPECT_EQ(positions[t], t);
+          EXPECT_EQ(targets[t], t < length ? tokens[0] + t + 1 : -1);
+          if (t < length) EXPECT_EQ(tokens[t], tokens[0] + t);
+        }
+        step_padding += kT - length;
+      }
+      step_valid += batch.valid_tokens;
+      EXPECT_EQ(batch.padding_tokens + batch.valid_tokens, 2 * kT);
+    }
+    EXPECT_EQ(sampler.global_batch_stats(step).padding_tokens, step_padding);
+    EXPECT_EQ(sampler.count_valid_targets(step), step_valid);
+    padding += step_padding;
+  }
+  EXPECT_EQ(row_starts.size(), static_cast<size_t>(expected_rows / kG * kG));  // no row twice in an epoch
+  EXPECT_GT(padding, 0);
 }
 
 TEST(Sampler, TargetsMaskedBeforeLossStart) {
@@ -147,7 +202,8 @@ TEST(Sampler, TargetsMaskedBeforeLossStart) {
           for (int64_t n = 0; n < 2 * kT; ++n) {
             const uint64_t target_offset = static_cast<uint64_t>(tokens[n]) + 1;
             const DocumentSpan doc = reader.document(reader.document_of(target_offset));
-            const bool masked = target_offset < doc.begin + doc.loss_start;
+            // before the loss start, or the first token of the next document (document masking)
+            const bool masked = target_offset < doc.begin + doc.loss_start || target_offset == doc.begin;
             EXPECT_EQ(targets[n], masked ? -1 : static_cast<int32_t>(target_offset));
             valid += !masked;
           }
@@ -168,7 +224,7 @@ TEST(Sampler, RejectsBadConfiguration) {
   EXPECT_THROW(BatchSampler(reader, options(3, 0, 1)), ConfigError);  // 8 % 3 != 0
   EXPECT_THROW(BatchSampler(reader, options(2, 0, 8)), ConfigError);  // 8 % 16 != 0
   try {
-    BatchSampler(reader, SamplerOptions{kT, 32, 2, 0, 1, 0});  // 24 windows < 32 sequences
+    BatchSampler(reader, SamplerOptions{kT, 32, 2, 0, 1, 0});  // 24 rows < 32 sequences
     ADD_FAILURE() << "no error for too few windows";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(dir / "s"), std::string::npos) << e.what();

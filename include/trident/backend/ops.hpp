@@ -89,12 +89,16 @@ class Ops {
   // Causal softmax attention, scale 1/sqrt(HS), grouped KV heads (query head h reads kv head
   // h / (NH/NKV)). Never builds a T x T matrix per head beyond one tile. Saves the row
   // log-sum-exp lse[B, NH, T] (fp32 or q's dtype) for the backward pass.
+  // Document masking: with positions (int32 [B*T]) defined, query t of a row sees keys
+  // t - positions[t] .. t only: positions restart at 0 where a packed document starts, so a
+  // token attends within its own document. t - positions[t] must be >= 0 and non-decreasing
+  // along each row. Undefined positions: plain causal (as if positions[t] = t).
   virtual void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads,
-                                 int kv_heads, Tensor& out, Tensor& lse) = 0;
+                                 int kv_heads, const Tensor& positions, Tensor& out, Tensor& lse) = 0;
   // dq, dk, dv are overwritten.
   virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                   const Tensor& lse, const Tensor& dout, int heads, int kv_heads,
-                                  Tensor& dq, Tensor& dk, Tensor& dv) = 0;
+                                  const Tensor& positions, Tensor& dq, Tensor& dk, Tensor& dv) = 0;
 
   // Fused softmax + cross-entropy over logits[N, V]: losses[n] = -log softmax(logits[n])[t]
   // for targets t >= 0, 0 where targets[n] < 0 (ignored: prompt or padding). Writes

@@ -10,8 +10,10 @@ namespace trident::data {
 struct Batch {
   Tensor tokens;     // (B, T) input token ids
   Tensor targets;    // (B, T) next token ids; -1 = no loss here (prompt tokens before loss start)
-  Tensor positions;  // (B, T) position of each token (t for plain causal LM)
-  int64_t valid_tokens = 0;  // number of targets >= 0 in this micro-batch
+  Tensor positions;  // (B, T) position of each token within its document (restarts at 0 at a
+                     // document start; attention masks by it: Ops::attention_forward)
+  int64_t valid_tokens = 0;    // number of targets >= 0 in this micro-batch
+  int64_t padding_tokens = 0;  // input positions holding no document token (unpacked rows)
   int64_t first_sequence = 0;  // index of row 0 within the step's global batch (dropout masks)
 };
 

@@ -1,14 +1,22 @@
-// The training batch sampler: cuts the token stream into windows of T tokens, visits them in a
-// per-epoch shuffle fixed by the seed alone, and hands each dp rank its slice of the global batch.
+// The training batch sampler: cuts the token stream into rows of T input tokens, visits them in
+// a per-epoch shuffle fixed by the seed alone, and hands each dp rank its slice of the global batch.
 //
-// Data order is independent of dp (DESIGN.md section 2). With G = global_batch,
-// b = micro_batch, W = floor((num_tokens - 1) / T) windows:
-//   global sequence g = step * G + j (j in [0, G)) is window perm_e[g % W] of epoch e = g / W,
-//   where perm_e is a Fisher-Yates shuffle of [0, W) driven by Philox keyed by (seed, e);
-//   dp rank r takes j in [r * G/dp, (r+1) * G/dp); its micro-batch k holds [k*b, (k+1)*b) of
-//   that slice. So for dp in {1, 2, 4}, rank-ordered micro-batches of a step are the same
-//   sequences in the same order.
-// Window w: inputs are tokens [w*T, w*T + T), targets are tokens [w*T + 1, w*T + T + 1).
+// Rows (data.packing):
+//   packed (true): row w holds stream tokens [w*T, w*T + T) and targets [w*T + 1, w*T + T + 1):
+//     documents are packed back to back and cut at row ends, nothing is padded. Document
+//     masking: positions restart at 0 where a document starts (and at the row start), attention
+//     follows the positions (Ops::attention_forward), and the target that would cross into the
+//     next document is not trained on. A document that fits in one row is thus trained exactly
+//     as if it had a row of its own.
+//   unpacked (false): one document per row from position 0, padded to T (padding tokens have
+//     target -1); a document with more than T + 1 tokens continues in further rows of T targets,
+//     each starting again at position 0.
+// Data order is independent of dp (DESIGN.md section 2). With G = global_batch, b = micro_batch,
+// W rows: global sequence g = step * G + j (j in [0, G)) is row perm_e[g % W] of epoch e = g / W,
+// where perm_e is a Fisher-Yates shuffle of [0, W) driven by Philox keyed by (seed, e); dp rank
+// r takes j in [r * G/dp, (r+1) * G/dp); its micro-batch k holds [k*b, (k+1)*b) of that slice.
+// So for dp in {1, 2, 4}, rank-ordered micro-batches of a step are the same sequences in the
+// same order. Targets before a document's loss start are -1 (prompt tokens).
 //
 // Not thread-safe (it caches the current epoch's permutation); one sampler per rank.
 // Checkpoint state: the step alone. The order is a pure function of (seed, step), so resuming
@@ -29,6 +37,13 @@ struct SamplerOptions {
   int dp_rank = 0;
   int dp_size = 1;
   uint64_t seed = 0;
+  bool packing = true;       // data.packing: packed rows with document masking, else one document per row
+};
+
+// What one global batch holds, all dp ranks together (identical for any dp).
+struct GlobalBatchStats {
+  int64_t valid_targets = 0;   // targets >= 0: the loss normaliser
+  int64_t padding_tokens = 0;  // input positions that hold no document token (unpacked rows)
 };
 
 class BatchSampler {
@@ -37,7 +52,7 @@ class BatchSampler {
   // The reader must outlive the sampler.
   BatchSampler(const ShardReader& reader, const SamplerOptions& options);
 
-  int64_t num_windows() const { return num_windows_; }
+  int64_t num_rows() const { return num_rows_; }
   // m = G / (b * dp): micro-batches per step on each dp rank.
   int micro_batches_per_step() const { return micro_batches_; }
 
@@ -46,27 +61,35 @@ class BatchSampler {
   // Micro-batch `micro_index` (in [0, m)) of this rank at `step` into `out`; allocates `out`
   // on first use if it is empty.
   void fill(int64_t step, int micro_index, Batch& out);
-  // Targets >= 0 in the whole global batch of `step`, all dp ranks' sequences: the loss
-  // normaliser, identical for any dp. G*T unless the shard has loss starts.
-  int64_t count_valid_targets(int64_t step);
+  // The whole global batch of `step` (all dp ranks' sequences).
+  GlobalBatchStats global_batch_stats(int64_t step);
+  int64_t count_valid_targets(int64_t step) { return global_batch_stats(step).valid_targets; }
 
-  // The window of global sequence g (exposed for tests: epoch coverage).
-  int64_t window_of(int64_t global_sequence);
+  // The row of global sequence g (exposed for tests: epoch coverage).
+  int64_t row_of(int64_t global_sequence);
 
  private:
+  // Where a row's input tokens lie in the stream: [begin, begin + length), length <= T.
+  struct RowSpan {
+    uint64_t begin;
+    uint32_t length;
+  };
+  RowSpan row_span(int64_t row) const;
   void compute_permutation(int64_t epoch);
-  // Calls visit(lo, hi) for each run [lo, hi) of window w's targets (indices in [0, T)) that
-  // lie before their document's loss start, in order.
-  template <typename Visit>
-  void for_each_masked_range(int64_t window, Visit&& visit) const;
+  // Writes row `row` (T tokens, targets, positions); returns its number of targets >= 0.
+  int64_t fill_row(int64_t row, int32_t* tokens, int32_t* targets, int32_t* positions) const;
 
   const ShardReader& reader_;
   SamplerOptions options_;
-  int64_t num_windows_ = 0;
+  int64_t num_rows_ = 0;
+  std::vector<RowSpan> unpacked_rows_;  // unpacked mode: every row's span (packed rows are computed)
+  std::vector<int32_t> scratch_;        // global_batch_stats: one row of each tensor
   int micro_batches_ = 0;
   uint64_t epoch_key_ = 0;
   int64_t cached_epoch_ = -1;
   std::vector<uint32_t> permutation_;  // of the cached epoch
+  int64_t stats_step_ = -1;
+  GlobalBatchStats stats_;  // of stats_step_
 };
 
 }  // namespace trident::data

@@ -37,7 +37,7 @@ struct TrainConfig {
 struct DataConfig {
   std::string train;        // shard prefix
   std::string valid;
-  bool packing = false;
+  bool packing = true;      // document-masked packed rows; false: one document per row, padded
   bool bucket = false;
 };
 

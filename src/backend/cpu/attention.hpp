@@ -41,6 +41,33 @@ inline AttnShape check_attention(const char* op, const Tensor& q, const Tensor& 
   return s;
 }
 
+// Where each query's document starts (document masking, see Ops::attention_forward):
+// start(b, t) = t - positions[b*T + t], checked to lie in [0, t] and never to decrease along a
+// row (the kernels skip whole key tiles and query blocks relying on that).
+class DocStarts {
+ public:
+  DocStarts(const char* op, const Tensor& positions, const AttnShape& s) : T_(s.T) {
+    if (!positions.defined()) return;
+    check_dtype(positions, DType::kI32, op, "positions");
+    check_numel(positions, s.B * s.T, op, "positions [B*T]");
+    pos_ = positions.data<int32_t>();
+    for (int64_t b = 0; b < s.B; ++b) {
+      int64_t previous = 0;
+      for (int64_t t = 0; t < s.T; ++t) {
+        const int64_t start = (*this)(b, t);
+        TRIDENT_CHECK(start >= 0 && start <= t && start >= previous, op, ": positions[", b, ", ", t, "] = ",
+                      pos_[b * s.T + t], " does not restart at a document start (row ", b, ")");
+        previous = start;
+      }
+    }
+  }
+  int64_t operator()(int64_t b, int64_t t) const { return pos_ ? t - pos_[b * T_ + t] : 0; }
+
+ private:
+  const int32_t* pos_ = nullptr;
+  int64_t T_;
+};
+
 // dst[d * kAttnTile + j] = src[j * stride + d] for j < rows, 0 for rows <= j < kAttnTile.
 // src: rows x HS (row stride `stride`), dst: [HS, kAttnTile].
 template <typename T>

@@ -1,6 +1,7 @@
 // Causal attention backward, flash-attention-2 style: probabilities are recomputed from lse per
 // key tile; D_t = dout_t . out_t, dS = P * (dP - D). One task per (b, kv head) owns dk, dv of
 // that kv head and dq of its query heads, so there are no races and no T x T matrix.
+// Document masking: a key tile stops at the first query block whose document starts after it.
 #include "attention.hpp"
 #include "kernels.hpp"
 
@@ -12,8 +13,8 @@ constexpr int64_t kQBlock = 32;
 
 // q, out, dout, dq: [B, T, NH*HS]; k, v, dk, dv: [B, T, NKV*HS]; lse: [B, NH, T].
 template <typename T>
-void attention_backward_impl(const AttnShape& s, const T* q, const T* k, const T* v, const T* out,
-                             const T* lse, const T* dout, T* dq, T* dk, T* dv) {
+void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, const T* q, const T* k, const T* v,
+                             const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv) {
   const int64_t B = s.B, Tn = s.T, NH = s.NH, NKV = s.NKV, HS = s.HS, group = s.NH / s.NKV;
   const int64_t qs = s.q_stride(), kvs = s.kv_stride();
   const T scale = T(1) / std::sqrt(T(HS));
@@ -55,18 +56,20 @@ void attention_backward_impl(const AttnShape& s, const T* q, const T* k, const T
           const T* lse_h = lse + (b * NH + h) * Tn;
           // queries that see some key of this tile, kQBlock rows at a time
           for (int64_t t0 = j0; t0 < Tn; t0 += kQBlock) {
+            if (doc_start(b, t0) >= j0 + nj) break;  // this block and all later ones start after the tile
             const int64_t nb = std::min(kQBlock, Tn - t0);
             const T* q_blk = q + (b * Tn + t0) * qs + h * HS;
             const T* do_blk = dout + (b * Tn + t0) * qs + h * HS;
             for (int64_t i = 0; i < nb; ++i) {
               const int64_t t = t0 + i, valid = std::min(nj, t - j0 + 1);
+              const int64_t lo = std::max<int64_t>(0, doc_start(b, t) - j0);  // keys before lo: other document
               // p = exp(scale q.k - lse); dp = dout.v; ds = p (dp - D) * scale
               row_times_tile(q_blk + i * qs, kt, HS, scale, p);
               row_times_tile(do_blk + i * qs, vt, HS, T(1), ds);
               const T lse_t = lse_h[t], D_t = D[hh * Tn + t];
 #pragma omp simd
               for (int64_t j = 0; j < kAttnTile; ++j) {
-                p[j] = j < valid ? exp_t<T>(p[j] - lse_t) : T(0);
+                p[j] = j >= lo && j < valid ? exp_t<T>(p[j] - lse_t) : T(0);
                 ds[j] = p[j] * (ds[j] - D_t) * scale;
               }
               for (int64_t j = 0; j < nj; ++j) {
@@ -97,9 +100,11 @@ void attention_backward_impl(const AttnShape& s, const T* q, const T* k, const T
 }  // namespace
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, int heads, int kv_heads, Tensor& dq, Tensor& dk, Tensor& dv) {
+                        const Tensor& dout, int heads, int kv_heads, const Tensor& positions, Tensor& dq,
+                        Tensor& dk, Tensor& dv) {
   constexpr const char* op = "attention_backward";
   const AttnShape s = check_attention(op, q, k, v, out, lse, heads, kv_heads);
+  const DocStarts doc_start(op, positions, s);
   check_dtype(dout, q.dtype(), op, "dout");
   TRIDENT_CHECK(dout.shape() == q.shape(), op, ": dout ", dout.shape().str(), " differs from q ", q.shape().str());
   check_dtype(dq, q.dtype(), op, "dq");
@@ -110,7 +115,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_numel(dv, v.numel(), op, "dv");
   dispatch_float(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    attention_backward_impl<T>(s, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<T>(),
+    attention_backward_impl<T>(s, doc_start, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<T>(),
                                dout.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>());
   });
 }

@@ -1,5 +1,6 @@
 // Causal attention forward, flash style: per (b, h, query tile) stream over key tiles up to the
 // diagonal with an online softmax; no T x T matrix. GQA: query head h reads kv head h/(NH/NKV).
+// Document masking starts the stream at the tile of the query tile's first document start.
 #include "attention.hpp"
 #include "kernels.hpp"
 
@@ -8,7 +9,8 @@ namespace {
 
 // q: [B, T, NH*HS]; k, v: [B, T, NKV*HS]; out: [B, T, NH*HS]; lse: [B, NH, T].
 template <typename T>
-void attention_forward_impl(const AttnShape& s, const T* q, const T* k, const T* v, T* out, T* lse) {
+void attention_forward_impl(const AttnShape& s, const DocStarts& doc_start, const T* q, const T* k, const T* v,
+                            T* out, T* lse) {
   const int64_t B = s.B, Tn = s.T, NH = s.NH, HS = s.HS, group = s.NH / s.NKV;
   const int64_t qs = s.q_stride(), kvs = s.kv_stride();
   const int64_t q_tiles = (Tn + kAttnTile - 1) / kAttnTile;
@@ -28,25 +30,29 @@ void attention_forward_impl(const AttnShape& s, const T* q, const T* k, const T*
           l[i] = T(0);
         }
         std::fill(acc, acc + ni * HS, T(0));
-        for (int64_t j0 = 0; j0 < i0 + ni; j0 += kAttnTile) {
+        const int64_t first_key = doc_start(b, i0) / kAttnTile * kAttnTile;
+        for (int64_t j0 = first_key; j0 < i0 + ni; j0 += kAttnTile) {
           const int64_t nj = std::min(kAttnTile, i0 + ni - j0);
           pack_transposed(k + (b * Tn + j0) * kvs + kv_col, kvs, nj, HS, kt);
           for (int64_t i = 0; i < ni; ++i) {
-            const int64_t t = i0 + i, valid = std::min(nj, t - j0 + 1);  // keys j0 .. t
+            const int64_t t = i0 + i;
+            // keys lo .. hi-1 of this tile: from the document start to the diagonal
+            const int64_t lo = std::max<int64_t>(0, doc_start(b, t) - j0), hi = std::min(nj, t - j0 + 1);
+            if (hi <= lo) continue;
             row_times_tile(q + (b * Tn + t) * qs + h * HS, kt, HS, scale, p);
             T row_max = m[i];
 #pragma omp simd reduction(max : row_max)
-            for (int64_t j = 0; j < kAttnTile; ++j) row_max = j < valid && p[j] > row_max ? p[j] : row_max;
+            for (int64_t j = 0; j < kAttnTile; ++j) row_max = j >= lo && j < hi && p[j] > row_max ? p[j] : row_max;
             const T alpha = m[i] == -INFINITY ? T(0) : exp_t<T>(m[i] - row_max);
             T sum = 0;
 #pragma omp simd reduction(+ : sum)
             for (int64_t j = 0; j < kAttnTile; ++j) {
-              p[j] = j < valid ? exp_t<T>(p[j] - row_max) : T(0);
+              p[j] = j >= lo && j < hi ? exp_t<T>(p[j] - row_max) : T(0);
               sum += p[j];
             }
             m[i] = row_max;
             l[i] = l[i] * alpha + sum;
-            accumulate_rows(acc + i * HS, alpha, p, v + (b * Tn + j0) * kvs + kv_col, kvs, valid, HS);
+            accumulate_rows(acc + i * HS, alpha, p, v + (b * Tn + j0) * kvs + kv_col, kvs, hi, HS);
           }
         }
         for (int64_t i = 0; i < ni; ++i) {
@@ -64,12 +70,13 @@ void attention_forward_impl(const AttnShape& s, const T* q, const T* k, const T*
 
 }  // namespace
 
-void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads, Tensor& out,
-                       Tensor& lse) {
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
+                       const Tensor& positions, Tensor& out, Tensor& lse) {
   const AttnShape s = check_attention("attention_forward", q, k, v, out, lse, heads, kv_heads);
+  const DocStarts doc_start("attention_forward", positions, s);
   dispatch_float(q.dtype(), "attention_forward", [&](auto tag) {
     using T = decltype(tag);
-    attention_forward_impl<T>(s, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<T>());
+    attention_forward_impl<T>(s, doc_start, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<T>());
   });
 }
 

@@ -111,13 +111,13 @@ class CpuOps final : public Ops {
   }
 
   void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
-                         Tensor& out, Tensor& lse) override {
-    cpu::attention_forward(q, k, v, heads, kv_heads, out, lse);
+                         const Tensor& positions, Tensor& out, Tensor& lse) override {
+    cpu::attention_forward(q, k, v, heads, kv_heads, positions, out, lse);
   }
   void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                          const Tensor& lse, const Tensor& dout, int heads, int kv_heads, Tensor& dq,
-                          Tensor& dk, Tensor& dv) override {
-    cpu::attention_backward(q, k, v, out, lse, dout, heads, kv_heads, dq, dk, dv);
+                          const Tensor& lse, const Tensor& dout, int heads, int kv_heads, const Tensor& positions,
+                          Tensor& dq, Tensor& dk, Tensor& dv) override {
+    cpu::attention_backward(q, k, v, out, lse, dout, heads, kv_heads, positions, dq, dk, dv);
   }
 
   void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,

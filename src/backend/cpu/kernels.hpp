@@ -65,10 +65,11 @@ class RopeTable {
 void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool inverse, RopeTable& table);
 
 // attention_forward.cpp, attention_backward.cpp
-void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads, Tensor& out,
-                       Tensor& lse);
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
+                       const Tensor& positions, Tensor& out, Tensor& lse);
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, int heads, int kv_heads, Tensor& dq, Tensor& dk, Tensor& dv);
+                        const Tensor& dout, int heads, int kv_heads, const Tensor& positions, Tensor& dq,
+                        Tensor& dk, Tensor& dv);
 
 // cross_entropy.cpp
 void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,
