@@ -218,6 +218,9 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     PieceCallbacks callbacks;
     callbacks.document = [&](uint64_t key, Example&& e) { processor.add(key, std::move(e)); };
     if (options.skip_bad_lines) callbacks.bad_line = [&](const std::string& m) { processor.bad_line(m); };
+    uint64_t my_bytes = 0;  // about one token per byte or fewer: one allocation in the common case
+    for (const InputPiece& piece : pieces) my_bytes += piece.end - piece.begin + 1;
+    processor.tokens.reserve(my_bytes);
     for (const InputPiece& piece : pieces) read_piece(options.inputs[piece.file], piece, callbacks);
     if (comm.rank() == 0) {
       const fs::path parent = fs::path(options.output).parent_path();
@@ -238,15 +241,13 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
       continue;
     }
     LocalShardPart& part = parts[d.target];
-    part.tokens.insert(part.tokens.end(), processor.tokens.begin() + static_cast<ptrdiff_t>(d.token_begin),
-                       processor.tokens.begin() + static_cast<ptrdiff_t>(d.token_begin + d.token_count));
-    part.lengths.push_back(d.token_count);
+    part.documents.push_back(std::span<const uint32_t>(processor.tokens).subspan(d.token_begin, d.token_count));
     part.loss_starts.push_back(d.loss_start);
+    part.tokens += d.token_count;
   }
-  processor.tokens = {};
   sum_over_ranks(summary, comm);
   std::vector<int64_t> kept = {0};
-  for (const LocalShardPart& p : parts) kept[0] += static_cast<int64_t>(p.lengths.size());
+  for (const LocalShardPart& p : parts) kept[0] += static_cast<int64_t>(p.documents.size());
   comm.sum(kept);
   int64_t filtered = 0;
   for (int64_t f : summary.filtered) filtered += f;

@@ -3,8 +3,8 @@
 // "repeat" needs a 64-bit collision inside one document.
 #include "trident/data/filters.hpp"
 
+#include <algorithm>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -77,18 +77,23 @@ double repeated_ngram_ratio(std::string_view text, int n) {
   }
   if (n < 1 || words.size() < static_cast<size_t>(n)) return 0.0;
   const size_t grams = words.size() - static_cast<size_t>(n) + 1;
-  std::vector<uint64_t> gram_hash(grams);
-  std::unordered_map<uint64_t, int> occurrences;
-  occurrences.reserve(grams);
+  // Each word hashed once; an n-gram's hash combines its words' hashes (order-sensitive).
+  std::vector<uint64_t> word_hash(words.size()), gram_hash(grams);
+  for (size_t w = 0; w < words.size(); ++w) word_hash[w] = hash_bytes(words[w]);
   for (size_t g = 0; g < grams; ++g) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int k = 0; k < n; ++k) h = hash_bytes(words[g + k], h * 31 + 0x9e);  // word separator
-    gram_hash[g] = h;
-    ++occurrences[h];
+    uint64_t h = 0;
+    for (int k = 0; k < n; ++k) h = (h ^ word_hash[g + k]) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(k);
+    gram_hash[g] = h ^ (h >> 29);
   }
+  // Hashes occurring more than once, sorted (a sort beats a hash map of counts here).
+  std::vector<uint64_t> sorted = gram_hash, repeated_hashes;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t k = 1; k < sorted.size(); ++k)
+    if (sorted[k] == sorted[k - 1] && (repeated_hashes.empty() || repeated_hashes.back() != sorted[k]))
+      repeated_hashes.push_back(sorted[k]);
   std::vector<bool> covered(words.size(), false);
   for (size_t g = 0; g < grams; ++g)
-    if (occurrences[gram_hash[g]] > 1)
+    if (std::binary_search(repeated_hashes.begin(), repeated_hashes.end(), gram_hash[g]))
       for (int k = 0; k < n; ++k) covered[g + k] = true;
   int64_t total = 0, repeated = 0;
   for (size_t w = 0; w < words.size(); ++w) {

@@ -91,21 +91,25 @@ void ParallelShardOutput::create_temporaries(const std::vector<FileTotals>& tota
 
 void ParallelShardOutput::write_part(size_t i, const LocalShardPart& part, int64_t first_doc,
                                      int64_t first_token, const FileTotals& totals) const {
-  if (part.lengths.empty()) return;
+  if (part.documents.empty()) return;
   const uint32_t token_bytes = shard_token_bytes(vocab_);
-  std::vector<unsigned char> narrow(part.tokens.size() * token_bytes);
-  for (size_t t = 0; t < part.tokens.size(); ++t) {
-    TRIDENT_CHECK(part.tokens[t] < vocab_, "token id ", part.tokens[t], " >= vocab ", vocab_);
-    if (token_bytes == 2) {
-      const uint16_t v = static_cast<uint16_t>(part.tokens[t]);
-      std::memcpy(&narrow[2 * t], &v, 2);
-    } else {
-      std::memcpy(&narrow[4 * t], &part.tokens[t], 4);
-    }
-  }
-  std::vector<uint64_t> ends(part.lengths.size());  // offsets[first_doc + 1 ...]
+  std::vector<unsigned char> narrow(part.tokens * token_bytes);
+  std::vector<uint64_t> ends(part.documents.size());  // offsets[first_doc + 1 ...]
   uint64_t end = static_cast<uint64_t>(first_token);
-  for (size_t d = 0; d < part.lengths.size(); ++d) ends[d] = end += part.lengths[d];
+  unsigned char* out = narrow.data();
+  for (size_t d = 0; d < part.documents.size(); ++d) {
+    for (const uint32_t id : part.documents[d]) {
+      TRIDENT_CHECK(id < vocab_, "token id ", id, " >= vocab ", vocab_);
+      if (token_bytes == 2) {
+        const uint16_t v = static_cast<uint16_t>(id);
+        std::memcpy(out, &v, 2);
+      } else {
+        std::memcpy(out, &id, 4);
+      }
+      out += token_bytes;
+    }
+    ends[d] = end += part.documents[d].size();
+  }
 
   const File bin(files_[i] + ".bin.tmp", O_WRONLY);
   bin.write_at(static_cast<uint64_t>(first_token) * token_bytes, narrow.data(), narrow.size());
@@ -121,8 +125,8 @@ std::vector<ParallelShardOutput::FileTotals> ParallelShardOutput::write(const st
   TRIDENT_CHECK(parts.size() == files_.size(), parts.size(), " parts for ", files_.size(), " files");
   std::vector<int64_t> counts;
   for (const LocalShardPart& p : parts) {
-    counts.push_back(static_cast<int64_t>(p.lengths.size()));
-    counts.push_back(static_cast<int64_t>(p.tokens.size()));
+    counts.push_back(static_cast<int64_t>(p.documents.size()));
+    counts.push_back(static_cast<int64_t>(p.tokens));
   }
   std::vector<int64_t> firsts = counts, sums = counts;
   comm_.exclusive_prefix_sum(firsts);

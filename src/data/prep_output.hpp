@@ -5,6 +5,7 @@
 // temporaries, so existing shards survive any failure.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,11 @@
 
 namespace trident::data {
 
-// This rank's documents of one output shard, in order.
+// This rank's documents of one output shard, in order (views of the rank's token buffer).
 struct LocalShardPart {
-  std::vector<uint32_t> tokens;
-  std::vector<uint64_t> lengths;
+  std::vector<std::span<const uint32_t>> documents;
   std::vector<uint64_t> loss_starts;
+  uint64_t tokens = 0;
 };
 
 class ParallelShardOutput {
