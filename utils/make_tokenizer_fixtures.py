@@ -144,10 +144,36 @@ def nfc_cases(count=150):
     return cases
 
 
+def hand_built(byte_fallback):
+    """A tiny BPE without most non-ASCII bytes in its vocabulary: what they become is decided
+    by byte_fallback (<0xXX> tokens) or by the unknown token (fused when repeated)."""
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {"<|endoftext|>": 0}
+    for ch in sorted(c for c in alphabet if ord(c) < 0x7F or c == "\u0120"):
+        vocab[ch] = len(vocab)
+    merges = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("i", "n"), ("\u0120", "a")]
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    if byte_fallback:
+        for b in range(256):
+            vocab[f"<0x{b:02X}>"] = len(vocab)
+        model = models.BPE(vocab, merges, byte_fallback=True)
+    else:
+        vocab["<unk>"] = len(vocab)
+        model = models.BPE(vocab, merges, unk_token="<unk>", fuse_unk=True)
+    tok = Tokenizer(model)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(["<|endoftext|>"])
+    return tok
+
+
 def make(out):
     expected = {"texts": TEXTS, "tokenizers": {}, "nfc": nfc_cases()}
     for name, build, as_strings in [("gpt2", gpt2_style, True), ("llama3", llama3_style, False),
-                                    ("qwen2", qwen2_style, False)]:
+                                    ("qwen2", qwen2_style, False),
+                                    ("fallback", lambda: hand_built(True), False),
+                                    ("unk", lambda: hand_built(False), True)]:
         tok = save(build(), os.path.join(out, name), merges_as_strings=as_strings)
         ids = [tok.encode(t, add_special_tokens=False).ids for t in TEXTS]
         expected["tokenizers"][name] = {"ids": ids, "decoded": [tok.decode(i, skip_special_tokens=False) for i in ids]}

@@ -46,7 +46,7 @@ TEST(BpeTrainer, TrainsALoadableDeterministicTokenizer) {
   EXPECT_EQ(tok->vocab_size(), 330u);
   EXPECT_EQ(tok->end_of_text(), 256u);
   EXPECT_EQ(tok->special_token("<|endoftext|>"), std::optional<uint32_t>(256));
-  for (const std::string text : {corpus(), std::string("unseen words: zyxwvut 98765 \xF0\x9F\x8E\x89\r\n\t end")}) {
+  for (const std::string& text : {corpus(), std::string("unseen words: zyxwvut 98765 \xF0\x9F\x8E\x89\r\n\t end")}) {
     const std::vector<uint32_t> ids = tok->encode(text);
     EXPECT_EQ(tok->decode(ids), text);
     for (uint32_t id : ids) EXPECT_LT(id, 330u);
