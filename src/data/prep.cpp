@@ -13,7 +13,6 @@
 #include "prep_inputs.hpp"
 #include "prep_output.hpp"
 #include "trident/core/error.hpp"
-#include "trident/core/json.hpp"
 #include "trident/data/prep_record.hpp"
 #include "trident/data/shard_set.hpp"
 #include "trident/data/tokenizer.hpp"
@@ -280,50 +279,6 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
 
 PrepSummary prepare_shards(const PrepOptions& options) {
   return prepare_shards(options, *load_tokenizer("byte"), PrepComm::single_process());
-}
-
-std::string prep_json_text(const PrepOptions& options, const std::string& tokenizer, const PrepSummary& s) {
-  Json j = Json::object();
-  j.set("format", Json("trident-prep"));
-  j.set("version", Json(1));
-  std::string tok = tokenizer;
-  std::error_code ec;
-  if (tok != "byte" && fs::exists(tok, ec)) tok = fs::absolute(tok, ec).string();  // usable from any cwd
-  j.set("tokenizer", Json(tok));
-  j.set("template", Json(options.prompt_template));
-  j.set("shards", Json(s.shards));
-  j.set("ranks", Json(s.ranks));
-  j.set("valid_permille", Json(options.valid_permille));
-  j.set("scrub_pii", Json(options.scrub_pii));
-  Json filters = Json::object();
-  filters.set("min_chars", Json(options.filters.min_chars));
-  filters.set("max_chars", Json(options.filters.max_chars));
-  filters.set("max_repeated_line_ratio", Json(options.filters.max_repeated_line_ratio));
-  filters.set("max_repeated_ngram_ratio", Json(options.filters.max_repeated_ngram_ratio));
-  filters.set("ngram_words", Json(options.filters.ngram_words));
-  filters.set("max_non_text_ratio", Json(options.filters.max_non_text_ratio));
-  j.set("filters", std::move(filters));
-  j.set("documents_in", Json(s.documents_in));
-  j.set("documents_out", Json(s.documents_out()));
-  Json dropped = Json::object();
-  dropped.set("empty", Json(s.empty_dropped));
-  dropped.set("duplicate", Json(s.duplicates_dropped));
-  dropped.set("bad_line", Json(s.bad_lines));
-  for (int r = 0; r < static_cast<int>(DropReason::kCount); ++r)
-    dropped.set(drop_reason_name(static_cast<DropReason>(r)), Json(s.filtered[r]));
-  j.set("dropped", std::move(dropped));
-  Json pii = Json::object();
-  for (int k = 0; k < static_cast<int>(PiiKind::kCount); ++k)
-    pii.set(pii_name(static_cast<PiiKind>(k)), Json(s.pii.count[k]));
-  j.set("pii", std::move(pii));
-  j.set("train_documents", Json(s.train_documents));
-  j.set("train_tokens", Json(s.train_tokens));
-  j.set("valid_documents", Json(s.valid_documents));
-  j.set("valid_tokens", Json(s.valid_tokens));
-  j.set("input_bytes", Json(s.input_bytes));
-  j.set("seconds", Json(s.seconds));
-  j.set("mb_per_s", Json(s.mb_per_s()));
-  return j.dump();
 }
 
 }  // namespace trident::data
