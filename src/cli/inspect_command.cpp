@@ -119,11 +119,12 @@ int run_inspect(int argc, char** argv) {
   po::options_description desc("options");
   desc.add_options()
       ("help,h", "print this help")
-      ("prefix", po::value<std::string>(&prefix)->required(), "shard prefix (PREFIX.bin, PREFIX.idx)")
+      ("prefix", po::value<std::string>(&prefix)->required(), "shard prefix: PREFIX.bin/.idx, or the shards PREFIX-iiiii-of-NNNNN.bin/.idx of a set")
       ("decode", po::value<std::string>(&decode)->default_value(""),
        "print document I as text, or every document (all), instead of statistics")
       ("tokenizer", po::value<std::string>(&tokenizer_spec)->default_value(""),
-       "tokenizer for --decode (default: the one PREFIX.prep.json names; ids when there is none)");
+       "tokenizer for --decode (default: the one PREFIX.prep.json names; without one, byte for a "
+       "257-id vocab, else the ids are printed)");
   po::positional_options_description positional;
   positional.add("prefix", 1);
   po::variables_map vm;
