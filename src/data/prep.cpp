@@ -207,13 +207,21 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   summary.shards = options.shards;
   DocumentProcessor processor(options, tokenizer, summary);
   std::exception_ptr error;
+  std::vector<int64_t> sizes(options.inputs.size(), 0);
   try {
     check_options(options);
-    uint64_t total_bytes = 0;
+    if (comm.rank() == 0) sizes = input_file_sizes(options.inputs);  // one rank asks the file system
+  } catch (...) {
+    error = std::current_exception();
+  }
+  comm.throw_if_any_failed(error);
+  comm.broadcast(sizes, 0);
+  for (int64_t bytes : sizes) summary.input_bytes += bytes;
+
+  try {
+    const uint64_t split_bytes = options.jsonl_split_bytes ? options.jsonl_split_bytes : (uint64_t(64) << 20);
     const std::vector<InputPiece> pieces =
-        plan_rank_pieces(options.inputs, options.jsonl_split_bytes ? options.jsonl_split_bytes : (uint64_t(64) << 20),
-                         comm.rank(), comm.size(), total_bytes);
-    summary.input_bytes = static_cast<int64_t>(total_bytes);
+        plan_rank_pieces(options.inputs, sizes, split_bytes, comm.rank(), comm.size());
     PieceCallbacks callbacks;
     callbacks.document = [&](uint64_t key, Example&& e) { processor.add(key, std::move(e)); };
     if (options.skip_bad_lines) callbacks.bad_line = [&](const std::string& m) { processor.bad_line(m); };

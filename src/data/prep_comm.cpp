@@ -31,6 +31,11 @@ void PrepComm::exclusive_prefix_sum(std::vector<int64_t>& values) const {
   values = std::move(out);
 }
 
+void PrepComm::broadcast(std::vector<int64_t>& values, int root) const {
+  if (comm_ == MPI_COMM_NULL) return;
+  MPI_CHECK(MPI_Bcast(values.data(), static_cast<int>(values.size()), MPI_INT64_T, root, comm_));
+}
+
 std::vector<std::vector<uint64_t>> PrepComm::exchange(const std::vector<std::vector<uint64_t>>& to_rank) const {
   TRIDENT_CHECK(static_cast<int>(to_rank.size()) == size_, "exchange wants one list per rank");
   if (comm_ == MPI_COMM_NULL) return to_rank;

@@ -34,7 +34,11 @@ void report(const PieceCallbacks& callbacks, const std::string& message) {
   callbacks.bad_line(message);
 }
 
+// Editors on Windows start UTF-8 files with a byte order mark; it is not part of the text.
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
 void read_text(const std::string& path, uint32_t file, std::string_view text, const PieceCallbacks& callbacks) {
+  if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
   if (const size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
     return report(callbacks, detail::concat(path, ":", line_number_at(text, bad), ": invalid UTF-8 at byte offset ",
                                             bad, " (text inputs must be UTF-8)"));
@@ -49,6 +53,8 @@ void read_jsonl(const std::string& path, const InputPiece& piece, std::string_vi
   if (pos > 0 && file_text[pos - 1] != '\n') {  // the line holding `begin` belongs to the previous piece
     const size_t newline = file_text.find('\n', pos);
     pos = newline == std::string_view::npos ? file_text.size() : newline + 1;
+  } else if (pos == 0 && file_text.starts_with(kUtf8Bom)) {
+    pos = kUtf8Bom.size();
   }
   while (pos < piece.end && pos < file_text.size()) {
     size_t end = file_text.find('\n', pos);
@@ -79,20 +85,28 @@ void read_jsonl(const std::string& path, const InputPiece& piece, std::string_vi
 
 }  // namespace
 
-std::vector<InputPiece> plan_rank_pieces(const std::vector<std::string>& inputs, uint64_t split_bytes,
-                                         int rank, int size, uint64_t& total_bytes) {
+std::vector<int64_t> input_file_sizes(const std::vector<std::string>& inputs) {
   TRIDENT_CONFIG_CHECK(inputs.size() < (1u << 23), "too many input files (", inputs.size(), ")");
-  std::vector<InputPiece> all;
-  std::vector<uint64_t> starts;  // global byte offset of each piece
-  total_bytes = 0;
-  for (size_t f = 0; f < inputs.size(); ++f) {
-    const std::string& path = inputs[f];
+  std::vector<int64_t> sizes;
+  for (const std::string& path : inputs) {
     std::error_code ec;
     TRIDENT_CONFIG_CHECK(!fs::is_directory(path, ec), "input ", path, " is a directory");
     const uint64_t bytes = fs::file_size(path, ec);
     TRIDENT_CONFIG_CHECK(!ec, "cannot read input file ", path, ": ", ec.message());
     TRIDENT_CONFIG_CHECK(bytes < (uint64_t(1) << 40), "input file ", path, " is 1 TiB or larger; split it");
-    const bool jsonl = is_jsonl(path);
+    sizes.push_back(static_cast<int64_t>(bytes));
+  }
+  return sizes;
+}
+
+std::vector<InputPiece> plan_rank_pieces(const std::vector<std::string>& inputs, const std::vector<int64_t>& sizes,
+                                         uint64_t split_bytes, int rank, int size) {
+  std::vector<InputPiece> all;
+  std::vector<uint64_t> starts;  // global byte offset of each piece
+  uint64_t total_bytes = 0;
+  for (size_t f = 0; f < inputs.size(); ++f) {
+    const uint64_t bytes = static_cast<uint64_t>(sizes[f]);
+    const bool jsonl = is_jsonl(inputs[f]);
     const uint64_t step = jsonl && split_bytes > 0 ? split_bytes : std::max<uint64_t>(bytes, 1);
     for (uint64_t begin = 0; begin < std::max<uint64_t>(bytes, 1); begin += step) {
       all.push_back({static_cast<uint32_t>(f), jsonl, begin, std::min(bytes, begin + step)});

@@ -23,10 +23,13 @@ struct InputPiece {
 
 inline uint64_t document_order_key(uint32_t file, uint64_t offset) { return uint64_t(file) << 40 | offset; }
 
-// This rank's pieces; total_bytes = T. ConfigError for a missing or unreadable input, a
-// directory, a file of 2^40 bytes or more.
-std::vector<InputPiece> plan_rank_pieces(const std::vector<std::string>& inputs, uint64_t split_bytes,
-                                         int rank, int size, uint64_t& total_bytes);
+// Sizes of the inputs in bytes (rank 0 asks the file system once for all ranks). ConfigError
+// for a missing or unreadable input, a directory, a file of 2^40 bytes or more.
+std::vector<int64_t> input_file_sizes(const std::vector<std::string>& inputs);
+
+// This rank's pieces, from every input's name and size.
+std::vector<InputPiece> plan_rank_pieces(const std::vector<std::string>& inputs, const std::vector<int64_t>& sizes,
+                                         uint64_t split_bytes, int rank, int size);
 
 struct PieceCallbacks {
   std::function<void(uint64_t key, Example&& example)> document;

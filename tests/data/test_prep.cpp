@@ -153,6 +153,16 @@ TEST(Prep, ShardsTogetherHoldTheOneShardDocuments) {
   EXPECT_FALSE(fs::exists(dir / "four-00000-of-00004.idx"));
 }
 
+TEST(Prep, ByteOrderMarksAreNotText) {
+  TempDir dir;
+  prep(options_for({write_file(dir / "a.jsonl", "\xEF\xBB\xBF{\"text\": \"x\"}\n"),
+                    write_file(dir / "b.txt", "\xEF\xBB\xBFy")},
+                   dir / "out"));
+  const ShardReader reader(dir / "out");
+  EXPECT_EQ(decode_document(reader, 0), "x<|endoftext|>");
+  EXPECT_EQ(decode_document(reader, 1), "y<|endoftext|>");
+}
+
 TEST(Prep, MalformedLineNamesFileAndLine) {
   TempDir dir;
   const std::string path = write_file(dir / "data.jsonl",

@@ -24,6 +24,8 @@ class PrepComm {
   void sum(std::vector<int64_t>& values) const;
   // Element-wise sum over the ranks below this one (0 on rank 0), in place.
   void exclusive_prefix_sum(std::vector<int64_t>& values) const;
+  // root's values to every rank (the same size everywhere).
+  void broadcast(std::vector<int64_t>& values, int root) const;
   // to_rank[r] goes to rank r; returns from_rank[r] = what rank r sent here.
   std::vector<std::vector<uint64_t>> exchange(const std::vector<std::vector<uint64_t>>& to_rank) const;
   void barrier() const;
