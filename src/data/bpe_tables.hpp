@@ -62,31 +62,33 @@ class PretokenCache {
     for (size_t i = hash & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
       const Slot& s = slots_[i];
       if (s.key_length == 0) return false;
-      if (s.hash == hash && std::string_view(keys_.data() + s.key_offset, s.key_length) == word) {
+      if (s.hash == static_cast<uint32_t>(hash) && std::string_view(keys_.data() + s.key_offset, s.key_length) == word) {
         ids.insert(ids.end(), ids_.begin() + s.ids_offset, ids_.begin() + s.ids_offset + s.ids_length);
         return true;
       }
     }
   }
   void insert(std::string_view word, size_t hash, const uint32_t* ids, size_t count) {
-    if (word.empty() || word.size() > kMaxWordBytes) return;
+    if (word.empty() || word.size() > kMaxWordBytes || count > 0xFFFF) return;
     if (size_ >= kSlots / 2 || keys_.size() > kMaxArenaBytes) clear();
     size_t i = hash & (kSlots - 1);
     while (slots_[i].key_length != 0) i = (i + 1) & (kSlots - 1);
-    slots_[i] = {hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(word.size()),
-                 static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(count)};
+    slots_[i] = {static_cast<uint32_t>(hash), static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(ids_.size()),
+                 static_cast<uint16_t>(word.size()), static_cast<uint16_t>(count)};
     keys_.append(word);
     ids_.insert(ids_.end(), ids, ids + count);
     ++size_;
   }
 
  private:
-  static constexpr size_t kSlots = size_t{1} << 18;
-  static constexpr size_t kMaxArenaBytes = size_t{64} << 20;
+  // 2^17 slots of 16 bytes: 2 MiB, small enough to stay mostly in cache.
+  static constexpr size_t kSlots = size_t{1} << 17;
+  static constexpr size_t kMaxArenaBytes = size_t{32} << 20;
   struct Slot {
-    size_t hash = 0;
-    uint32_t key_offset = 0, key_length = 0;  // key_length 0: empty slot
-    uint32_t ids_offset = 0, ids_length = 0;
+    uint32_t hash = 0;  // low bits of the word's hash
+    uint32_t key_offset = 0, ids_offset = 0;
+    uint16_t key_length = 0;  // 0: empty slot
+    uint16_t ids_length = 0;  // below 2^16 (checked on insert)
   };
   void clear() {
     std::fill(slots_.begin(), slots_.end(), Slot{});

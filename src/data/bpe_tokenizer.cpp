@@ -76,6 +76,7 @@ void append_lossy_utf8(std::string_view bytes, std::string& out) {
 
 // Per-call working memory, reused across the words of one encode_append.
 struct BpeTokenizer::Scratch {
+  std::vector<uint32_t> initial;
   std::vector<Symbol> symbols;
   std::vector<Candidate> heap;
   std::string word;        // a pre-token with its prefix space
@@ -262,26 +263,56 @@ void BpeTokenizer::encode_pretoken(std::string_view word, std::vector<uint32_t>&
   if (cache) cache->insert(word, hash, ids.data() + first, ids.size() - first);
 }
 
+void BpeTokenizer::merge_short_word(const uint32_t* symbols, int32_t count, std::vector<uint32_t>& ids) const {
+  // The same order as the queue below (lowest rank, then leftmost), by scanning a small array
+  // of pair ranks: cheaper than a heap for the short words that make up most text.
+  uint32_t ids_now[kShortWord], ranks[kShortWord], results[kShortWord];
+  int32_t n = count;
+  std::copy(symbols, symbols + count, ids_now);
+  auto update = [&](int32_t i) {  // rank of the pair (i, i + 1)
+    const detail::PairRankMap::Entry* e = merges_->find(ids_now[i], ids_now[i + 1]);
+    ranks[i] = e ? e->rank : kNone;
+    results[i] = e ? e->result : kNone;
+  };
+  for (int32_t i = 0; i + 1 < n; ++i) update(i);
+  while (n > 1) {
+    int32_t best = 0;
+    for (int32_t i = 1; i + 1 < n; ++i)
+      if (ranks[i] < ranks[best]) best = i;
+    if (ranks[best] == kNone) break;
+    ids_now[best] = results[best];
+    for (int32_t i = best + 1; i + 1 < n; ++i) {
+      ids_now[i] = ids_now[i + 1];
+      ranks[i] = ranks[i + 1];
+      results[i] = results[i + 1];
+    }
+    --n;
+    if (best > 0) update(best - 1);
+    if (best + 1 < n) update(best);
+  }
+  ids.insert(ids.end(), ids_now, ids_now + n);
+}
+
 void BpeTokenizer::merge_word(std::string_view word, std::vector<uint32_t>& ids, Scratch& scratch) const {
-  std::vector<Symbol>& symbols = scratch.symbols;
-  symbols.clear();
+  std::vector<uint32_t>& initial = scratch.initial;  // one symbol per byte, or its fallback
+  initial.clear();
   const bool fuse = config_.fuse_unk && config_.unk_id;
   for (char c : word) {
     const uint32_t id = byte_ids_[static_cast<uint8_t>(c)];
     if (id != kNone) {
-      symbols.push_back({id, 0, 0, true});
+      initial.push_back(id);
       continue;
     }
     for (uint32_t fallback : missing_byte_ids_[static_cast<uint8_t>(c)]) {
-      if (fuse && fallback == *config_.unk_id && !symbols.empty() && symbols.back().id == fallback) continue;
-      symbols.push_back({fallback, 0, 0, true});
+      if (fuse && fallback == *config_.unk_id && !initial.empty() && initial.back() == fallback) continue;
+      initial.push_back(fallback);
     }
   }
-  const auto n = static_cast<int32_t>(symbols.size());
-  for (int32_t i = 0; i < n; ++i) {
-    symbols[i].prev = i - 1;
-    symbols[i].next = i + 1 < n ? i + 1 : -1;
-  }
+  const auto n = static_cast<int32_t>(initial.size());
+  if (n <= kShortWord) return merge_short_word(initial.data(), n, ids);
+  std::vector<Symbol>& symbols = scratch.symbols;
+  symbols.clear();
+  for (int32_t i = 0; i < n; ++i) symbols.push_back({initial[i], i - 1, i + 1 < n ? i + 1 : -1, true});
   std::vector<Candidate>& heap = scratch.heap;
   heap.clear();
   auto consider = [&](int32_t pos) {  // queue the merge of pos with its right neighbour

@@ -86,6 +86,8 @@ class BpeTokenizer final : public Tokenizer {
   void encode_piece(std::string_view piece, std::vector<uint32_t>& ids, Scratch& scratch, detail::PretokenCache* cache) const;
   void encode_pretoken(std::string_view word, std::vector<uint32_t>& ids, Scratch& scratch, detail::PretokenCache* cache) const;
   void merge_word(std::string_view word, std::vector<uint32_t>& ids, Scratch& scratch) const;
+  static constexpr int32_t kShortWord = 24;  // symbols; shorter words merge without a heap
+  void merge_short_word(const uint32_t* symbols, int32_t count, std::vector<uint32_t>& ids) const;
 
   BpeConfig config_;
   uint64_t vocab_size_ = 0;
