@@ -202,26 +202,56 @@ void nfc_stretch(std::string_view s, std::string& result) {
 
 }  // namespace
 
+namespace {
+
+// Code points NFC may change or join: those with a canonical decomposition (Hangul syllables
+// aside: they are stable alone, and the jamo that join them are flagged), non-starters, and
+// every second character of a composition. One bit per code point (136 KiB).
+class NfcSensitive {
+ public:
+  NfcSensitive() : bits_((0x110000 + 63) / 64) {
+    for (size_t i = 0; i < ut::kDecompositions_size; ++i) set(ut::kDecompositions[i].cp);
+    for (size_t i = 0; i < ut::kCombiningClasses_size; ++i)
+      for (uint32_t cp = ut::kCombiningClasses[i].first; cp <= ut::kCombiningClasses[i].last; ++cp) set(cp);
+    for (size_t i = 0; i < ut::kCompositions_size; ++i) set(ut::kCompositions[i].second);
+    for (uint32_t cp = kVBase; cp < kVBase + kVCount; ++cp) set(cp);
+    for (uint32_t cp = kTBase + 1; cp < kTBase + kTCount; ++cp) set(cp);
+  }
+  bool operator()(uint32_t cp) const { return cp < 0x110000 && ((bits_[cp >> 6] >> (cp & 63)) & 1); }
+
+ private:
+  void set(uint32_t cp) { bits_[cp >> 6] |= uint64_t{1} << (cp & 63); }
+  std::vector<uint64_t> bits_;
+};
+
+}  // namespace
+
 std::string nfc(std::string_view s) {
   if (is_nfc_quick(s)) return std::string(s);
-  // Only the stretches around code points >= U+0300 need the full algorithm: two ASCII
-  // characters in a row are a boundary nothing composes or reorders across.
+  static const NfcSensitive sensitive;
+  // Only stretches around sensitive code points need the full algorithm: a stretch starts at
+  // the (insensitive, so starter) character before the first sensitive one, which it may
+  // join, and ends before the next insensitive character, which nothing joins or reorders.
   std::string result;
   result.reserve(s.size() + 16);
-  size_t done = 0;
-  auto ascii = [&](size_t i) { return static_cast<uint8_t>(s[i]) < 0x80; };
-  while (done < s.size()) {
-    size_t p = done;
-    while (p < s.size() && static_cast<uint8_t>(s[p]) < 0xCC) ++p;
-    if (p == s.size()) break;
-    size_t begin = p;
-    while (begin > done && !ascii(begin - 1)) --begin;
-    if (begin > done) --begin;  // the ASCII starter a combining mark may join
-    size_t end = p + 1;
-    while (end < s.size() && !(ascii(end) && (end + 1 == s.size() || ascii(end + 1)))) ++end;
+  size_t done = 0, pos = 0, previous = 0;  // previous: start of the character before pos
+  while (pos < s.size()) {
+    const Decoded d = decode_utf8(s, pos);
+    if (d.cp < 0x300 || !sensitive(d.cp)) {
+      previous = pos;
+      pos += d.length;
+      continue;
+    }
+    const size_t begin = pos > done ? previous : pos;
+    size_t end = pos + d.length;
+    while (end < s.size()) {
+      const Decoded e = decode_utf8(s, end);
+      if (e.cp < 0x300 || !sensitive(e.cp)) break;
+      end += e.length;
+    }
     result.append(s.substr(done, begin - done));
     nfc_stretch(s.substr(begin, end - begin), result);
-    done = end;
+    done = pos = previous = end;
   }
   result.append(s.substr(done));
   return result;
