@@ -24,7 +24,9 @@ std::string corpus() {
   std::string text;
   for (int i = 0; i < 50; ++i) {
     text += "The quick brown fox jumps over the lazy dog. It's what they've done; we'll see.\n";
-    text += "def tokenize(text):\n    return [t for t in text.split() if t]  # " + std::to_string(i * 37) + "\n";
+    text += "def tokenize(text):\n    return [t for t in text.split() if t]  # ";
+    text += std::to_string(i * 37);
+    text += "\n";
     text += "Les na\xC3\xAFves caf\xC3\xA9s \xE4\xB8\xAD\xE6\x96\x87\xE6\xB5\x8B\xE8\xAF\x95 \xF0\x9F\x98\x80<|endoftext|>\n";
   }
   return text;
