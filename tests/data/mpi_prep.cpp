@@ -74,7 +74,7 @@ TEST(MpiPrep, EveryRankCountWritesTheOneProcessShards) {
   if (world_rank() == 0) alone = prep(o);
   MPI_Barrier(MPI_COMM_WORLD);
   o.output = dir / "many";
-  const PrepSummary together = prepare_shards(o, BytesForTest(), PrepComm(MPI_COMM_WORLD));
+  const PrepSummary together = prepare_shards(o, byte_tokenizer(), PrepComm(MPI_COMM_WORLD));
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   EXPECT_EQ(together.ranks, size);
@@ -104,7 +104,7 @@ TEST(MpiPrep, ABadLineOnOneRankFailsEveryRank) {
   PrepOptions o = options_for(inputs, dir / "out");
   o.jsonl_split_bytes = 300;
   try {
-    prepare_shards(o, BytesForTest(), PrepComm(MPI_COMM_WORLD));
+    prepare_shards(o, byte_tokenizer(), PrepComm(MPI_COMM_WORLD));
     ADD_FAILURE() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(dir / "z.jsonl:2:"), std::string::npos) << e.what();
@@ -112,7 +112,7 @@ TEST(MpiPrep, ABadLineOnOneRankFailsEveryRank) {
   EXPECT_FALSE(fs::exists(dir / "out.bin"));
   EXPECT_FALSE(fs::exists(dir / "out.bin.tmp"));
   o.skip_bad_lines = true;
-  const PrepSummary s = prepare_shards(o, BytesForTest(), PrepComm(MPI_COMM_WORLD));
+  const PrepSummary s = prepare_shards(o, byte_tokenizer(), PrepComm(MPI_COMM_WORLD));
   EXPECT_EQ(s.bad_lines, 1);
 }
 

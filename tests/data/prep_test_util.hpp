@@ -1,7 +1,8 @@
-// Helpers of the prep tests: a byte tokenizer behind the Tokenizer interface (the prep code
-// sees only the interface), file writing, and decoding a document of a shard set back to text.
+// Helpers of the prep tests: the byte tokenizer, file writing, and decoding a document of a
+// shard or shard set back to text.
 #pragma once
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,17 +13,11 @@
 
 namespace trident::data::prep_test {
 
-class BytesForTest : public Tokenizer {
- public:
-  void encode_append(std::string_view text, std::vector<uint32_t>& ids) const override {
-    ByteTokenizer::encode_append(text, ids);
-  }
-  std::string decode(std::span<const uint32_t> ids) const override { return ByteTokenizer::decode(ids); }
-  uint64_t vocab_size() const override { return ByteTokenizer::kVocabSize; }
-  uint32_t end_of_text() const override { return ByteTokenizer::kEndOfText; }
-  std::optional<uint32_t> special_token(std::string_view) const override { return std::nullopt; }
-  std::string describe() const override { return "byte"; }
-};
+// The built-in byte tokenizer through the interface prep sees.
+inline const Tokenizer& byte_tokenizer() {
+  static const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer("byte");
+  return *tokenizer;
+}
 
 inline std::string write_file(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::binary) << content;
@@ -50,7 +45,7 @@ inline PrepOptions options_for(std::vector<std::string> inputs, std::string outp
 }
 
 inline PrepSummary prep(const PrepOptions& options) {
-  return prepare_shards(options, BytesForTest(), PrepComm::single_process());
+  return prepare_shards(options, byte_tokenizer(), PrepComm::single_process());
 }
 
 }  // namespace trident::data::prep_test
