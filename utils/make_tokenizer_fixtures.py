@@ -168,8 +168,24 @@ def hand_built(byte_fallback):
     return tok
 
 
+def pretoken_cases(count=120):
+    """Random strings of the characters the pre-tokenisation regexes treat differently, with
+    the pieces each regex cuts them into (the regex engine of `tokenizers`)."""
+    import random
+    rng = random.Random(7)
+    pool = (list("aZ09 _'sStTrReEvVmMlLdD.,!?\"-") + [" ", " ", "  ", "\t", "\r", "\n", "\r\n", "\u00a0", "\u3000",
+            "\u2003", "\u0085", "\u000b", "\u017f", "\u00e9", "\u0301", "\u4e2d", "\u00bd", "\u0663", "\u2167",
+            "\U0001F600", "\u200d", "\ufe0f", "\u05d0", "\u0e2a", "\u0e31", "123", "4567"])
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(1, 16))) for _ in range(count)]
+    cases = {"texts": texts}
+    for name, regex in [("gpt2", GPT2_REGEX), ("llama3", LLAMA3_REGEX), ("qwen2", QWEN2_REGEX)]:
+        split = pre_tokenizers.Split(Regex(regex), behavior="isolated", invert=False)
+        cases[name] = [[piece for piece, _ in split.pre_tokenize_str(t)] for t in texts]
+    return cases
+
+
 def make(out):
-    expected = {"texts": TEXTS, "tokenizers": {}, "nfc": nfc_cases()}
+    expected = {"texts": TEXTS, "tokenizers": {}, "nfc": nfc_cases(), "pretokens": pretoken_cases()}
     for name, build, as_strings in [("gpt2", gpt2_style, True), ("llama3", llama3_style, False),
                                     ("qwen2", qwen2_style, False),
                                     ("fallback", lambda: hand_built(True), False),

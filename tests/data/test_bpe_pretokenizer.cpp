@@ -39,6 +39,29 @@ TEST(Pretokenizer, Llama3) {
   EXPECT_EQ(split_pattern_from_regex("\\w+"), std::nullopt);
 }
 
+Json read_expected() {
+  std::ifstream in(std::string(TRIDENT_TEST_DATA) + "/tokenizers/expected.json", std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return Json::parse(text.str());
+}
+
+TEST(Pretokenizer, RandomStringsAsTheRegexEngineCutsThem) {
+  const Json expected = read_expected();
+  const Json& cases = expected.at("pretokens");
+  const Json::Array& texts = cases.at("texts").as_array();
+  for (auto [name, pattern] : {std::pair{"gpt2", SplitPattern::kGpt2}, std::pair{"llama3", SplitPattern::kLlama3},
+                               std::pair{"qwen2", SplitPattern::kQwen2}}) {
+    const Json::Array& want = cases.at(name).as_array();
+    ASSERT_EQ(want.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      V pieces;
+      for (const Json& p : want[i].as_array()) pieces.push_back(p.as_string());
+      EXPECT_EQ(split(pattern, texts[i].as_string()), pieces) << name << " case " << i;
+    }
+  }
+}
+
 TEST(Unicode, Nfc) {
   EXPECT_EQ(unicode::nfc("cafe\xCC\x81"), "caf\xC3\xA9");                       // e + acute -> é
   EXPECT_EQ(unicode::nfc("\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8"), "\xEA\xB0\x81");  // jamo -> 각
@@ -50,10 +73,7 @@ TEST(Unicode, Nfc) {
 }
 
 TEST(Unicode, NfcEqualsPython) {  // random strings of combining marks, Hangul, singletons, ...
-  std::ifstream in(std::string(TRIDENT_TEST_DATA) + "/tokenizers/expected.json", std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const Json expected = Json::parse(text.str());
+  const Json expected = read_expected();
   int wrong = 0;
   for (const Json& c : expected.at("nfc").as_array()) {
     const std::string& input = c.as_array().at(0).as_string();
