@@ -30,7 +30,7 @@ struct Candidate {
   bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
 };
 
-// Code point that ends / starts `s` (kInvalid-free input assumed; invalid bytes count alone).
+// Code point that ends `s` (an invalid byte counts as one, kInvalid).
 uint32_t last_code_point(std::string_view s) {
   size_t pos = s.size() - 1;
   while (pos > 0 && s.size() - pos < 4 && (static_cast<uint8_t>(s[pos]) & 0xC0) == 0x80) --pos;
