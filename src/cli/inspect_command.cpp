@@ -42,6 +42,15 @@ void print_statistics(const data::ShardSet& reader) {
   std::printf("tokens     %llu\n", static_cast<unsigned long long>(reader.num_tokens()));
   std::printf("vocab      %llu\n", static_cast<unsigned long long>(reader.vocab()));
   std::printf("dtype      %s\n", reader.token_bytes() == 2 ? "uint16" : "uint32");
+  if (reader.num_shards() > 1) {  // the balance of the hash split
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int s = 0; s < reader.num_shards(); ++s) {
+      lo = std::min(lo, reader.shard(s).num_tokens());
+      hi = std::max(hi, reader.shard(s).num_tokens());
+    }
+    std::printf("per shard  %llu to %llu tokens\n", static_cast<unsigned long long>(lo),
+                static_cast<unsigned long long>(hi));
+  }
   if (D == 0) return;
 
   // Power-of-two length buckets: bucket k holds lengths in [2^k, 2^(k+1)); bucket 0 also 0.
