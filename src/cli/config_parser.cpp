@@ -109,7 +109,14 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   c.recompute = model::recompute_from_name(v.str("train.recompute"));
   TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
   c.comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap"),
-            .timeout_s = v.number("comm.timeout_s")};
+            .timeout_s = v.number("comm.timeout_s"),
+            .compression = dist::compression_from_name(v.str("comm.compression")),
+            .topk_ratio = v.number("comm.topk_ratio"),
+            .powersgd_rank = v.int32("comm.powersgd_rank")};
+  TRIDENT_CONFIG_CHECK(c.comm.topk_ratio > 0 && c.comm.topk_ratio <= 1, "comm.topk_ratio must be in (0, 1] (got ",
+                       c.comm.topk_ratio, ")");
+  TRIDENT_CONFIG_CHECK(c.comm.powersgd_rank >= 1 && c.comm.powersgd_rank <= 64,
+                       "comm.powersgd_rank must be in 1..64 (got ", c.comm.powersgd_rank, ")");
   TRIDENT_CONFIG_CHECK(c.comm.timeout_s >= 0, "comm.timeout_s must be >= 0 (0 turns the watchdog off)");
   TRIDENT_CONFIG_CHECK(c.comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", c.comm.bucket_mb, ")");
 
@@ -155,7 +162,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   v.require_default("lora.enabled", "LoRA");
   v.require_default("lisa.enabled", "LISA");
   v.require_default("data.bucket", "bucketing");
-  v.require_default("comm.compression", "gradient compression");
   v.require_default("log.eval_interval", "periodic evaluation");
 
   // Rules across keys.

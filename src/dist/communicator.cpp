@@ -33,6 +33,7 @@ const char* comm_op_name(CommOp op) {
     case CommOp::kAllGather: return "all_gather";
     case CommOp::kBroadcast: return "broadcast";
     case CommOp::kPointToPoint: return "send_recv";
+    case CommOp::kAllToAll: return "all_to_all";
     case CommOp::kCount: break;
   }
   return "?";
@@ -217,6 +218,30 @@ CommRequest Communicator::iall_gather_in_place(Tensor& x) {
 }
 
 void Communicator::all_gather_in_place(Tensor& x) { iall_gather_in_place(x).wait(); }
+
+CommRequest Communicator::iall_to_all_bytes(const void* send, void* recv, int64_t bytes) {
+  const int count = checked_count(bytes, "all_to_all");
+  std::vector<MPI_Request> requests(1);
+  MPI_CHECK(MPI_Ialltoall(send, count, MPI_BYTE, recv, count, MPI_BYTE, comm_, &requests[0]));
+  account(CommOp::kAllToAll, static_cast<uint64_t>(bytes) * static_cast<uint64_t>(size_), 0);
+  return CommRequest(this, CommOp::kAllToAll, std::move(requests));
+}
+
+void Communicator::all_to_all_bytes(const void* send, void* recv, int64_t bytes) {
+  iall_to_all_bytes(send, recv, bytes).wait();
+}
+
+CommRequest Communicator::iall_gather_bytes(const void* send, void* recv, int64_t bytes) {
+  const int count = checked_count(bytes, "all_gather");
+  std::vector<MPI_Request> requests(1);
+  MPI_CHECK(MPI_Iallgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, comm_, &requests[0]));
+  account(CommOp::kAllGather, static_cast<uint64_t>(bytes) * static_cast<uint64_t>(size_), 0);
+  return CommRequest(this, CommOp::kAllGather, std::move(requests));
+}
+
+void Communicator::all_gather_bytes(const void* send, void* recv, int64_t bytes) {
+  iall_gather_bytes(send, recv, bytes).wait();
+}
 
 void Communicator::broadcast(Tensor& x, int root) { broadcast(x.raw(), x.bytes(), root); }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "trident/core/error.hpp"
 #include "trident/core/timer.hpp"
 
 namespace trident::train {
@@ -110,12 +111,51 @@ std::map<std::string, Shape> Checkpointer::my_datasets() const {
     out["/optim/exp_avg/" + p->spec.name] = s;
     out["/optim/exp_avg_sq/" + p->spec.name] = s;
   }
+  if (compressor_) out[comm_dataset()] = Shape{compressor_->state().numel()};
   return out;
 }
 
+void Checkpointer::set_compressor(dist::GradCompressor* compressor, dist::CompressionKind kind) {
+  compressor_ = compressor;
+  compression_ = kind;
+  datasets_ = io::gather_datasets(topology_.world().comm(), my_datasets());
+  if (compressor_ && cfg_.checkpoint.async) snapshot_comm_ = Tensor::zeros(compressor_->state().shape(), DType::kF32);
+}
+
+std::string Checkpointer::comm_dataset() const {
+  char name[40];
+  std::snprintf(name, sizeof name, "/comm/state/rank_%05d", topology_.world_rank());
+  return name;
+}
+
+io::ShardPiece Checkpointer::comm_piece(const Tensor& data) const {
+  io::ShardPiece piece;
+  piece.dataset = comm_dataset();
+  piece.end = piece.local_cols = data.numel();
+  piece.stored_rows = 1;
+  piece.data = data;
+  return piece;
+}
+
+bool Checkpointer::comm_state_resumable(const std::string& path) const {
+  const io::CheckpointListing listing = io::list_checkpoint(path);
+  const auto& n = listing.attributes.numbers;
+  const auto& t = listing.attributes.texts;
+  const dist::Layout& L = topology_.layout();
+  auto same = [&](const char* key, double v) { return n.count(key) && n.at(key) == v; };
+  bool ok = t.count("comm_compression") && t.at("comm_compression") == dist::compression_name(compression_) &&
+            same("layout_dp", L.dp) && same("layout_tp", L.tp) && same("layout_pp", L.pp) && same("layout_zero", cfg_.zero);
+  for (const auto& [name, shape] : datasets_)
+    if (name.rfind("/comm/", 0) == 0) ok = ok && listing.datasets.count(name) && listing.datasets.at(name) == shape;
+  return ok;
+}
+
 std::vector<io::ShardPiece> Checkpointer::live_pieces() {
-  return pieces([](const model::Parameter& p) { return p.value.flat(); },
-                [&](size_t i, bool second) { return second ? optimizer_.exp_avg_sq(i) : optimizer_.exp_avg(i); });
+  std::vector<io::ShardPiece> out =
+      pieces([](const model::Parameter& p) { return p.value.flat(); },
+             [&](size_t i, bool second) { return second ? optimizer_.exp_avg_sq(i) : optimizer_.exp_avg(i); });
+  if (compressor_) out.push_back(comm_piece(compressor_->state()));
+  return out;
 }
 
 std::vector<io::ShardPiece> Checkpointer::pieces(const std::function<Tensor(const model::Parameter&)>& value,
@@ -160,6 +200,7 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done) const {
                    {"layout_pp", double(L.pp)},
                    {"layout_zero", double(cfg_.zero)}};
   attrs.texts = {{"config", cfg_.resolved_ini}};
+  if (compressor_) attrs.texts["comm_compression"] = dist::compression_name(compression_);
   return attrs;
 }
 
@@ -202,12 +243,15 @@ double Checkpointer::save(int64_t steps_done) {
     std::copy_n(static_cast<const char*>(optimizer_.exp_avg_sq(i).raw()), bytes,
                 static_cast<char*>(snapshot_exp_avg_sq_.raw()) + at);
   }
+  if (snapshot_comm_.defined())
+    std::copy_n(compressor_->state().data<float>(), snapshot_comm_.numel(), snapshot_comm_.data<float>());
   std::vector<io::ShardPiece> snapshot = pieces(
       [&](const model::Parameter& p) { return snapshot_values_.narrow(p.offset, p.offset + p.local_shape.numel()); },
       [&](size_t i, bool second) {
         const Tensor& buffer = second ? snapshot_exp_avg_sq_ : snapshot_exp_avg_;
         return buffer.narrow(moment_offsets_[i], moment_offsets_[i] + optimizer_.exp_avg(i).numel());
       });
+  if (snapshot_comm_.defined()) snapshot.push_back(comm_piece(snapshot_comm_));
   writer_ = std::thread([this, steps_done, snapshot = std::move(snapshot)] {
     try {
       write(steps_done, async_comm_, snapshot);
@@ -243,7 +287,16 @@ int64_t Checkpointer::resume() {
   std::string path = mode == "auto" ? newest(dir_) : mode;
   if (path.empty()) return 0;  // auto with nothing to resume: a fresh run
   std::vector<io::ShardPiece> wanted = live_pieces();
-  const io::CheckpointAttributes attrs = io::read_checkpoint(path, topology_.world().comm(), datasets_, wanted);
+  std::map<std::string, Shape> expected = datasets_;
+  if (compressor_ && !comm_state_resumable(path)) {
+    // Another layout or compression wrote it: the residuals belong to other ranks' gradients.
+    std::erase_if(expected, [](const auto& d) { return d.first.rfind("/comm/", 0) == 0; });
+    std::erase_if(wanted, [](const io::ShardPiece& p) { return p.dataset.rfind("/comm/", 0) == 0; });
+    compressor_->reset_state();
+    log_.info("warning: ", path, " holds no gradient-compression state for this layout and comm.compression; ",
+              "error-feedback residuals start at zero");
+  }
+  const io::CheckpointAttributes attrs = io::read_checkpoint(path, topology_.world().comm(), expected, wanted);
   const int64_t steps = static_cast<int64_t>(attrs.numbers.at("step"));
   optimizer_.set_steps_taken(steps);
   if (attrs.numbers.count("loss_scale")) restored_loss_scale_ = attrs.numbers.at("loss_scale");

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trident/core/rng.hpp"
+
 namespace trident::train {
 
 GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
@@ -24,28 +26,56 @@ GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator
   }
   next_to_start_ = buckets_.size();
   segments_ = optimizer_segments();
+  if (options.compression.kind != dist::CompressionKind::kNone && dp.size() > 1) make_compressor();
+}
+
+void GradReducer::make_compressor() {
+  std::vector<dist::GradBucket> buckets;
+  for (const Bucket& b : buckets_)
+    buckets.push_back({b.begin, b.end, params_.flat_grads().narrow(b.begin, b.end), b.shard_grad});
+  std::vector<dist::GradMatrix> matrices;  // this rank's shard of every 2-D parameter
+  for (const auto& p : params_.all())
+    if (p->local_shape.ndim() == 2)
+      matrices.push_back({p->offset, p->local_shape[0], p->local_shape[1],
+                          rng_key(options_.compression.seed, "powersgd/" + p->spec.name)});
+  compressor_ = dist::make_compressor(options_.compression, dp_, params_.flat_grads(), std::move(buckets), matrices);
 }
 
 void GradReducer::start_step() {
   for (Bucket& b : buckets_) b.started = false;
   next_to_start_ = buckets_.size();
+  step_wire_bytes_ = step_raw_bytes_ = 0;
 }
 
-void GradReducer::start(Bucket& b) {
+void GradReducer::start(size_t i) {
+  Bucket& b = buckets_[i];
   b.started = true;
   if (dp_.size() == 1) return;
+  if (compressor_) return compressor_->start(i);
   Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
+  const uint64_t wire = options_.zero ? dist::wire_reduce_scatter(grads.bytes(), dp_.size())
+                                      : dist::wire_all_reduce(grads.bytes(), dp_.size());
+  step_wire_bytes_ += wire;
+  step_raw_bytes_ += wire;
   b.request = options_.zero ? dp_.ireduce_scatter_sum(grads, b.shard_grad) : dp_.iall_reduce_sum(grads);
 }
 
 void GradReducer::grads_final_from(int64_t offset) {
-  while (next_to_start_ > 0 && buckets_[next_to_start_ - 1].begin >= offset) start(buckets_[--next_to_start_]);
+  while (next_to_start_ > 0 && buckets_[next_to_start_ - 1].begin >= offset) start(--next_to_start_);
   // Entering MPI lets it progress the reductions already in flight.
+  if (compressor_) compressor_->progress();
   for (size_t i = next_to_start_; i < buckets_.size(); ++i) buckets_[i].request.test();
 }
 
 void GradReducer::finish() {
-  while (next_to_start_ > 0) start(buckets_[--next_to_start_]);
+  while (next_to_start_ > 0) start(--next_to_start_);
+  if (compressor_) {
+    // Second exchanges, then results, in ascending bucket order on every rank.
+    for (size_t i = 0; i < buckets_.size(); ++i) compressor_->advance(i);
+    for (size_t i = 0; i < buckets_.size(); ++i) compressor_->complete(i);
+    step_wire_bytes_ += compressor_->take_wire_bytes();
+    step_raw_bytes_ += compressor_->take_raw_bytes();
+  }
   for (Bucket& b : buckets_) b.request.wait();
 }
 
@@ -85,6 +115,9 @@ void GradReducer::gather_parameters() {
   std::vector<dist::CommRequest> requests;
   for (Bucket& b : buckets_) {
     Tensor values = params_.flat_values().narrow(b.begin, b.end);
+    const uint64_t wire = dist::wire_reduce_scatter(values.bytes(), dp_.size());  // all-gather: same bytes
+    step_wire_bytes_ += wire;
+    step_raw_bytes_ += wire;
     requests.push_back(dp_.iall_gather_in_place(values));
   }
   for (auto& r : requests) r.wait();

@@ -50,6 +50,7 @@ StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step
     parts.optimizer.step(r.lr, clip_scale / loss_scale);
     parts.reducer.gather_parameters();
   }
+  if (r.skipped) parts.reducer.discard_compression_state();  // its residuals now hold the NaN/inf
   if (parts.scaler) parts.scaler->update(r.skipped);
   r.seconds = watch.seconds();
   r.bubble = parts.pipeline.run_seconds() > 0 ? parts.pipeline.wait_seconds() / r.seconds : 0;

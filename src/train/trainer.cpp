@@ -57,7 +57,9 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
                        : 0.0;
   reducer_ = std::make_unique<GradReducer>(
       model_->params(), ops, topology.dp(),
-      ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1},
+      ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1,
+                     .compression = {.kind = cfg.comm.compression, .topk_ratio = cfg.comm.topk_ratio,
+                                     .powersgd_rank = cfg.comm.powersgd_rank, .seed = cfg.train.seed}},
       topology.model_parallel().size() > 1 ? &topology.model_parallel() : nullptr, topology.tp_rank());
   optimizer_ = std::make_unique<AdamW>(model_->params(), ops, cfg.train, reducer_->optimizer_segments());
   scaler_ = std::make_unique<LossScaler>(cfg.train.loss_scale, cfg.train.precision == DType::kF16);
@@ -89,7 +91,8 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
               m.padded_vocab(tp.size()), "), sequence parallelism ", tp.sequence_parallel ? "on" : "off");
   if (topology.layout().pp > 1) log_.info(pipeline_text);
   log_.info("data parallel: dp ", topology.layout().dp, ", ", reducer_->num_buckets(), " gradient buckets of <= ",
-            cfg.comm.bucket_mb, " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero);
+            cfg.comm.bucket_mb, " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero,
+            ", compression ", dist::compression_name(reducer_->compressor() ? cfg.comm.compression : dist::CompressionKind::kNone));
   log_.info("data: ", reader_->num_tokens(), " tokens in ", reader_->num_documents(), " documents, ",
             sampler_->num_rows(), cfg.data.packing ? " packed rows of " : " one-document rows of ", m.seq_len,
             "; global batch ", cfg.train.global_batch,
@@ -99,6 +102,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
             dtype_name(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32), " (measured FMA rate)");
 
   checkpointer_ = std::make_unique<Checkpointer>(cfg, topology, *model_, *optimizer_, log);
+  checkpointer_->set_compressor(reducer_->compressor(), cfg.comm.compression);  // error-feedback state
   start_step_ = checkpointer_->resume();
   if (checkpointer_->restored_loss_scale() > 0 && scaler_->dynamic()) scaler_->restore(checkpointer_->restored_loss_scale());
   TRIDENT_CONFIG_CHECK(start_step_ <= cfg.train.steps, "the checkpoint has ", start_step_,
@@ -192,7 +196,8 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"mem_mb", mem_mb},
                      {"elapsed_s", elapsed_},
                      {"step_s", r.seconds},
-                     {"comm_bytes", double(topology_.dp().bytes_moved())},
+                     {"comm_bytes", double(reducer_->step_wire_bytes())},       // this step, on the wire
+                     {"comm_bytes_raw", double(reducer_->step_raw_bytes())},   // the same uncompressed
                      {"comm_s", topology_.dp().seconds()},
                      {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)},
                      {"bubble", r.bubble},

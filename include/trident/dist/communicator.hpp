@@ -19,7 +19,7 @@
 
 namespace trident::dist {
 
-enum class CommOp : int { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kPointToPoint, kCount };
+enum class CommOp : int { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kPointToPoint, kAllToAll, kCount };
 const char* comm_op_name(CommOp op);
 
 class Communicator;
@@ -90,6 +90,15 @@ class Communicator {
   // holds every rank's block.
   void all_gather_in_place(Tensor& x);
   CommRequest iall_gather_in_place(Tensor& x);
+
+  // Raw-byte collectives for compressed payloads (int8 blocks with scales, index/value pairs):
+  // `bytes` per rank, send and recv laid out rank after rank ([size() * bytes]).
+  // All-to-all: segment r of send goes to rank r; segment r of recv came from rank r.
+  void all_to_all_bytes(const void* send, void* recv, int64_t bytes);
+  CommRequest iall_to_all_bytes(const void* send, void* recv, int64_t bytes);
+  // All-gather: every rank's `bytes` of send land at segment rank of recv, on every rank.
+  void all_gather_bytes(const void* send, void* recv, int64_t bytes);
+  CommRequest iall_gather_bytes(const void* send, void* recv, int64_t bytes);
 
   void broadcast(Tensor& x, int root);
   void broadcast(void* data, size_t bytes, int root);

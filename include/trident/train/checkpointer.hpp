@@ -11,6 +11,12 @@
 // once) and a writer thread writes it over its own duplicate of the world communicator while
 // training goes on (needs MPI_THREAD_MULTIPLE, checked at start). The next checkpoint, or the
 // end of the run, waits for the previous write.
+//
+// Gradient compression state (error-feedback residuals, PowerSGD's Q) is per rank and has no
+// global shape: each rank stores its own as /comm/state/rank_<world rank, 5 digits> (one fp32
+// vector), with the root attribute comm_compression. A resume with the same dp, tp, pp, ZeRO
+// and compression continues it exactly; any other resume starts the residuals at zero (and Q
+// afresh) with a one-line warning.
 #pragma once
 #include <atomic>
 #include <exception>
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "trident/core/log.hpp"
+#include "trident/dist/compression.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/io/checkpoint_file.hpp"
 #include "trident/model/gpt_model.hpp"
@@ -50,6 +57,9 @@ class Checkpointer {
   // (0 when nothing was loaded).
   int64_t resume();
   const std::string& directory() const { return dir_; }
+  // Collective: checkpoint (and resume) this compressor's state too (nullptr: none). Call before
+  // resume(), on every rank.
+  void set_compressor(dist::GradCompressor* compressor, dist::CompressionKind kind);
 
   // checkpoints/step_00000012.h5
   static std::string file_name(int64_t step);
@@ -63,6 +73,11 @@ class Checkpointer {
   std::vector<io::ShardPiece> pieces(const std::function<Tensor(const model::Parameter&)>& value,
                                      const std::function<Tensor(size_t, bool)>& moment);
   std::vector<io::ShardPiece> live_pieces();
+  // This rank's compression state dataset and piece (data: the live state or its snapshot).
+  std::string comm_dataset() const;
+  io::ShardPiece comm_piece(const Tensor& data) const;
+  // Whether the checkpoint at path holds compression state this run can continue.
+  bool comm_state_resumable(const std::string& path) const;
   std::map<std::string, Shape> my_datasets() const;
   io::CheckpointAttributes attributes(int64_t steps_done) const;
   // Writes the file, then (rank 0) replaces `latest` and prunes; collective over comm.
@@ -80,7 +95,9 @@ class Checkpointer {
   double loss_scale_ = 1.0, restored_loss_scale_ = 0.0;  // set by the writer thread in async mode
   // Asynchronous mode.
   MPI_Comm async_comm_ = MPI_COMM_NULL;
-  Tensor snapshot_values_, snapshot_exp_avg_, snapshot_exp_avg_sq_;
+  Tensor snapshot_values_, snapshot_exp_avg_, snapshot_exp_avg_sq_, snapshot_comm_;
+  dist::GradCompressor* compressor_ = nullptr;
+  dist::CompressionKind compression_ = dist::CompressionKind::kNone;
   std::vector<int64_t> moment_offsets_;  // segment i's offset in the snapshot moment buffers
   std::thread writer_;
   std::exception_ptr writer_error_;

@@ -7,10 +7,18 @@
 // reduce-scattered: dp rank r owns block r of every bucket, updates only those parameters
 // (optimizer state exists only for them, ~1/dp of the whole) and all-gathers the updated
 // values afterwards. Bucket lengths are multiples of dp, so blocks divide evenly.
+//
+// With comm.compression (dist/compression.hpp) a bucket is compressed when it becomes final
+// (overlap keeps working for the first exchange; the second, where a method has one, runs in
+// finish()); with ZeRO-1 the compressed reduction leaves this rank's block in its shard. The
+// reduced gradient (the norm, clipping and the update see it) is then an approximation, so
+// layout invariance holds only for compression = none.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "trident/dist/communicator.hpp"
+#include "trident/dist/compression.hpp"
 #include "trident/model/param_store.hpp"
 #include "trident/train/adamw.hpp"
 
@@ -20,6 +28,7 @@ struct ReducerOptions {
   double bucket_mb = 25;
   bool overlap = true;
   bool zero = false;
+  dist::CompressionOptions compression;
 };
 
 class GradReducer {
@@ -50,6 +59,17 @@ class GradReducer {
 
   size_t num_buckets() const { return buckets_.size(); }
 
+  // Bytes this rank put on the wire for the dp reduction of the current step (gradients and the
+  // ZeRO-1 parameter all-gather), and what the same step uncompressed would have put there.
+  uint64_t step_wire_bytes() const { return step_wire_bytes_; }
+  uint64_t step_raw_bytes() const { return step_raw_bytes_; }
+  // Error-feedback state (nullptr without compression): checkpointed per rank.
+  dist::GradCompressor* compressor() { return compressor_.get(); }
+  // A skipped step (non-finite gradients) leaves NaN in the residuals: start them afresh.
+  void discard_compression_state() {
+    if (compressor_) compressor_->reset_state();
+  }
+
  private:
   struct Bucket {
     int64_t begin = 0, end = 0;  // flat element range, length a multiple of dp
@@ -57,7 +77,8 @@ class GradReducer {
     dist::CommRequest request;
     bool started = false;
   };
-  void start(Bucket& b);
+  void start(size_t i);
+  void make_compressor();
   // This rank's block of a bucket, as the communicator splits it.
   int64_t block_begin(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).begin; }
   int64_t block_end(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).end; }
@@ -71,6 +92,8 @@ class GradReducer {
   std::vector<OptimSegment> segments_;
   std::vector<Bucket> buckets_;
   size_t next_to_start_ = 0;  // buckets start from the last one down
+  std::unique_ptr<dist::GradCompressor> compressor_;
+  uint64_t step_wire_bytes_ = 0, step_raw_bytes_ = 0;
 };
 
 }  // namespace trident::train

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "trident/core/dtype.hpp"
+#include "trident/dist/compression.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/model/gpt_model.hpp"
 #include "trident/model/model_config.hpp"
@@ -45,6 +46,9 @@ struct CommConfig {
   double bucket_mb = 25;
   bool overlap = true;
   double timeout_s = 600;  // watchdog: abort when a communication waits longer (0: off)
+  dist::CompressionKind compression = dist::CompressionKind::kNone;  // dp gradient compression
+  double topk_ratio = 0.01;
+  int powersgd_rank = 4;
 };
 
 struct CheckpointConfig {

@@ -1,0 +1,53 @@
+// Top-k sparsification with error feedback: each rank adds its residual to the bucket, sends
+// the k = ceil(ratio * n) entries of largest magnitude as (index, value) pairs, and keeps the
+// rest as its new residual (exactly: acc = sent + residual). The pairs of all ranks are
+// all-gathered and added into a zeroed bucket in rank order, the same on every rank.
+// Wire per rank: (p-1) * 8k bytes against 2 (p-1)/p * 4n for fp32 ring all-reduce, i.e.
+// 1 - ratio * p of the bytes are saved (96% at 1% and dp 4).
+// Selection is over the whole bucket. Tried and measured worse (tiny config, dp 4, 300 steps,
+// 1%; final loss against uncompressed): per block of 4096 (+21%, bucket-wide +15%), and sending
+// the innovation over a shared prediction 0.9 * last output (dense output, +20%).
+// A NaN counts as the largest magnitude, so it is sent and the step is skipped.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "trident/dist/compression.hpp"
+
+namespace trident::dist {
+
+struct TopKPair {
+  int32_t index;  // within the bucket
+  float value;
+};
+
+inline int64_t topk_count(int64_t n, double ratio) {
+  return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(ratio * double(n))), 1, n);
+}
+// Selects the k largest |acc| into pairs (ascending index) and writes residual = acc with the
+// selected entries zeroed. order: scratch of n indices.
+void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float* residual, std::vector<int32_t>& order);
+
+class TopKCompressor : public GradCompressor {
+ public:
+  TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio);
+  bool compresses(size_t i) const override;
+
+ protected:
+  void start_compressed(size_t i) override;
+  void complete_compressed(size_t i) override;
+
+ private:
+  struct Buffers {
+    int64_t k = 0;
+    std::vector<TopKPair> send, recv;  // k, p * k
+    float* residual = nullptr;         // bucket-long
+  };
+  double ratio_;
+  std::vector<Buffers> buffers_;
+  std::vector<int32_t> order_;
+};
+
+}  // namespace trident::dist

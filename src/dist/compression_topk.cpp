@@ -1,0 +1,84 @@
+// Top-k selection with error feedback; (index, value) pairs exchanged by all-gather.
+#include "trident/dist/compression_topk.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace trident::dist {
+
+void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float* residual, std::vector<int32_t>& order) {
+  TRIDENT_CHECK(n <= INT32_MAX, "topk: bucket of ", n, " elements needs 64-bit indices");
+  order.resize(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  auto magnitude = [&](int32_t i) {
+    return std::isnan(acc[i]) ? std::numeric_limits<float>::infinity() : std::fabs(acc[i]);
+  };
+  // Larger magnitude first; ties by index, so the choice is a function of the data alone.
+  auto before = [&](int32_t a, int32_t b) {
+    const float ma = magnitude(a), mb = magnitude(b);
+    return ma != mb ? ma > mb : a < b;
+  };
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
+  std::sort(order.begin(), order.begin() + k);
+  std::copy_n(acc, n, residual);
+  for (int64_t j = 0; j < k; ++j) {
+    const int32_t i = order[static_cast<size_t>(j)];
+    pairs[j] = {i, acc[i]};
+    residual[i] = 0;
+  }
+}
+
+TopKCompressor::TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio)
+    : GradCompressor(dp, std::move(buckets)), ratio_(ratio), buffers_(buckets_.size()) {
+  TRIDENT_CONFIG_CHECK(ratio > 0 && ratio <= 1, "comm.topk_ratio must be in (0, 1] (got ", ratio, ")");
+  int64_t total = 0;
+  std::vector<int64_t> at(buckets_.size());
+  for (size_t i = 0; i < buckets_.size(); ++i)
+    if (compresses(i)) {
+      at[i] = total;
+      total += buckets_[i].end - buckets_[i].begin;
+    }
+  state_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, DType::kF32);
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    if (!compresses(i)) continue;
+    Buffers& B = buffers_[i];
+    B.k = topk_count(buckets_[i].end - buckets_[i].begin, ratio);
+    B.send.resize(static_cast<size_t>(B.k));
+    B.recv.resize(static_cast<size_t>(B.k * p()));
+    B.residual = state_.data<float>() + at[i];
+  }
+}
+
+bool TopKCompressor::compresses(size_t i) const {
+  return buckets_[i].end - buckets_[i].begin >= kMinCompressedElements;
+}
+
+void TopKCompressor::start_compressed(size_t i) {
+  Buffers& B = buffers_[i];
+  const int64_t n = buckets_[i].end - buckets_[i].begin;
+  float* g = buckets_[i].grads.data<float>();
+  add_residual(g, B.residual, n);
+  topk_select(g, n, B.k, B.send.data(), B.residual, order_);
+  const int64_t bytes = B.k * int64_t(sizeof(TopKPair));
+  // Ring all-gather: each rank forwards p-1 of the p contributions.
+  count_wire(uint64_t(bytes) * uint64_t(p() - 1));
+  requests_[i] = dp_.iall_gather_bytes(B.send.data(), B.recv.data(), bytes);
+}
+
+void TopKCompressor::complete_compressed(size_t i) {
+  Buffers& B = buffers_[i];
+  GradBucket& b = buckets_[i];
+  requests_[i].wait();
+  // Without ZeRO the whole bucket is the output; with ZeRO this rank's block only.
+  const int64_t n = b.end - b.begin;
+  const int64_t lo = b.shard.defined() ? dp_.block(n, dp_.rank()).begin : 0;
+  const int64_t hi = b.shard.defined() ? dp_.block(n, dp_.rank()).end : n;
+  float* out = b.shard.defined() ? b.shard.data<float>() : b.grads.data<float>();
+  std::fill_n(out, hi - lo, 0.0f);
+  for (const TopKPair& pair : B.recv)
+    if (pair.index >= lo && pair.index < hi) out[pair.index - lo] += pair.value;
+}
+
+}  // namespace trident::dist
