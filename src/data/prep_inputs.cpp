@@ -23,6 +23,23 @@ uint64_t line_number_at(std::string_view file, uint64_t offset) {
   return 1 + static_cast<uint64_t>(std::count(file.begin(), file.begin() + static_cast<ptrdiff_t>(offset), '\n'));
 }
 
+// Line numbers of increasing offsets, counted only when asked (an error) and only past the
+// last one asked: many skipped lines cost one pass over the file, not one each.
+class LineCounter {
+ public:
+  explicit LineCounter(std::string_view file) : file_(file) {}
+  uint64_t at(uint64_t offset) {
+    line_ += line_number_at(file_.substr(counted_to_), offset - counted_to_) - 1;
+    counted_to_ = offset;
+    return line_;
+  }
+
+ private:
+  std::string_view file_;
+  uint64_t counted_to_ = 0;
+  uint64_t line_ = 1;
+};
+
 // Json's "line 1, column C: what" of a one-line text, as "column C: what".
 std::string without_line_one(const std::string& message) {
   constexpr std::string_view kLineOne = "line 1, ";
@@ -56,6 +73,7 @@ void read_jsonl(const std::string& path, const InputPiece& piece, std::string_vi
   } else if (pos == 0 && file_text.starts_with(kUtf8Bom)) {
     pos = kUtf8Bom.size();
   }
+  LineCounter lines(file_text);
   while (pos < piece.end && pos < file_text.size()) {
     size_t end = file_text.find('\n', pos);
     if (end == std::string_view::npos) end = file_text.size();
@@ -64,7 +82,7 @@ void read_jsonl(const std::string& path, const InputPiece& piece, std::string_vi
     pos = end + 1;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF files
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    auto where = [&] { return detail::concat(path, ":", line_number_at(file_text, line_begin), ": "); };
+    auto where = [&] { return detail::concat(path, ":", lines.at(line_begin), ": "); };
     if (const size_t bad = invalid_utf8_at(line); bad != std::string_view::npos) {
       report(callbacks, detail::concat(where(), "invalid UTF-8 at column ", bad + 1, " (byte offset ",
                                        line_begin + bad, " of the file)"));

@@ -85,7 +85,9 @@ void ParallelShardOutput::create_temporaries(const std::vector<FileTotals>& tota
     const uint64_t zero = 0;
     idx.write_at(0, header.bytes, sizeof(header.bytes));
     idx.write_at(shard_offset_position(0), &zero, 8);
-    if (docs == 0) bin.sync(), idx.sync();  // no rank writes anything else into them
+    // Synced here too: on a network file system a rank's fsync covers only its own writes.
+    bin.sync();
+    idx.sync();
   }
 }
 

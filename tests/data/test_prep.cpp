@@ -193,8 +193,9 @@ TEST(Prep, SkipBadLinesCountsAndWarns) {
   EXPECT_EQ(s.train_documents, 2);
   ASSERT_EQ(warnings.size(), 3u);
   EXPECT_NE(warnings[0].find(path + ":2:"), std::string::npos) << warnings[0];
-  EXPECT_NE(warnings[1].find("missing key \"output\""), std::string::npos) << warnings[1];
-  EXPECT_NE(warnings[2].find("invalid UTF-8 at column 27"), std::string::npos) << warnings[2];
+  EXPECT_NE(warnings[1].find(path + ":3: malformed JSONL line, missing key \"output\""), std::string::npos)
+      << warnings[1];
+  EXPECT_NE(warnings[2].find(path + ":4: invalid UTF-8 at column 27"), std::string::npos) << warnings[2];
 }
 
 TEST(Prep, FailedPrepLeavesTheOldShards) {
