@@ -54,7 +54,8 @@ void print_summary(const data::PrepOptions& o, const data::PrepSummary& s) {
   if (o.valid_permille > 0)
     std::printf("prep: valid  %lld documents, %lld tokens -> %s\n", ll(s.valid_documents), ll(s.valid_tokens),
                 files(data::valid_shard_prefix(o.output)).c_str());
-  std::printf("prep: summary in %s\n", data::prep_json_path(o.output).c_str());
+  std::printf("prep: %.2f s reading and tokenising (slowest rank), %.2f s dedup, %.2f s writing; summary in %s\n",
+              s.read_seconds, s.dedup_seconds, s.write_seconds, data::prep_json_path(o.output).c_str());
 }
 
 int train_tokenizer(const data::PrepOptions& o, uint64_t vocab_size, int rank) {
@@ -74,7 +75,7 @@ int run_prep(int argc, char** argv) {
   data::PrepOptions o;
   std::string tokenizer_spec;
   uint64_t vocab_size = 0;
-  double split_mb = 64;
+  double split_mb = 0;
   po::options_description desc("options");
   desc.add_options()
       ("help,h", "print this help")
@@ -105,8 +106,8 @@ int run_prep(int argc, char** argv) {
       ("max-non-text-ratio", po::value<double>(&o.filters.max_non_text_ratio)->default_value(0.2, "0.2"),
        "drop documents whose share of characters that are not letters, digits, punctuation or whitespace "
        "is above this (1 = off)")
-      ("split-mb", po::value<double>(&split_mb)->default_value(64),
-       "JSONL files are split among ranks in pieces of this many MB")
+      ("split-mb", po::value<double>(&split_mb)->default_value(0),
+       "JSONL files are split among ranks in pieces of this many MB (0: about 4 pieces per rank, 1 to 64 MiB)")
       ("train-tokenizer", "train a byte-level BPE tokenizer on the inputs and write it to --output")
       ("vocab-size", po::value<uint64_t>(&vocab_size)->default_value(0), "vocabulary size of --train-tokenizer");
   po::variables_map vm;
@@ -117,7 +118,7 @@ int run_prep(int argc, char** argv) {
       return 0;
     }
     po::notify(vm);
-    if (split_mb <= 0) throw po::error("--split-mb must be positive");
+    if (split_mb < 0) throw po::error("--split-mb must not be negative");
     o.jsonl_split_bytes = static_cast<uint64_t>(split_mb * 1e6);
   } catch (const po::error& e) {
     std::fprintf(stderr, "trident prep: error: %s\n%s\n", e.what(), kUsage);

@@ -202,6 +202,7 @@ std::string prep_json_path(const std::string& output) { return output + ".prep.j
 
 PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenizer, const PrepComm& comm) {
   const auto start = std::chrono::steady_clock::now();
+  const auto seconds_since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
   PrepSummary summary;
   summary.ranks = comm.size();
   summary.shards = options.shards;
@@ -219,7 +220,10 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   for (int64_t bytes : sizes) summary.input_bytes += bytes;
 
   try {
-    const uint64_t split_bytes = options.jsonl_split_bytes ? options.jsonl_split_bytes : (uint64_t(64) << 20);
+    // Automatic: about 4 pieces per rank, between 1 and 64 MiB (the output does not depend on it).
+    const uint64_t auto_split = std::clamp<uint64_t>(static_cast<uint64_t>(summary.input_bytes) / (4 * comm.size()),
+                                                     uint64_t(1) << 20, uint64_t(64) << 20);
+    const uint64_t split_bytes = options.jsonl_split_bytes ? options.jsonl_split_bytes : auto_split;
     const std::vector<InputPiece> pieces =
         plan_rank_pieces(options.inputs, sizes, split_bytes, comm.rank(), comm.size());
     PieceCallbacks callbacks;
@@ -237,9 +241,13 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   } catch (...) {
     error = std::current_exception();
   }
+  const double read_seconds = seconds_since(start);
   comm.throw_if_any_failed(error);
+  summary.read_seconds = comm.max(read_seconds);
 
+  const auto dedup_start = std::chrono::steady_clock::now();
   const std::vector<bool> keep = first_occurrences(processor.documents, comm);
+  summary.dedup_seconds = seconds_since(dedup_start);
   std::vector<LocalShardPart> parts(output_files(options).size());
   for (size_t i = 0; i < keep.size(); ++i) {
     const LocalDocument& d = processor.documents[i];
@@ -263,7 +271,9 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
                        filtered, " filtered, ", summary.bad_lines, " bad lines");
 
   ParallelShardOutput output(output_files(options), tokenizer.vocab_size(), comm);
+  const auto write_start = std::chrono::steady_clock::now();
   const auto totals = output.write(parts);
+  summary.write_seconds = seconds_since(write_start);
   for (size_t i = 0; i < totals.size(); ++i) {
     const bool valid = i >= static_cast<size_t>(options.shards);
     (valid ? summary.valid_documents : summary.train_documents) += totals[i].documents;
@@ -274,14 +284,14 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     if (comm.rank() == 0) {
       remove_other_layouts(options.output, options.shards);
       if (options.valid_permille > 0) remove_other_layouts(valid_shard_prefix(options.output), options.shards);
-      summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      summary.seconds = seconds_since(start);
       write_text_atomically(prep_json_path(options.output), prep_json_text(options, tokenizer.describe(), summary));
     }
   } catch (...) {
     error = std::current_exception();
   }
   comm.throw_if_any_failed(error);
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.seconds = seconds_since(start);
   return summary;
 }
 

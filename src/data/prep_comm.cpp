@@ -22,6 +22,13 @@ void PrepComm::sum(std::vector<int64_t>& values) const {
                           MPI_SUM, comm_));
 }
 
+double PrepComm::max(double value) const {
+  if (comm_ == MPI_COMM_NULL) return value;
+  double result = value;
+  MPI_CHECK(MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, comm_));
+  return result;
+}
+
 void PrepComm::exclusive_prefix_sum(std::vector<int64_t>& values) const {
   if (comm_ == MPI_COMM_NULL) return std::fill(values.begin(), values.end(), 0);
   std::vector<int64_t> out(values.size(), 0);

@@ -49,6 +49,9 @@ std::string prep_json_text(const PrepOptions& options, const std::string& tokeni
   j.set("valid_tokens", Json(s.valid_tokens));
   j.set("input_bytes", Json(s.input_bytes));
   j.set("seconds", Json(s.seconds));
+  j.set("read_seconds", Json(s.read_seconds));
+  j.set("dedup_seconds", Json(s.dedup_seconds));
+  j.set("write_seconds", Json(s.write_seconds));
   j.set("mb_per_s", Json(s.mb_per_s()));
   return j.dump();
 }

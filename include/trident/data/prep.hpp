@@ -34,7 +34,8 @@ struct PrepOptions {
   FilterOptions filters;
   bool scrub_pii = false;
   bool skip_bad_lines = false;      // malformed lines: counted and skipped instead of an error
-  uint64_t jsonl_split_bytes = 0;   // JSONL piece size for splitting among ranks (0: automatic)
+  uint64_t jsonl_split_bytes = 0;   // JSONL piece size for splitting among ranks (0: automatic,
+                                    // about 4 per rank, 1 to 64 MiB)
   // Told about skipped bad lines (at most the first 5 on each rank); may be empty.
   std::function<void(const std::string&)> warn;
 };
@@ -53,7 +54,10 @@ struct PrepSummary {
   int64_t input_bytes = 0;
   int ranks = 1;
   int shards = 1;
-  double seconds = 0;
+  double seconds = 0;          // the whole prep
+  double read_seconds = 0;     // reading, filtering and tokenising: the slowest rank
+  double dedup_seconds = 0;    // the duplicate exchange
+  double write_seconds = 0;    // writing and syncing the shards
 
   int64_t documents_out() const { return train_documents + valid_documents; }
   int64_t tokens() const { return train_tokens + valid_tokens; }

@@ -22,6 +22,8 @@ class PrepComm {
 
   // Element-wise sum over the ranks, in place.
   void sum(std::vector<int64_t>& values) const;
+  // The largest value over the ranks.
+  double max(double value) const;
   // Element-wise sum over the ranks below this one (0 on rank 0), in place.
   void exclusive_prefix_sum(std::vector<int64_t>& values) const;
   // root's values to every rank (the same size everywhere).
