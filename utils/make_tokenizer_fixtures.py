@@ -47,7 +47,7 @@ TEXTS = [
     "Added: <user> hi </user><user>x</user> [MASK] and  [MASK]  spaced, foo foobar foo. _foo",
     "Chat: <|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>",
     "Llama: <|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|end_of_text|>",
-    "Normalised added: caf\u00e9 cafe\u0301 e\u0301x ex\u0301",
+    "Normalised added: caf\u00e9 cafe\u0301 e\u0301x ex\u0301 na\u00eff nai\u0308f",
     "Punctuation!!! ??? ... --- === *** ``` {}[]() <html><body></body></html> !\n?\n\n.",
     "Code: def f(x):\n    return x**2  # comment\n\tif x: pass\n\n    \n",
     "URL https://example.com/path?q=1&b=2#frag and email a.b@c.de",
@@ -125,7 +125,8 @@ def qwen2_style():
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     train(tok, 800, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
-    tok.add_tokens(["caf\u00e9", AddedToken("e\u0301x", normalized=False)])
+    # "nai\u0308f" is not NFC itself: `tokenizers` matches it in its normalised form.
+    tok.add_tokens(["caf\u00e9", AddedToken("e\u0301x", normalized=False), "nai\u0308f"])
     return tok
 
 

@@ -91,12 +91,17 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : config_(std::move(config)) {
   TRIDENT_CONFIG_CHECK(config_.end_of_text < vocab_size_, src, ": end-of-text id ", config_.end_of_text,
                        " is outside the vocabulary (", vocab_size_, " ids)");
 
+  // Added tokens matched in normalised text are looked for, and decoded, in their normalised
+  // form (as `tokenizers` does).
+  for (const BpeAddedToken& t : config_.added_tokens)
+    added_match_.push_back(t.normalized && config_.nfc ? unicode::nfc(t.content) : t.content);
+
   // What each id decodes to: the ByteLevel decoder maps a token's characters back to bytes,
   // and keeps a token with any character outside the alphabet as its UTF-8.
   id_bytes_.resize(vocab_size_);
   std::vector<std::string_view> spelled(vocab_size_);
   for (size_t id = 0; id < config_.vocab.size(); ++id) spelled[id] = config_.vocab[id];
-  for (const BpeAddedToken& t : config_.added_tokens) spelled[t.id] = t.content;
+  for (size_t i = 0; i < config_.added_tokens.size(); ++i) spelled[config_.added_tokens[i].id] = added_match_[i];
   for (size_t id = 0; id < vocab_size_; ++id)
     if (!byte_level_decode(spelled[id], id_bytes_[id])) id_bytes_[id] = std::string(spelled[id]);
 
@@ -153,13 +158,13 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : config_(std::move(config)) {
     const BpeAddedToken& t = config_.added_tokens[i];
     TRIDENT_CONFIG_CHECK(!t.content.empty(), src, ": added token ", t.id, " has empty content");
     const int group = t.normalized ? 1 : 0;
-    added_by_first_byte_[group][static_cast<uint8_t>(t.content[0])].push_back(i);
+    added_by_first_byte_[group][static_cast<uint8_t>(added_match_[i][0])].push_back(i);
     has_added_[group] = true;
   }
   for (auto& group : added_by_first_byte_)
     for (auto& list : group)
       std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
-        return config_.added_tokens[a].content.size() > config_.added_tokens[b].content.size();
+        return added_match_[a].size() > added_match_[b].size();
       });
   cache_ = std::make_unique<detail::PretokenCache>();
 }
@@ -180,19 +185,20 @@ void BpeTokenizer::split_added(std::string_view text, bool normalized, OnText&& 
   while (search < text.size()) {
     // Leftmost-longest match at or after `search` (the lists are longest first).
     const BpeAddedToken* token = nullptr;
+    size_t length = 0;
     size_t start = search;
     for (; start < text.size() && !token; ++start) {
       for (uint32_t i : by_byte[static_cast<uint8_t>(text[start])]) {
-        const BpeAddedToken& t = config_.added_tokens[i];
-        if (text.compare(start, t.content.size(), t.content) == 0) {
-          token = &t;
+        if (text.compare(start, added_match_[i].size(), added_match_[i]) == 0) {
+          token = &config_.added_tokens[i];
+          length = added_match_[i].size();
           break;
         }
       }
       if (token) break;
     }
     if (!token) break;
-    size_t stop = start + token->content.size();
+    size_t stop = start + length;
     search = stop;
     if (token->single_word) {
       const bool space_before = start == 0 || !unicode::is_word_char(last_code_point(text.substr(0, start)));

@@ -95,6 +95,7 @@ class BpeTokenizer final : public Tokenizer {
   std::unique_ptr<detail::PairRankMap> merges_;       // (left, right) -> (rank, result)
   std::unordered_map<std::string, uint32_t, detail::StringHash, std::equal_to<>> word_ids_;  // raw bytes of each token (ignore_merges)
   std::vector<std::string> id_bytes_;        // id -> the bytes it decodes to
+  std::vector<std::string> added_match_;  // per added token: the text it matches
   // Per `normalized` flag and first byte: indexes into config_.added_tokens, longest first.
   std::vector<uint32_t> added_by_first_byte_[2][256];
   bool has_added_[2] = {false, false};
