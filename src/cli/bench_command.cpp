@@ -98,13 +98,15 @@ int bench_gemm(int argc, char** argv) {
 int bench_allreduce(int argc, char** argv);  // bench_allreduce.cpp
 int bench_io(int argc, char** argv);         // bench_io.cpp
 int bench_tokenizer(int argc, char** argv);  // bench_tokenizer.cpp
+int bench_step(int argc, char** argv);       // bench_step.cpp
 
 int run_bench(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "gemm") return bench_gemm(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "allreduce") return bench_allreduce(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "io") return bench_io(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "tokenizer") return bench_tokenizer(argc - 1, argv + 1);
-  std::fprintf(stderr, "usage: trident bench gemm|allreduce|io|tokenizer [--help]\n");
+  if (argc >= 2 && std::string(argv[1]) == "step") return bench_step(argc - 1, argv + 1);
+  std::fprintf(stderr, "usage: trident bench step|gemm|allreduce|io|tokenizer [--help]\n");
   return (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) ? 0 : 2;
 }
 

@@ -6,6 +6,7 @@
 
 #include "trident/backend/cpu_ops.hpp"
 #include "trident/cli/commands.hpp"
+#include "rank_threads.hpp"
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/log.hpp"
 #include "trident/core/timer.hpp"
@@ -26,13 +27,6 @@ bool wants_help(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return true;
   return false;
-}
-
-// Threads per rank: the configured number, or the node's cores shared among its ranks.
-int compute_threads(int configured) {
-  if (configured > 0) return configured;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / dist::ranks_on_this_node());
 }
 
 }  // namespace

@@ -119,9 +119,17 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
 
 Trainer::~Trainer() = default;
 
+size_t Trainer::parameter_bytes() const { return 2 * model_->params().flat_values().bytes(); }  // values + grads
+size_t Trainer::optimizer_state_bytes() const { return optimizer_->state_bytes(); }
+
 StepResult Trainer::train_step(int64_t step) {
   return optimizer_step(*parts_, cfg_.train, step, sampler_->count_valid_targets(step),
-                        [&](int k, data::Batch& batch) { sampler_->fill(step, k, batch); }, batch_,
+                        [&](int k, data::Batch& batch) {
+                          Stopwatch watch;
+                          sampler_->fill(step, k, batch);
+                          data_seconds_ += watch.seconds();
+                        },
+                        batch_,
                         fault_.poisons(topology_.world_rank(), step + 1) ? fault_.nan_value : 0.0);
 }
 

@@ -168,7 +168,9 @@ TEST(Sampler, UnpackedRowsHoldOneDocumentEach) {
         for (int64_t t = 0; t < kT; ++t) {
           EXPECT_EQ(positions[t], t);
           EXPECT_EQ(targets[t], t < length ? tokens[0] + t + 1 : -1);
-          if (t < length) EXPECT_EQ(tokens[t], tokens[0] + t);
+          if (t < length) {
+            EXPECT_EQ(tokens[t], tokens[0] + t);
+          }
         }
         step_padding += kT - length;
       }

@@ -11,8 +11,14 @@ namespace trident {
 class Logger {
  public:
   explicit Logger(int rank = 0, bool all_ranks = false) : rank_(rank), all_ranks_(all_ranks) {}
+  // A logger whose info() prints nothing (warnings still do): for commands whose stdout is data.
+  static Logger quiet(int rank) {
+    Logger log(rank);
+    log.quiet_ = true;
+    return log;
+  }
   int rank() const { return rank_; }
-  bool prints() const { return rank_ == 0 || all_ranks_; }
+  bool prints() const { return !quiet_ && (rank_ == 0 || all_ranks_); }
 
   template <typename... Args>
   void info(const Args&... args) const {
@@ -33,6 +39,7 @@ class Logger {
   }
   int rank_;
   bool all_ranks_;
+  bool quiet_ = false;
 };
 
 }  // namespace trident

@@ -32,6 +32,11 @@ class Trainer {
   // One optimizer step (exposed for tests).
   StepResult train_step(int64_t step);
   model::GPTModel& model() { return *model_; }
+  // Seconds spent building micro-batches so far (the data phase of `trident bench step`).
+  double data_seconds() const { return data_seconds_; }
+  // Memory the run holds per rank, as the trainer accounts it (bytes).
+  size_t parameter_bytes() const;
+  size_t optimizer_state_bytes() const;
 
  private:
   void log_step(int64_t step, const StepResult& r);
@@ -54,10 +59,11 @@ class Trainer {
   std::unique_ptr<StepParts> parts_;
   std::unique_ptr<Checkpointer> checkpointer_;
   int64_t start_step_ = 0;    // optimizer steps done before this run (resumed)
-  double ckpt_stall_s_ = 0;
+  double ckpt_stall_s_ = 0;   // training time the last checkpoint took (the whole write when sync)
   int bad_steps_ = 0;
-  double loss_mean_ = 0;  // running mean of recent losses (spike detection)   // training time the last checkpoint took (the whole write when sync)
+  double loss_mean_ = 0;  // running mean of recent losses (spike detection)
   double bubble_theory_ = 0;
+  double data_seconds_ = 0;
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;
   double peak_flops_ = 0;

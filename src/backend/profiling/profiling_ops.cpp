@@ -1,0 +1,159 @@
+// ProfilingOps: forwards every call to the wrapped backend and adds its wall time to a phase.
+#include "trident/backend/profiling_ops.hpp"
+
+#include <chrono>
+
+namespace trident {
+namespace {
+
+class ProfilingOps final : public Ops {
+ public:
+  ProfilingOps(Ops& inner, KernelTimes& times) : inner_(inner), times_(times) {}
+
+  Device device() const override { return inner_.device(); }
+  std::string name() const override { return inner_.name(); }
+  double peak_flops(DType dtype) override { return inner_.peak_flops(dtype); }
+  Tensor zeros(Shape shape, DType dtype) override { return inner_.zeros(shape, dtype); }
+  void copy(const Tensor& src, Tensor& dst) override { timed(KernelPhase::kElementwise, [&] { inner_.copy(src, dst); }); }
+  void fill(Tensor& x, double value) override { timed(KernelPhase::kElementwise, [&] { inner_.fill(x, value); }); }
+  DType set_matmul_precision(DType dtype) override { return inner_.set_matmul_precision(dtype); }
+
+  void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+            Tensor& c) override {
+    const int64_t k = trans_a ? a.numel() / a.shape()[a.ndim() - 1] : a.shape()[a.ndim() - 1];
+    times_.gemm_flops += 2.0 * double(c.numel()) * double(k);
+    timed(KernelPhase::kGemm, [&] { inner_.gemm(trans_a, trans_b, alpha, a, b, beta, c); });
+  }
+  void add_bias(Tensor& y, const Tensor& bias) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.add_bias(y, bias); });
+  }
+  void bias_backward(const Tensor& dy, Tensor& dbias) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.bias_backward(dy, dbias); });
+  }
+  void add(const Tensor& a, const Tensor& b, Tensor& out) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.add(a, b, out); });
+  }
+  void scale(Tensor& x, double s) override { timed(KernelPhase::kElementwise, [&] { inner_.scale(x, s); }); }
+  double sum_squares(const Tensor& x) override {
+    double r = 0;
+    timed(KernelPhase::kOptimizer, [&] { r = inner_.sum_squares(x); });  // the gradient norm
+    return r;
+  }
+  void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
+                         int64_t vocab_offset, Tensor& out) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.embedding_forward(tokens, positions, wte, wpe, vocab_offset, out); });
+  }
+  void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, int64_t vocab_offset,
+                          Tensor& dwte, Tensor& dwpe) override {
+    timed(KernelPhase::kElementwise,
+          [&] { inner_.embedding_backward(tokens, positions, dout, vocab_offset, dwte, dwpe); });
+  }
+  void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y, Tensor& mean,
+                         Tensor& rstd) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.layernorm_forward(x, w, b, eps, y, mean, rstd); });
+  }
+  void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                          Tensor& dx, Tensor& dw, Tensor& db) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.layernorm_backward(dy, x, w, mean, rstd, dx, dw, db); });
+  }
+  void rmsnorm_forward(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.rmsnorm_forward(x, w, eps, y, rstd); });
+  }
+  void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd, Tensor& dx,
+                        Tensor& dw) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.rmsnorm_backward(dy, x, w, rstd, dx, dw); });
+  }
+  void gelu_forward(const Tensor& x, Tensor& y) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.gelu_forward(x, y); });
+  }
+  void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.gelu_backward(x, dy, dx); });
+  }
+  void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.swiglu_forward(gate, up, y); });
+  }
+  void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.swiglu_backward(gate, up, dy, dgate, dup); });
+  }
+  void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) override {
+    timed(KernelPhase::kAttention, [&] { inner_.rope_forward(x, positions, head_size, theta); });
+  }
+  void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) override {
+    timed(KernelPhase::kAttention, [&] { inner_.rope_backward(dx, positions, head_size, theta); });
+  }
+  void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
+                         const Tensor& positions, Tensor& out, Tensor& lse) override {
+    timed(KernelPhase::kAttention, [&] { inner_.attention_forward(q, k, v, heads, kv_heads, positions, out, lse); });
+  }
+  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                          const Tensor& dout, int heads, int kv_heads, const Tensor& positions, Tensor& dq,
+                          Tensor& dk, Tensor& dv) override {
+    timed(KernelPhase::kAttention,
+          [&] { inner_.attention_backward(q, k, v, out, lse, dout, heads, kv_heads, positions, dq, dk, dv); });
+  }
+  void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale, Tensor& losses,
+                                      Tensor& dlogits) override {
+    timed(KernelPhase::kLoss,
+          [&] { inner_.cross_entropy_forward_backward(logits, targets, grad_scale, losses, dlogits); });
+  }
+  void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                 int64_t valid_columns, Tensor& row_max, Tensor& sum_exp,
+                                 Tensor& target_logit) override {
+    timed(KernelPhase::kLoss, [&] {
+      inner_.cross_entropy_shard_stats(logits, targets, vocab_offset, valid_columns, row_max, sum_exp, target_logit);
+    });
+  }
+  void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
+                                    int64_t valid_columns, const Tensor& row_max, const Tensor& sum_exp,
+                                    double grad_scale, Tensor& dlogits) override {
+    timed(KernelPhase::kLoss, [&] {
+      inner_.cross_entropy_shard_backward(logits, targets, vocab_offset, valid_columns, row_max, sum_exp, grad_scale,
+                                          dlogits);
+    });
+  }
+  void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) override {
+    timed(KernelPhase::kElementwise, [&] { inner_.dropout(x, p, key, stream, first_index); });
+  }
+  void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamWArgs& args) override {
+    timed(KernelPhase::kOptimizer, [&] { inner_.adamw(param, grad, exp_avg, exp_avg_sq, args); });
+  }
+
+ private:
+  template <typename F>
+  void timed(KernelPhase phase, F&& call) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    const size_t i = static_cast<size_t>(phase);
+    times_.seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ++times_.calls[i];
+  }
+
+  Ops& inner_;
+  KernelTimes& times_;
+};
+
+}  // namespace
+
+const char* kernel_phase_name(KernelPhase phase) {
+  switch (phase) {
+    case KernelPhase::kGemm: return "gemm";
+    case KernelPhase::kAttention: return "attention";
+    case KernelPhase::kElementwise: return "elementwise_norm";
+    case KernelPhase::kLoss: return "loss";
+    case KernelPhase::kOptimizer: return "optimizer";
+    case KernelPhase::kCount: break;
+  }
+  return "?";
+}
+
+double KernelTimes::total() const {
+  double t = 0;
+  for (double s : seconds) t += s;
+  return t;
+}
+
+std::unique_ptr<Ops> make_profiling_ops(Ops& inner, KernelTimes& times) {
+  return std::make_unique<ProfilingOps>(inner, times);
+}
+
+}  // namespace trident

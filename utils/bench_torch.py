@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""The PyTorch reference for `trident bench step`: the same GPT-2 model (pre-LayerNorm, GELU-tanh,
+learned positions, tied embeddings), batch, AdamW and thread count as a trident INI config, on
+synthetic tokens, timed the same way (warm-up steps, then N timed steps). Prints tokens/s and
+model TFLOP/s with trident's formula (6 x matmul parameters + 12 x layers x seq x hidden per
+token), or one JSON object with --json.
+
+    /usr/bin/python3 utils/bench_torch.py --config input/configs/bench-gpt2-124m.ini --threads 2
+
+Uses Debian's python3-torch (or any PyTorch); fp32, or bf16 autocast with --precision bf16.
+"""
+import argparse
+import configparser
+import json
+import math
+import os
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def read_config(path):
+    ini = configparser.ConfigParser()
+    with open(path) as f:
+        ini.read_string(f.read())
+    m, t = ini["model"], ini["train"]
+    cfg = {
+        "arch": m.get("arch", "gpt2"),
+        "layers": m.getint("layers"),
+        "hidden": m.getint("hidden"),
+        "heads": m.getint("heads"),
+        "vocab": m.getint("vocab"),
+        "seq_len": m.getint("seq_len"),
+        "ffn": m.getint("ffn_hidden", fallback=4 * m.getint("hidden")),
+        "micro_batch": t.getint("micro_batch"),
+        "global_batch": t.getint("global_batch", fallback=t.getint("micro_batch")),
+        "lr": t.getfloat("lr", fallback=6e-4),
+        "weight_decay": t.getfloat("weight_decay", fallback=0.1),
+        "threads": t.getint("threads", fallback=0),
+    }
+    if cfg["arch"] != "gpt2":
+        raise SystemExit("bench_torch.py: only arch = gpt2 configs are supported")
+    return cfg
+
+
+class Block(nn.Module):
+    def __init__(self, c, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(c)
+        self.qkv = nn.Linear(c, 3 * c)
+        self.proj = nn.Linear(c, c)
+        self.ln2 = nn.LayerNorm(c)
+        self.up = nn.Linear(c, ffn)
+        self.down = nn.Linear(ffn, c)
+
+    def attention(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        if hasattr(F, "scaled_dot_product_attention"):  # PyTorch >= 2.0: its fused kernel
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(k.shape[-1])
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+            y = scores.masked_fill(mask, float("-inf")).softmax(dim=-1) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.down(F.gelu(self.up(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        c = cfg["hidden"]
+        self.wte = nn.Embedding(cfg["vocab"], c)
+        self.wpe = nn.Embedding(cfg["seq_len"], c)
+        self.blocks = nn.ModuleList(Block(c, cfg["heads"], cfg["ffn"]) for _ in range(cfg["layers"]))
+        self.ln_f = nn.LayerNorm(c)
+
+    def forward(self, tokens, targets):
+        pos = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.wte(tokens) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0, help="0: the config's train.threads, else all cores")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    cfg = read_config(args.config)
+    threads = args.threads or cfg["threads"] or os.cpu_count()
+    torch.set_num_threads(threads)
+    torch.manual_seed(1234)
+
+    model = GPT(cfg)
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "wte" not in n and "wpe" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "wte" not in n and "wpe" not in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg["weight_decay"]},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg["lr"])
+    B, T, G = cfg["micro_batch"], cfg["seq_len"], cfg["global_batch"]
+    accumulation = G // B
+    generator = torch.Generator().manual_seed(0)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_value = 0.0
+        for _ in range(accumulation):
+            tokens = torch.randint(0, cfg["vocab"], (B, T + 1), generator=generator)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+                loss = model(tokens[:, :-1], tokens[:, 1:]) / accumulation
+            loss.backward()
+            loss_value += loss.item()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return loss_value
+
+    for _ in range(args.warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        loss = step()
+    seconds = (time.perf_counter() - start) / args.steps
+
+    c, L = cfg["hidden"], cfg["layers"]
+    matmul_params = L * (4 * c * c + 2 * c * cfg["ffn"]) + cfg["vocab"] * c
+    flops_per_token = 6 * matmul_params + 12 * L * T * c
+    tokens_per_s = G * T / seconds
+    result = {"engine": "pytorch " + torch.__version__, "threads": threads, "precision": args.precision,
+              "step_s": seconds, "tokens_per_s": tokens_per_s, "tflops": tokens_per_s * flops_per_token / 1e12,
+              "loss": loss}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"pytorch {torch.__version__}, {threads} thread(s), {args.precision}: {tokens_per_s:.1f} tokens/s, "
+              f"{result['tflops'] * 1e3:.1f} model GFLOP/s, {seconds:.4f} s per step")
+
+
+if __name__ == "__main__":
+    main()
