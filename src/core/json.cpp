@@ -78,7 +78,7 @@ class Parser {
       expect(':', "':' after a key");
       skip_space();
       Json value = parse_value(depth + 1);
-      object.set(std::move(key), std::move(value));
+      object.append(std::move(key), std::move(value));  // set() would make parsing quadratic
       skip_space();
     } while (consume(','));
     expect('}', "',' or '}' in an object");
@@ -260,6 +260,11 @@ void Json::set(std::string key, Json value) {
   for (auto& [k, v] : object)
     if (k == key) return void(v = std::move(value));
   object.emplace_back(std::move(key), std::move(value));
+}
+
+void Json::append(std::string key, Json value) {
+  if (!is_object()) wrong_kind(Kind::kObject, kind());
+  std::get<Object>(value_).emplace_back(std::move(key), std::move(value));
 }
 
 std::string Json::dump() const {

@@ -11,7 +11,7 @@
 
 namespace trident::data {
 
-BatchSampler::BatchSampler(const ShardReader& reader, const SamplerOptions& options)
+BatchSampler::BatchSampler(const ShardSet& reader, const SamplerOptions& options)
     : reader_(reader), options_(options) {
   const int64_t T = options.seq_len, G = options.global_batch, b = options.micro_batch;
   TRIDENT_CONFIG_CHECK(T > 0, "model.seq_len must be positive (got ", T, ")");

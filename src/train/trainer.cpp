@@ -30,7 +30,7 @@ std::string format_duration(double seconds) {
 Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log, FaultInjection fault)
     : cfg_(cfg), ops_(ops), topology_(topology), log_(log), fault_(fault) {
   TRIDENT_CONFIG_CHECK(!cfg.data.train.empty(), "data.train: no training shard prefix given");
-  reader_ = std::make_unique<data::ShardReader>(cfg.data.train);
+  reader_ = std::make_unique<data::ShardSet>(cfg.data.train);  // one shard or a set of them
   TRIDENT_CONFIG_CHECK(reader_->vocab() <= static_cast<uint64_t>(cfg.model.vocab), "data.train: shard ",
                        cfg.data.train, " was written for vocab ", reader_->vocab(), " but model.vocab = ",
                        cfg.model.vocab);

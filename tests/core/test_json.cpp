@@ -67,6 +67,21 @@ TEST(Json, RoundTripsThroughDump) {
   EXPECT_NE(text.find("\"n\":1234567890123"), std::string::npos);
 }
 
+TEST(Json, DuplicateKeysKeepTheFirstForFind) {
+  const Json j = Json::parse(R"({"k": 1, "k": 2})");
+  EXPECT_EQ(j.as_object().size(), 2u);
+  EXPECT_EQ(j.at("k").as_int(), 1);
+}
+
+TEST(Json, ParsesLargeObjectsInLinearTime) {
+  std::string text = "{";
+  for (int i = 0; i < 200000; ++i) text += (i ? ",\"" : "\"") + std::to_string(i) + "\":" + std::to_string(i);
+  text += "}";
+  const Json j = Json::parse(text);  // quadratic member insertion would take minutes here
+  EXPECT_EQ(j.as_object().size(), 200000u);
+  EXPECT_EQ(j.as_object().back().second.as_int(), 199999);
+}
+
 TEST(Json, SetReplacesExistingKey) {
   Json j = Json::object();
   j.set("k", Json(1));

@@ -11,6 +11,7 @@
 #include "trident/core/error.hpp"
 #include "temp_dir.hpp"
 #include "trident/data/sampler.hpp"
+#include "trident/data/shard_set.hpp"
 
 namespace trident::data {
 namespace {
@@ -47,7 +48,7 @@ SamplerOptions options(int64_t b, int dp_rank, int dp_size, uint64_t seed = 1234
 using Row = std::pair<std::vector<int32_t>, std::vector<int32_t>>;
 
 // The rows of step `step` over all dp ranks, in rank order then micro-batch order.
-std::vector<Row> rows_of_step(const ShardReader& reader, int64_t step, int64_t b, int dp, bool packing = true) {
+std::vector<Row> rows_of_step(const ShardSet& reader, int64_t step, int64_t b, int dp, bool packing = true) {
   std::vector<Row> rows;
   for (int r = 0; r < dp; ++r) {
     BatchSampler sampler(reader, options(b, r, dp, 1234, packing));
@@ -67,7 +68,7 @@ std::vector<Row> rows_of_step(const ShardReader& reader, int64_t step, int64_t b
 TEST(Sampler, DataOrderIndependentOfDp) {
   TempDir dir;
   write_stream(dir / "s", true);
-  const ShardReader reader(dir / "s");
+  const ShardSet reader(dir / "s");
   for (bool packing : {true, false})
     for (int64_t step = 0; step < 7; ++step) {  // crosses two epoch boundaries
       const std::vector<Row> reference = rows_of_step(reader, step, 2, 1, packing);
@@ -80,7 +81,7 @@ TEST(Sampler, DataOrderIndependentOfDp) {
 TEST(Sampler, EveryRowOncePerEpoch) {
   TempDir dir;
   write_stream(dir / "s", false);
-  const ShardReader reader(dir / "s");
+  const ShardSet reader(dir / "s");
   BatchSampler sampler(reader, options(2, 0, 1));
   ASSERT_EQ(sampler.num_rows(), kW);
   std::vector<std::vector<int64_t>> epochs;
@@ -107,7 +108,7 @@ TEST(Sampler, EveryRowOncePerEpoch) {
 TEST(Sampler, PackedRowsRestartPositionsAtDocuments) {
   TempDir dir;
   write_stream(dir / "s", false);
-  const ShardReader reader(dir / "s");
+  const ShardSet reader(dir / "s");
   BatchSampler sampler(reader, options(4, 1, 2));
   Batch batch;
   sampler.fill(5, 0, batch);
@@ -143,7 +144,7 @@ TEST(Sampler, PackedRowsRestartPositionsAtDocuments) {
 TEST(Sampler, UnpackedRowsHoldOneDocumentEach) {
   TempDir dir;
   write_stream(dir / "s", false);
-  const ShardReader reader(dir / "s");
+  const ShardSet reader(dir / "s");
   BatchSampler sampler(reader, options(2, 0, 1, 1234, /*packing=*/false));
   // documents of n tokens give ceil((n - 1) / T) rows; one-token documents none
   int64_t expected_rows = 0;
@@ -188,7 +189,7 @@ TEST(Sampler, UnpackedRowsHoldOneDocumentEach) {
 TEST(Sampler, TargetsMaskedBeforeLossStart) {
   TempDir dir;
   write_stream(dir / "s", true);
-  const ShardReader reader(dir / "s");
+  const ShardSet reader(dir / "s");
   for (int dp : {1, 2}) {
     std::vector<BatchSampler> samplers;
     for (int r = 0; r < dp; ++r) samplers.emplace_back(reader, options(2, r, dp));
@@ -222,7 +223,7 @@ TEST(Sampler, TargetsMaskedBeforeLossStart) {
 TEST(Sampler, RejectsBadConfiguration) {
   TempDir dir;
   write_stream(dir / "s", false);
-  const ShardReader reader(dir / "s");
+  const ShardSet reader(dir / "s");
   EXPECT_THROW(BatchSampler(reader, options(3, 0, 1)), ConfigError);  // 8 % 3 != 0
   EXPECT_THROW(BatchSampler(reader, options(2, 0, 8)), ConfigError);  // 8 % 16 != 0
   try {

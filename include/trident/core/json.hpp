@@ -60,6 +60,9 @@ class Json {
   // Building.
   void push_back(Json value);              // array
   void set(std::string key, Json value);   // object: replaces an existing key
+  // Object: appends without looking for an existing key (linear-time building, e.g. a parser;
+  // find() then returns the first of duplicate keys).
+  void append(std::string key, Json value);
   // Compact text (no spaces); integral numbers below 2^53 print without a fraction.
   std::string dump() const;
 

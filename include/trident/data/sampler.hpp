@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "trident/data/batch.hpp"
-#include "trident/data/shard_format.hpp"
+#include "trident/data/shard_set.hpp"
 
 namespace trident::data {
 
@@ -50,7 +50,7 @@ class BatchSampler {
  public:
   // Throws ConfigError if G % (b * dp) != 0 or the shard has fewer than G windows.
   // The reader must outlive the sampler.
-  BatchSampler(const ShardReader& reader, const SamplerOptions& options);
+  BatchSampler(const ShardSet& reader, const SamplerOptions& options);
 
   int64_t num_rows() const { return num_rows_; }
   // m = G / (b * dp): micro-batches per step on each dp rank.
@@ -79,7 +79,7 @@ class BatchSampler {
   // Writes row `row` (T tokens, targets, positions); returns its number of targets >= 0.
   int64_t fill_row(int64_t row, int32_t* tokens, int32_t* targets, int32_t* positions) const;
 
-  const ShardReader& reader_;
+  const ShardSet& reader_;
   SamplerOptions options_;
   int64_t num_rows_ = 0;
   std::vector<RowSpan> unpacked_rows_;  // unpacked mode: every row's span (packed rows are computed)

@@ -48,7 +48,7 @@ class Trainer {
   Ops& ops_;
   dist::Topology& topology_;
   const Logger& log_;
-  std::unique_ptr<data::ShardReader> reader_;
+  std::unique_ptr<data::ShardSet> reader_;
   std::unique_ptr<data::BatchSampler> sampler_;
   data::Batch batch_;
   std::unique_ptr<model::GPTModel> model_;
