@@ -303,7 +303,10 @@ TEST_F(LayoutInvariance, DataParallelWithLossMasks) {
             << "\", \"output\": \"A: " << i * i << std::string((i * 11) % 37, 'z') << "\"}\n";
     }
     jsonl.close();
-    data::prepare_shards({.inputs = {shards + "/tasks.jsonl"}, .output = shards + "/tasks"});
+    data::PrepOptions prep;
+    prep.inputs = {shards + "/tasks.jsonl"};
+    prep.output = shards + "/tasks";
+    data::prepare_shards(prep);
   }
   char path[64] = {};
   std::snprintf(path, sizeof path, "%s", shards.c_str());
