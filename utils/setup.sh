@@ -12,6 +12,8 @@ packages=(
   libgtest-dev googletest                    # unit and MPI tests
   python3                                    # demo corpus lives in the Python stdlib sources
   python3-h5py python3-numpy                 # utils/read_checkpoint.py: checkpoints read without trident
+  slurm-wlm munge                            # jobs/*.sbatch tested on a local Slurm (utils/slurm-local.sh)
+  python3-matplotlib                         # utils/scaling_report.py plots
 )
 
 missing=()
