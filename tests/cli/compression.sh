@@ -2,8 +2,8 @@
 # End to end: comm.compression on the tiny config with dp 4 (a shorter version of the 300-step
 # comparison of utils/compression_convergence.sh): bytes on the wire cut by >= 70% in every mode,
 # final loss close to the uncompressed run (int8, powersgd within 3%; topk 1% within 20%: it
-# trails further, see README), every pipeline schedule with pp 2, and a resume under another dp
-# warned about and continued.
+# trails further, see README), every pipeline schedule with pp 2, a NaN skipped through every
+# compressor, and a resume under another dp warned about and continued.
 # usage: compression.sh TRIDENT SOURCE_DIR
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -41,6 +41,20 @@ for schedule in gpipe 1f1b interleaved; do
     --parallel.schedule=$schedule --parallel.virtual_stages=$vs --train.steps=10 --comm.compression=powersgd \
     --log.run_dir="$work/pp_$schedule" > "$work/pp_$schedule.log" || fail "pp 2, $schedule, powersgd failed"
   grep -q "step 10/10" "$work/pp_$schedule.log" || fail "pp 2, $schedule: no step 10"
+done
+
+# A NaN in one rank's gradient reaches every rank through each compressor: that step is skipped,
+# the residuals start afresh, and the following steps are finite.
+for mode in int8 topk powersgd; do
+  TRIDENT_TEST_NONFINITE="rank=1,step=3,count=1,value=nan" mpirun -np 2 "$trident" train --config input/configs/tiny.ini \
+    --parallel.dp=2 --train.steps=6 --comm.compression=$mode --log.run_dir="$work/nan_$mode" > "$work/nan_$mode.log" 2>&1 \
+    || fail "$mode: run with one bad step failed"
+  python3 - "$work/nan_$mode/metrics.jsonl" "$mode" <<'PY'
+import json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["step"] for l in lines if l["skipped"]] == [3], f"{sys.argv[2]}: skipped {[l['step'] for l in lines if l['skipped']]}"
+assert all(math.isfinite(l["loss"]) and math.isfinite(l["grad_norm"]) for l in lines if l["step"] > 3), sys.argv[2]
+PY
 done
 
 # Resume: the same layout continues exactly (the MPI test checks bitwise); another dp starts the
