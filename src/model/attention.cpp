@@ -7,6 +7,7 @@ namespace trident::model {
 
 namespace {
 double output_init_std(const ModelConfig& cfg) { return 0.02 / std::sqrt(2.0 * cfg.layers); }
+bool qkv_bias(const ModelConfig& cfg) { return cfg.has_bias() || cfg.qkv_bias; }
 }  // namespace
 
 Attention::Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp)
@@ -14,9 +15,9 @@ Attention::Attention(ParamStore& store, const std::string& prefix, const ModelCo
       tp_(tp),
       heads_(cfg.heads / tp.size()),
       kv_heads_(cfg.kv_heads / tp.size()),
-      q_(store, prefix + ".q", cfg.hidden, cfg.heads * cfg.head_size(), cfg.has_bias(), 0.02, Split::kColumn, tp),
-      k_(store, prefix + ".k", cfg.hidden, cfg.kv_heads * cfg.head_size(), cfg.has_bias(), 0.02, Split::kColumn, tp),
-      v_(store, prefix + ".v", cfg.hidden, cfg.kv_heads * cfg.head_size(), cfg.has_bias(), 0.02, Split::kColumn, tp),
+      q_(store, prefix + ".q", cfg.hidden, cfg.heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp),
+      k_(store, prefix + ".k", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp),
+      v_(store, prefix + ".v", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp),
       o_(store, prefix + ".o", cfg.heads * cfg.head_size(), cfg.hidden, cfg.has_bias(), output_init_std(cfg),
          Split::kRow, tp) {
   cfg.check_tensor_parallel(tp.size());

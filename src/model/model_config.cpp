@@ -52,6 +52,7 @@ int64_t ModelConfig::total_params() const {
   int64_t per_layer = c * q + 2 * c * kv + q * c + (gated_mlp() ? 3 : 2) * c * ffn_hidden;
   per_layer += (has_bias() ? 2 : 1) * 2 * c;                         // two norms
   if (has_bias()) per_layer += q + 2 * kv + c + ffn_hidden + c;      // projection biases
+  else if (qkv_bias) per_layer += q + 2 * kv;                        // q, k, v biases only
   int64_t total = layers * per_layer + int64_t(vocab) * c;           // token embedding
   if (learned_positions()) total += int64_t(seq_len) * c;
   total += (has_bias() ? 2 : 1) * c;                                 // final norm

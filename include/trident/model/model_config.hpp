@@ -21,6 +21,7 @@ struct ModelConfig {
   double dropout = 0.0;
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
+  bool qkv_bias = false;  // llama: q, k, v projections with biases, o without (Qwen2)
 
   // Fills kv_heads/ffn_hidden defaults and checks every rule; ConfigError names the key.
   void resolve();

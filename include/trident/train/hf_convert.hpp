@@ -1,0 +1,28 @@
+// `trident convert`: Hugging Face model directories <-> trident checkpoints.
+//   from HF: every parameter in its stored global shape under /model/<name>, zero AdamW
+//            moments under /optim/..., step 0 and the [model] section as the config text, so the
+//            file works as model.init_from and as checkpoint.resume (a fresh start).
+//   to HF:   model.safetensors (F32) + config.json (hf_config_json), and tokenizer.json when
+//            one is known (given, or next to the model the run was initialised from).
+// Conversion holds the whole model in memory on one process.
+#pragma once
+#include <mpi.h>
+
+#include <string>
+
+#include "trident/model/model_config.hpp"
+
+namespace trident::train {
+
+// The [model] section of a resolved INI text (a checkpoint's config attribute) as a
+// ModelConfig; keys absent from older checkpoints keep their defaults.
+model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from = nullptr);
+
+// Collective over comm (write_checkpoint). seq_len 0: the model's maximum positions.
+void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, MPI_Comm comm, int seq_len = 0);
+
+// Serial. tokenizer: a tokenizer.json to copy ("" = the one of the model the checkpoint's run
+// was initialised from, if any).
+void checkpoint_to_hf(const std::string& checkpoint, const std::string& out_dir, const std::string& tokenizer = "");
+
+}  // namespace trident::train

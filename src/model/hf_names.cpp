@@ -1,0 +1,113 @@
+// trident parameter name -> HF tensor name, shape and element mapping, per family.
+#include "trident/model/hf_names.hpp"
+
+#include <memory>
+
+#include "trident/core/error.hpp"
+#include "trident/model/block.hpp"
+#include "trident/model/embedding.hpp"
+#include "trident/model/lm_head.hpp"
+
+namespace trident::model {
+
+namespace {
+
+// "blocks.3.attn.q.weight" -> layer 3, rest "attn.q.weight"; false for non-block names.
+bool split_block_name(const std::string& name, int* layer, std::string* rest) {
+  const std::string prefix = "blocks.";
+  if (name.rfind(prefix, 0) != 0) return false;
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos) return false;
+  *layer = std::stoi(name.substr(prefix.size(), dot - prefix.size()));
+  *rest = name.substr(dot + 1);
+  return true;
+}
+
+std::string kind_of(const std::string& rest) { return rest.substr(rest.rfind('.') + 1); }  // weight | bias
+
+HfSource gpt2_source(const HfModelInfo& info, const std::string& name) {
+  const ModelConfig& m = info.config;
+  const int64_t c = m.hidden, f = m.ffn_hidden, v = m.vocab;
+  const std::string t = "transformer.";
+  if (name == "embed.tok.weight") return {t + "wte.weight", {v, c}};
+  if (name == "embed.pos.weight") return {t + "wpe.weight", {info.max_positions, c}};
+  if (name == "final_norm.weight") return {t + "ln_f.weight", {c}};
+  if (name == "final_norm.bias") return {t + "ln_f.bias", {c}};
+  if (name == "head.weight") return {"lm_head.weight", {v, c}};
+  int layer = 0;
+  std::string rest;
+  if (split_block_name(name, &layer, &rest)) {
+    const std::string h = t + "h." + std::to_string(layer) + ".";
+    const std::string kind = kind_of(rest);
+    const bool w = kind == "weight";
+    if (rest == "attn_norm.weight" || rest == "attn_norm.bias") return {h + "ln_1." + kind, {c}};
+    if (rest == "mlp_norm.weight" || rest == "mlp_norm.bias") return {h + "ln_2." + kind, {c}};
+    const std::string proj = rest.substr(0, rest.rfind('.'));
+    const int64_t fused = proj == "attn.q" ? 0 : proj == "attn.k" ? c : proj == "attn.v" ? 2 * c : -1;
+    if (fused >= 0)
+      return w ? HfSource{h + "attn.c_attn.weight", {c, 3 * c}, true, fused}
+               : HfSource{h + "attn.c_attn.bias", {3 * c}, false, fused};
+    if (proj == "attn.o") return w ? HfSource{h + "attn.c_proj.weight", {c, c}, true} : HfSource{h + "attn.c_proj.bias", {c}};
+    if (proj == "mlp.up") return w ? HfSource{h + "mlp.c_fc.weight", {c, f}, true} : HfSource{h + "mlp.c_fc.bias", {f}};
+    if (proj == "mlp.down") return w ? HfSource{h + "mlp.c_proj.weight", {f, c}, true} : HfSource{h + "mlp.c_proj.bias", {c}};
+  }
+  throw ConfigError("parameter " + name + " has no place in a Hugging Face gpt2 model");
+}
+
+HfSource llama_source(const HfModelInfo& info, const std::string& name) {
+  const ModelConfig& m = info.config;
+  const int64_t c = m.hidden, f = m.ffn_hidden, v = m.vocab, hs = m.hidden / m.heads;
+  const int64_t q = m.heads * hs, kv = m.kv_heads * hs;
+  if (name == "embed.tok.weight") return {"model.embed_tokens.weight", {v, c}};
+  if (name == "final_norm.weight") return {"model.norm.weight", {c}};
+  if (name == "head.weight") return {"lm_head.weight", {v, c}};
+  int layer = 0;
+  std::string rest;
+  if (split_block_name(name, &layer, &rest)) {
+    const std::string l = "model.layers." + std::to_string(layer) + ".";
+    if (rest == "attn_norm.weight") return {l + "input_layernorm.weight", {c}};
+    if (rest == "mlp_norm.weight") return {l + "post_attention_layernorm.weight", {c}};
+    if (rest == "attn.q.weight") return {l + "self_attn.q_proj.weight", {q, c}};
+    if (rest == "attn.k.weight") return {l + "self_attn.k_proj.weight", {kv, c}};
+    if (rest == "attn.v.weight") return {l + "self_attn.v_proj.weight", {kv, c}};
+    if (rest == "attn.o.weight") return {l + "self_attn.o_proj.weight", {c, q}};
+    if (m.qkv_bias) {
+      if (rest == "attn.q.bias") return {l + "self_attn.q_proj.bias", {q}};
+      if (rest == "attn.k.bias") return {l + "self_attn.k_proj.bias", {kv}};
+      if (rest == "attn.v.bias") return {l + "self_attn.v_proj.bias", {kv}};
+    }
+    if (rest == "mlp.gate.weight") return {l + "mlp.gate_proj.weight", {f, c}};
+    if (rest == "mlp.up.weight") return {l + "mlp.up_proj.weight", {f, c}};
+    if (rest == "mlp.down.weight") return {l + "mlp.down_proj.weight", {c, f}};
+  }
+  throw ConfigError(detail::concat("parameter ", name, " has no place in a Hugging Face ", hf_family_name(info.family),
+                                   " model"));
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Shape>> stored_parameter_shapes(const ModelConfig& config) {
+  ModelConfig cfg = config;
+  cfg.resolve();
+  ParamStore store;  // the layers only register their parameters; nothing is allocated
+  Embedding embedding(store, cfg, {});
+  std::vector<std::unique_ptr<TransformerBlock>> blocks;
+  for (int l = 0; l < cfg.layers; ++l) blocks.push_back(std::make_unique<TransformerBlock>(store, l, cfg, TensorParallel{}));
+  LMHead head(store, cfg, cfg.tie_embeddings ? &embedding.token_weight() : nullptr, {});
+  std::vector<std::pair<std::string, Shape>> out;
+  for (const auto& p : store.all()) out.emplace_back(p->spec.name, p->spec.global_shape);
+  return out;
+}
+
+HfSource hf_source(const HfModelInfo& info, const std::string& trident_name) {
+  return info.family == HfFamily::kGPT2 ? gpt2_source(info, trident_name) : llama_source(info, trident_name);
+}
+
+std::vector<std::string> hf_name_candidates(const HfModelInfo& info, const std::string& hf_name) {
+  std::vector<std::string> out{hf_name};
+  const std::string t = "transformer.";
+  if (info.family == HfFamily::kGPT2 && hf_name.rfind(t, 0) == 0) out.push_back(hf_name.substr(t.size()));
+  return out;
+}
+
+}  // namespace trident::model

@@ -1,0 +1,114 @@
+// Hugging Face models in trident (single rank): logits of the tiny transformers fixtures
+// (utils/make_hf_fixtures.py) within 1e-4 relative, and export giving back the very tensors
+// that were imported.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+
+#include "hf_fixture.hpp"
+#include "trident/backend/cpu_ops.hpp"
+#include "trident/train/hf_convert.hpp"
+#include "trident/train/hf_weights.hpp"
+
+namespace trident::train {
+namespace {
+
+class HfModel : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Ops> ops_ = make_cpu_ops(2);
+};
+
+TEST_P(HfModel, LogitsMatchTransformers) {
+  const testing::HfFixture f = testing::load_hf_fixture(GetParam());
+  model::GPTModel model(f.config, *ops_, DType::kF32, int(f.batch));
+  load_hf_model(model.params(), *ops_, f.config, f.dir);
+  const Tensor& logits = model.forward_logits(f.tokens, f.positions);
+  std::vector<float> got(logits.data<float>(), logits.data<float>() + logits.numel());
+  const double err = testing::logits_error(got, logits.dim(1), f.logits, f.vocab);
+  std::cout << "[hf] " << GetParam() << " tp=1: max relative logits error " << err << "\n";
+  EXPECT_LT(err, 1e-4);
+}
+
+// Import then export: every HF tensor comes back with the values it had (fp16/bf16 weights
+// widen to fp32 exactly).
+TEST_P(HfModel, ExportGivesBackTheImportedTensors) {
+  const std::string dir = std::string(TRIDENT_TEST_DATA) + "/hf/" + GetParam();
+  model::HfModelInfo info = model::read_hf_config(dir);
+  info.config.seq_len = int(info.max_positions);  // every learned position
+  const io::SafetensorsModel weights(dir);
+  std::vector<WholeTensor> tensors;
+  for (const auto& [name, shape] : model::stored_parameter_shapes(info.config))
+    tensors.push_back({name, shape, read_hf_whole(info, weights, name, shape)});
+  const std::vector<io::SafetensorsTensor> out = hf_tensors_from(info, tensors);
+  size_t expected_count = 0;
+  for (const std::string& name : weights.names()) expected_count += name != "lm_head.weight" || !info.config.tie_embeddings;
+  EXPECT_EQ(out.size(), expected_count);
+  for (const io::SafetensorsTensor& t : out) {
+    const io::SafetensorsView& v = weights.at(t.name, t.shape);
+    const int64_t rows = v.shape.size() == 2 ? v.shape[0] : 1;
+    std::vector<float> original(size_t(v.numel()));
+    io::read_block(v, 0, rows, 0, v.shape.back(), false, original.data());
+    EXPECT_EQ(t.values, original) << t.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfModel, ::testing::Values("gpt2", "llama", "llama_sharded", "qwen2"));
+
+TEST(HfConfig, RejectsWhatTridentWouldComputeDifferently) {
+  auto parse = [](const std::string& text) { return model::parse_hf_config(Json::parse(text), "config.json"); };
+  const std::string llama = R"({"model_type": "llama", "hidden_size": 32, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100)";
+  EXPECT_NO_THROW(parse(llama + "}"));
+  auto message = [&](const std::string& text) {
+    try {
+      parse(text);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(llama + R"(, "rope_scaling": {"type": "linear", "factor": 2.0}})").find("rope_scaling"),
+            std::string::npos);
+  EXPECT_NE(message(llama + R"(, "hidden_act": "gelu"})").find("hidden_act"), std::string::npos);
+  EXPECT_NE(message(llama + R"(, "attention_bias": true})").find("attention_bias"), std::string::npos);
+  std::string mistral = llama + R"(, "sliding_window": 4096})";
+  mistral.replace(mistral.find("llama"), 5, "mistral");
+  EXPECT_NE(message(mistral).find("sliding_window"), std::string::npos);
+  mistral = llama + R"(, "sliding_window": null})";
+  mistral.replace(mistral.find("llama"), 5, "mistral");
+  EXPECT_NO_THROW(parse(mistral));
+  EXPECT_NE(message(R"({"model_type": "bert"})").find("not supported"), std::string::npos);
+  EXPECT_NE(message(R"({"model_type": "gpt2", "vocab_size": 10, "activation_function": "relu"})").find("activation"),
+            std::string::npos);
+}
+
+TEST(HfConfig, ExportedConfigReadsBack) {
+  for (const char* name : testing::kHfFixtures) {
+    model::HfModelInfo info = model::read_hf_config(std::string(TRIDENT_TEST_DATA) + "/hf/" + name);
+    info.config.seq_len = int(info.max_positions);
+    info.config.resolve();
+    const model::HfModelInfo back = model::parse_hf_config(model::hf_config_json(info.config), "exported");
+    EXPECT_EQ(model::hf_model_keys(back), model::hf_model_keys(info)) << name;
+    EXPECT_EQ(back.max_positions, info.max_positions) << name;
+  }
+}
+
+TEST(HfConfig, ModelSectionOfACheckpointConfig) {
+  std::string init_from;
+  const model::ModelConfig m = model_config_from_ini(
+      "[model]\narch = llama\nlayers = 3\nhidden = 48\nheads = 6\nkv_heads = 2\nvocab = 77\nseq_len = 12\n"
+      "norm_eps = 1e-06\nrope_theta = 500000\nqkv_bias = true\ninit_from = /m\n[train]\nlayers = 9\n",
+      &init_from);
+  EXPECT_EQ(m.layers, 3);
+  EXPECT_EQ(m.kv_heads, 2);
+  EXPECT_EQ(m.norm_eps, 1e-6);
+  EXPECT_EQ(m.rope_theta, 500000.0);
+  EXPECT_TRUE(m.qkv_bias);
+  EXPECT_EQ(init_from, "/m");
+}
+
+}  // namespace
+}  // namespace trident::train

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Tiny random Hugging Face models and their logits, for trident's HF import/export tests.
+
+  make_hf_fixtures.py [OUT_DIR]          write the fixtures (default tests/data/hf)
+  make_hf_fixtures.py --check-load DIR FIXTURE
+                                         load DIR (trident's `convert --to hf` output) with
+                                         transformers' from_pretrained and compare its logits
+                                         with FIXTURE's expected ones
+
+Each fixture directory holds config.json, model.safetensors (or shards and
+model.safetensors.index.json), expected.json (input_ids, targets, mean cross-entropy) and
+expected_logits.safetensors ([B, T, V] float32, computed in float32 from the stored weights).
+
+Needs transformers, safetensors and torch, e.g. Debian's python3-torch and a venv:
+  /usr/bin/python3 -m venv --system-site-packages /opt/trident-hf-venv
+  /opt/trident-hf-venv/bin/pip install transformers==4.44.2 safetensors
+"""
+import json
+import os
+import shutil
+import sys
+
+import torch
+import transformers
+from safetensors.torch import save_file
+
+B, T = 2, 16  # the fixed input: 2 sequences of 16 tokens (trident tests use seq_len = 16)
+
+
+def randomize(model, seed):
+    """Every parameter random (biases and norm weights too), so a wrong mapping shows."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g)
+            if "norm" in name or "ln_" in name:
+                p.copy_(1.0 + 0.1 * noise if name.endswith("weight") else 0.05 * noise)
+            else:
+                p.copy_(0.08 * noise)
+
+
+def fixed_inputs(vocab, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (B, T), generator=g), torch.randint(0, vocab, (B, T), generator=g)
+
+
+def expected_outputs(model, ids, targets):
+    model = model.float().eval()
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits.float()
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    return logits, float(loss)
+
+
+def write_fixture(out, name, model, dtype, seed, shard_size=None):
+    d = os.path.join(out, name)
+    shutil.rmtree(d, ignore_errors=True)
+    model = model.to(dtype)
+    model.save_pretrained(d, safe_serialization=True, **({"max_shard_size": shard_size} if shard_size else {}))
+    # Expected logits from the weights as stored (rounded to dtype), computed in float32.
+    reloaded = type(model).from_pretrained(d, torch_dtype=torch.float32, attn_implementation="eager")
+    ids, targets = fixed_inputs(model.config.vocab_size, seed + 1)
+    logits, loss = expected_outputs(reloaded, ids, targets)
+    save_file({"logits": logits.contiguous()}, os.path.join(d, "expected_logits.safetensors"))
+    with open(os.path.join(d, "expected.json"), "w") as f:
+        json.dump({"input_ids": ids.tolist(), "targets": targets.tolist(), "loss": loss,
+                   "dtype": str(dtype).replace("torch.", ""), "transformers": transformers.__version__}, f)
+    files = sorted(os.listdir(d))
+    size = sum(os.path.getsize(os.path.join(d, f)) for f in files)
+    print(f"{name}: {files} ({size} bytes), loss {loss:.6f}")
+
+
+def make_all(out):
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    # GPT-2: odd vocabulary (padded under tp), tied head, learned positions beyond T.
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=101, n_positions=32, n_embd=32, n_layer=2, n_head=4, activation_function="gelu_new",
+        attn_implementation="eager"))
+    randomize(gpt2, 1)
+    write_fixture(out, "gpt2", gpt2, torch.float32, 10)
+    # Llama with grouped-query attention (4 heads, 2 KV heads), untied head, RoPE theta 5e5.
+    llama_cfg = transformers.LlamaConfig(
+        vocab_size=130, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=500000.0,
+        tie_word_embeddings=False, attn_implementation="eager")
+    llama = transformers.LlamaForCausalLM(llama_cfg)
+    randomize(llama, 2)
+    write_fixture(out, "llama", llama, torch.float32, 20)
+    # The same architecture in float16, sharded into several files with an index.
+    llama_sharded = transformers.LlamaForCausalLM(llama_cfg)
+    randomize(llama_sharded, 3)
+    write_fixture(out, "llama_sharded", llama_sharded, torch.float16, 30, shard_size="20KB")
+    # Qwen2: q/k/v biases, no o bias, tied embeddings, bfloat16 weights.
+    qwen2 = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(
+        vocab_size=99, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1000000.0,
+        tie_word_embeddings=True, use_sliding_window=False, attn_implementation="eager"))
+    randomize(qwen2, 4)
+    write_fixture(out, "qwen2", qwen2, torch.bfloat16, 40)
+
+
+def check_load(directory, fixture):
+    """transformers loads trident's output; its logits equal the fixture's."""
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory, torch_dtype=torch.float32,
+                                                              attn_implementation="eager")
+    with open(os.path.join(fixture, "expected.json")) as f:
+        expected = json.load(f)
+    from safetensors.torch import load_file
+    want = load_file(os.path.join(fixture, "expected_logits.safetensors"))["logits"]
+    logits, _ = expected_outputs(model, torch.tensor(expected["input_ids"]), torch.tensor(expected["targets"]))
+    err = float(((logits - want).abs().max() / want.abs().max()))
+    print(f"{directory}: {type(model).__name__} loaded by transformers {transformers.__version__}; "
+          f"max |logits - fixture| / max |fixture| = {err:.2e}")
+    return 0 if err < 1e-4 else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--check-load":
+        sys.exit(check_load(sys.argv[2], sys.argv[3]))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    make_all(sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "tests", "data", "hf"))
