@@ -17,6 +17,7 @@ constexpr Subcommand kSubcommands[] = {
     {"train", trident::cli::run_train, "train or fine-tune a model from an INI config"},
     {"prep", trident::cli::run_prep, "turn text / JSONL files into memory-mapped token shards"},
     {"inspect", trident::cli::run_inspect, "print statistics of token shards, decode documents"},
+    {"plan", trident::cli::run_plan, "predict step time and memory of layouts, pick the best"},
     {"bench", trident::cli::run_bench, "micro-benchmarks: gemm, allreduce, io"},
 };
 

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "trident/plan/step_model.hpp"
 #include "trident/train/pipeline_executor.hpp"
 
 namespace trident::train {
@@ -13,10 +14,14 @@ model::StagePlan make_stage_plan(const RunConfig& cfg, int pp_rank, int micro_ba
   const model::ModelConfig& m = cfg.model;
   std::vector<std::pair<int, int>> parts;
   if (cfg.balanced_partition) {
-    // Training FLOPs per token: a block's matmuls and attention; the head's projection.
-    const double layer = (m.train_flops_per_token() - 6.0 * double(m.vocab) * m.hidden) / m.layers;
-    const double head = 6.0 * double(m.vocab) * m.hidden;
-    parts = balanced_partition(std::vector<double>(static_cast<size_t>(m.layers), layer), pp * v, 0.0, head);
+    // Per-layer costs from the planner's cost model (training FLOPs per token of a block, the
+    // head and loss on the last stage).
+    plan::ModelShape shape;
+    shape.arch = m.arch == model::Arch::kGPT2 ? plan::ModelArch::kGPT2 : plan::ModelArch::kLlama;
+    shape.layers = m.layers, shape.hidden = m.hidden, shape.heads = m.heads, shape.kv_heads = m.kv_heads;
+    shape.ffn = m.ffn_hidden, shape.vocab = m.vocab, shape.seq = m.seq_len, shape.tied = m.tie_embeddings;
+    const plan::PartitionCosts costs = plan::partition_costs(shape);
+    parts = balanced_partition(costs.layers, pp * v, costs.first_extra, costs.last_extra);
   } else {
     parts = uniform_partition(m.layers, pp * v);
   }

@@ -42,7 +42,8 @@ double theoretical_bubble(ScheduleKind kind, int pp, int micro_batches, int virt
 // costs to minimise the slowest stage (balanced_partition).
 std::vector<std::pair<int, int>> uniform_partition(int layers, int stages);
 // costs[l]: cost of layer l; first_extra / last_extra: cost the first / last stage carries
-// besides its layers (embedding; final norm, head and loss). Every stage gets >= 1 layer.
+// besides its layers (embedding; final norm, head and loss); make_stage_plan takes them from the
+// planner's cost model (plan::partition_costs). Every stage gets >= 1 layer.
 std::vector<std::pair<int, int>> balanced_partition(const std::vector<double>& costs, int stages,
                                                      double first_extra, double last_extra);
 

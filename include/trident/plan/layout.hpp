@@ -1,0 +1,31 @@
+// One candidate way to run a training step: the 3D grid, the micro-batch, the pipeline schedule
+// and the memory savers. The planner's own types (plan sits below train, DESIGN.md section 1).
+#pragma once
+#include <string>
+
+namespace trident::plan {
+
+enum class Schedule { kGPipe, kOneFOneB, kInterleaved };
+enum class Recompute { kNone, kSelective, kFull };
+
+struct Layout {
+  int dp = 1, tp = 1, pp = 1;
+  int micro_batch = 1;      // sequences per micro-batch
+  int virtual_stages = 1;   // v: model chunks per pipeline rank (interleaved only)
+  Schedule schedule = Schedule::kOneFOneB;
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+  bool zero = false;        // ZeRO-1: optimizer state (and fp32 master) sharded over dp
+  bool dp_overlap = true;   // gradient all-reduce started during the last backward
+
+  int ranks() const { return dp * tp * pp; }
+  // "dp=32 tp=8 pp=8 mb=2 interleaved v=2 sp full zero1"
+  std::string describe() const;
+};
+
+const char* schedule_name(Schedule s);
+const char* recompute_name(Recompute r);
+Schedule schedule_from_name(const std::string& name);    // ConfigError when unknown
+Recompute recompute_from_name(const std::string& name);  // ConfigError when unknown
+
+}  // namespace trident::plan

@@ -1,0 +1,71 @@
+// The analytical model of one training step for (model, layout, cluster): executed FLOPs, time
+// split by phase on the slowest pipeline stage, and memory per rank split by kind.
+//
+// Time (b = micro-batch, s = seq, T = b*s tokens, t = tp, m = micro-batches per step, v = chunks):
+//   per micro-batch and stage: forward + backward (+ recompute) of its blocks, each the sum of its
+//   GEMMs (gemm_seconds: wave quantisation, K fill, roofline), attention (flash: FLOPs at the
+//   fused-kernel rate; unfused: batched score GEMMs + softmax/dropout over b*a*s*s elements at
+//   HBM bandwidth), elementwise kernels (norms, activations, residual adds: bytes / bandwidth),
+//   tensor-parallel all-reduces (2 per block forward, 2 backward, 2 more when recomputed) and
+//   point-to-point sends (activations T*h/t per chunk boundary, forward and backward);
+//   the first stage adds the embedding, the last the head and the loss.
+//   step = (m + (pp - 1) / v) * slowest stage per micro-batch      (the bubble is the second term)
+//        + data-parallel gradient reduction not hidden behind the last micro-batch's backward
+//        + tied-embedding all-reduce + optimizer (memory-bound).
+// Memory (the stage that needs most): weights, fp32 gradients, Adam state (+ fp32 master) / dp
+// under ZeRO-1, activations per layer (Korthikanti et al. 2022: replicated and tp-split tensors,
+// the s x s score matrix of unfused attention, dropout masks) times layers per chunk times the
+// micro-batches the schedule holds in flight, the logits on the last stage, communication
+// buffers and the runtime's reserve.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "trident/plan/cluster.hpp"
+#include "trident/plan/layout.hpp"
+#include "trident/plan/model_shape.hpp"
+
+namespace trident::plan {
+
+struct TimeBreakdown {  // seconds per step on the critical path
+  double forward = 0, backward = 0, recompute = 0;  // compute of the slowest stage, all micro-batches
+  double tp_comm = 0, p2p = 0, bubble = 0;
+  double dp_comm = 0, dp_exposed = 0;  // gradient reduction: all of it, and the part not overlapped
+  double embedding_sync = 0, optimizer = 0;
+};
+
+struct MemoryBreakdown {  // bytes on the rank that needs most
+  double weights = 0, grads = 0, optimizer = 0, activations = 0, logits = 0, buffers = 0, reserved = 0;
+  double total() const { return weights + grads + optimizer + activations + logits + buffers + reserved; }
+};
+
+struct StepEstimate {
+  Layout layout;
+  int micro_batches = 0;  // m, per step per dp rank
+  double step_s = 0, tokens_per_s = 0;
+  double executed_flops = 0, model_flops = 0;  // per step, all ranks
+  double tflops_per_gpu = 0, model_tflops_per_gpu = 0, mfu = 0;
+  double bubble_fraction = 0;
+  bool fits = true;
+  TimeBreakdown time;
+  MemoryBreakdown memory;
+};
+
+// Empty when the layout is valid for the model and cluster, else why not (for messages and the
+// search): ranks, divisibility of heads/layers/batch, tp within a node, schedule rules.
+std::string layout_problem(const ModelShape& model, const Layout& layout, const Cluster& cluster, long global_batch);
+
+// ConfigError when layout_problem is not empty.
+StepEstimate estimate_step(const ModelShape& model, const Layout& layout, const Cluster& cluster, long global_batch);
+
+MemoryBreakdown estimate_memory(const ModelShape& model, const Layout& layout, const Cluster& cluster, int micro_batches);
+
+// Costs for the pipeline partitioner, in training FLOPs per token: each block, and what the first
+// stage (embedding) and the last stage (final norm, head, loss) carry besides their blocks.
+struct PartitionCosts {
+  std::vector<double> layers;
+  double first_extra = 0, last_extra = 0;
+};
+PartitionCosts partition_costs(const ModelShape& model);
+
+}  // namespace trident::plan

@@ -1,0 +1,134 @@
+// `trident plan --calibrate`: measures what the planner's `local` cluster needs on this machine:
+// the backend's peak and GEMM rate at transformer shapes, its attention rate, streaming memory
+// bandwidth, a small kernel's fixed cost, and (under mpirun with >= 2 ranks) MPI all-reduce
+// bandwidth and latency. Rank 0 writes the calibration file.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "trident/backend/cpu_ops.hpp"
+#include "trident/core/timer.hpp"
+#include "trident/plan/cluster.hpp"
+
+namespace trident::cli {
+
+namespace {
+
+// Best of `reps` timings of fn after one warm-up call (the minimum is the least disturbed by
+// other work on a shared machine).
+double best_seconds(int reps, const std::function<void()>& fn) {
+  fn();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    Stopwatch w;
+    fn();
+    best = std::min(best, w.seconds());
+  }
+  return best;
+}
+
+// FLOP/s of the GEMMs of a transformer block at 4096 rows, hidden 768 (QKV, MLP up and down).
+double gemm_rate(Ops& ops, DType precision) {
+  ops.set_matmul_precision(precision);
+  const int64_t rows = 4096, h = 768;
+  double flops = 0, seconds = 0;
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{3 * h, h}, {4 * h, h}, {h, 4 * h}}) {
+    Tensor a = ops.zeros(Shape{rows, k}, DType::kF32), b = ops.zeros(Shape{n, k}, DType::kF32);
+    Tensor c = ops.zeros(Shape{rows, n}, DType::kF32);
+    ops.fill(a, 0.5), ops.fill(b, 0.25);
+    seconds += best_seconds(5, [&] { ops.gemm(false, true, 1.0, a, b, 0.0, c); });
+    flops += 2.0 * rows * n * k;
+  }
+  ops.set_matmul_precision(DType::kF32);
+  return flops / seconds;
+}
+
+// Causal attention forward + backward, counted as 3 x 4 B T^2 C (the convention of the planner:
+// full T x T products).
+double attention_rate(Ops& ops) {
+  const int64_t batch = 4, t = 256, heads = 6, hs = 64, c = heads * hs;
+  Tensor q = ops.zeros(Shape{batch, t, c}, DType::kF32), k = ops.zeros(Shape{batch, t, c}, DType::kF32);
+  Tensor v = ops.zeros(Shape{batch, t, c}, DType::kF32), out = ops.zeros(Shape{batch, t, c}, DType::kF32);
+  Tensor lse = ops.zeros(Shape{batch, heads, t}, DType::kF32), dout = ops.zeros(Shape{batch, t, c}, DType::kF32);
+  Tensor dq = ops.zeros(Shape{batch, t, c}, DType::kF32), dk = ops.zeros(Shape{batch, t, c}, DType::kF32);
+  Tensor dv = ops.zeros(Shape{batch, t, c}, DType::kF32);
+  ops.fill(q, 0.1), ops.fill(k, 0.2), ops.fill(v, 0.3), ops.fill(dout, 0.01);
+  const Tensor none;
+  const double seconds = best_seconds(5, [&] {
+    ops.attention_forward(q, k, v, int(heads), int(heads), none, out, lse);
+    ops.attention_backward(q, k, v, out, lse, dout, int(heads), int(heads), none, dq, dk, dv);
+  });
+  return 3.0 * 4.0 * batch * t * t * c / seconds;
+}
+
+// Bytes/s of out = a + b over 3 x 64 MiB (read 2, write 1), and the time of the same on 1 KiB.
+std::pair<double, double> memory_rate(Ops& ops) {
+  const int64_t n = 16 << 20;
+  Tensor a = ops.zeros(Shape{n}, DType::kF32), b = ops.zeros(Shape{n}, DType::kF32), out = ops.zeros(Shape{n}, DType::kF32);
+  const double big = best_seconds(5, [&] { ops.add(a, b, out); });
+  Tensor x = ops.zeros(Shape{256}, DType::kF32), y = ops.zeros(Shape{256}, DType::kF32), z = ops.zeros(Shape{256}, DType::kF32);
+  const double small = best_seconds(200, [&] { ops.add(x, y, z); });
+  return {3.0 * 4.0 * n / big, small};
+}
+
+// Bus bandwidth of an 8 MiB all-reduce and the time of an 8-byte one, over MPI_COMM_WORLD.
+std::pair<double, double> comm_rate() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) return {0.0, 0.0};
+  std::vector<float> buf(2 << 20, 1.0f);
+  double tiny[1] = {1.0};
+  auto sync_best = [&](int reps, const std::function<void()>& fn) {
+    double best = 1e30;
+    for (int i = 0; i <= reps; ++i) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      Stopwatch w;
+      fn();
+      double s = w.seconds();
+      MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (i > 0) best = std::min(best, s);
+    }
+    return best;
+  };
+  const double big = sync_best(5, [&] { MPI_Allreduce(MPI_IN_PLACE, buf.data(), int(buf.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); });
+  const double small = sync_best(50, [&] { MPI_Allreduce(MPI_IN_PLACE, tiny, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); });
+  const double bytes = 4.0 * double(buf.size());
+  return {2.0 * (size - 1) / size * bytes / big, small / (2.0 * (size - 1))};
+}
+
+}  // namespace
+
+plan::LocalCalibration calibrate_local_machine() {
+  plan::LocalCalibration c;
+  c.base_rss_bytes = current_rss_mb() * 1024 * 1024;  // before any buffer of the measurement
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  c.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Compute figures of all cores: measured by one process using every core. Under mpirun the
+  // ranks measure the shared machine one at a time would be cleaner; rank 0 measures alone.
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    std::unique_ptr<Ops> ops = make_cpu_ops(c.cores);
+    c.peak_fp32 = ops->peak_flops(DType::kF32);
+    c.peak_bf16 = ops->peak_flops(DType::kBF16);
+    c.gemm_fp32 = gemm_rate(*ops, DType::kF32);
+    c.gemm_bf16 = gemm_rate(*ops, DType::kBF16);
+    c.attention_fp32 = attention_rate(*ops);
+    std::tie(c.memory_bandwidth, c.kernel_overhead_s) = memory_rate(*ops);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::tie(c.comm_bandwidth, c.comm_latency_s) = comm_rate();
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  c.measured_at = stamp;
+  return c;
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,94 @@
+// Model sizes for the planner: parsing "key=value" specs and counting parameters and FLOPs.
+#include "trident/plan/model_shape.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "trident/core/error.hpp"
+
+namespace trident::plan {
+
+void ModelShape::resolve() {
+  TRIDENT_CONFIG_CHECK(layers >= 1, "model: layers must be >= 1 (got ", layers, ")");
+  TRIDENT_CONFIG_CHECK(hidden >= 1, "model: hidden must be >= 1 (got ", hidden, ")");
+  TRIDENT_CONFIG_CHECK(heads >= 1 && hidden % heads == 0, "model: heads (", heads, ") must divide hidden (", hidden, ")");
+  if (kv_heads == 0) kv_heads = heads;
+  TRIDENT_CONFIG_CHECK(kv_heads >= 1 && heads % kv_heads == 0, "model: kv_heads (", kv_heads, ") must divide heads (",
+                       heads, ")");
+  if (ffn == 0) ffn = arch == ModelArch::kGPT2 ? 4 * hidden : (8 * hidden / 3 + 63) / 64 * 64;
+  TRIDENT_CONFIG_CHECK(ffn >= 1, "model: ffn must be >= 1");
+  TRIDENT_CONFIG_CHECK(vocab >= 1, "model: vocab must be >= 1 (got ", vocab, ")");
+  TRIDENT_CONFIG_CHECK(seq >= 1, "model: seq must be >= 1 (give --seq; got ", seq, ")");
+}
+
+double ModelShape::block_params() const {
+  const double h = hidden, q = hidden, kvw = double(kv()) * head_size(), f = ffn;
+  double p = h * q + 2 * h * kvw + q * h + (gated() ? 3 : 2) * h * f;
+  p += arch == ModelArch::kGPT2 ? 4 * h + (q + 2 * kvw + h + f + h) : 2 * h;  // norms (+ biases)
+  return p;
+}
+
+double ModelShape::embedding_params() const {
+  return double(vocab) * hidden + (arch == ModelArch::kGPT2 ? double(seq) * hidden : 0.0);
+}
+
+double ModelShape::head_params() const { return tied ? 0.0 : double(vocab) * hidden; }
+
+double ModelShape::total_params() const {
+  return layers * block_params() + embedding_params() + head_params() + (arch == ModelArch::kGPT2 ? 2.0 : 1.0) * hidden;
+}
+
+double ModelShape::block_gemm_flops_per_token() const {
+  const double h = hidden, kvw = double(kv()) * head_size(), f = ffn;
+  return 2.0 * (h * (h + 2 * kvw) + h * h + (gated() ? 3 : 2) * h * f);
+}
+
+double ModelShape::block_attention_flops_per_token() const { return 4.0 * double(seq) * hidden; }
+
+double ModelShape::train_flops_per_token() const {
+  return 3.0 * (layers * (block_gemm_flops_per_token() + block_attention_flops_per_token()) + head_flops_per_token());
+}
+
+const char* model_arch_name(ModelArch arch) { return arch == ModelArch::kGPT2 ? "gpt2" : "llama"; }
+
+bool looks_like_model_spec(const std::string& text) {
+  return text.find('=') != std::string::npos && text.find('/') == std::string::npos;
+}
+
+ModelShape parse_model_spec(const std::string& spec) {
+  ModelShape m;
+  std::istringstream in(spec);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    TRIDENT_CONFIG_CHECK(eq != std::string::npos, "--model: '", item, "' is not key=value");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "arch") {
+      TRIDENT_CONFIG_CHECK(value == "gpt2" || value == "llama", "--model: arch must be gpt2 or llama (got '", value, "')");
+      m.arch = value == "gpt2" ? ModelArch::kGPT2 : ModelArch::kLlama;
+      if (m.arch == ModelArch::kLlama) m.tied = false;
+      continue;
+    }
+    char* end = nullptr;
+    const long long v = std::strtoll(value.c_str(), &end, 10);
+    TRIDENT_CONFIG_CHECK(!value.empty() && *end == '\0' && v >= 0 && v < (1LL << 31), "--model: ", key,
+                         " needs a non-negative integer (got '", value, "')");
+    const int n = static_cast<int>(v);
+    if (key == "layers") m.layers = n;
+    else if (key == "hidden") m.hidden = n;
+    else if (key == "heads") m.heads = n;
+    else if (key == "kv_heads") m.kv_heads = n;
+    else if (key == "ffn" || key == "ffn_hidden") m.ffn = n;
+    else if (key == "vocab") m.vocab = n;
+    else if (key == "seq" || key == "seq_len") m.seq = n;
+    else if (key == "tied") m.tied = n != 0;
+    else if (key == "dropout") m.dropout = n != 0;
+    else
+      throw ConfigError(detail::concat("--model: unknown key '", key,
+                                       "' (expected layers, hidden, heads, vocab, ffn, arch, kv_heads, seq, tied, dropout)"));
+  }
+  return m;
+}
+
+}  // namespace trident::plan

@@ -1,0 +1,202 @@
+// Time and FLOPs of one training step (the model is described in step_model.hpp).
+#include <algorithm>
+#include <cmath>
+
+#include "trident/core/error.hpp"
+#include "trident/plan/step_model.hpp"
+
+namespace trident::plan {
+
+namespace {
+
+// Seconds of one block for one micro-batch on one rank, by phase.
+struct BlockTimes {
+  double forward = 0;            // GEMMs, attention, elementwise
+  double backward = 0;
+  double recompute = 0;          // extra forward work in backward
+  double tp_forward = 0;         // tensor-parallel collectives of one forward
+  double tp_recompute = 0;
+  double recompute_flops = 0;    // executed FLOPs the recompute adds, per micro-batch
+};
+
+BlockTimes block_times(const ModelShape& m, const Layout& l, const Cluster& c) {
+  const double t = l.tp, b = l.micro_batch, s = m.seq, tokens = b * s, e = c.activation_bytes;
+  const double h = m.hidden, kvw = double(m.kv()) * m.head_size(), f = m.ffn, d = m.head_size();
+  const double heads_local = m.heads / t;
+  const double rows = l.sequence_parallel ? tokens / t : tokens;  // rows of the norm/residual kernels
+
+  // GEMMs of one forward: [T, in] x [in, out/t] (column parallel) or [T, in/t] x [in/t, out] (row).
+  const double qkv = gemm_seconds(c, tokens, (h + 2 * kvw) / t, h);
+  const double proj = gemm_seconds(c, tokens, h, h / t);
+  const double up = gemm_seconds(c, tokens, (m.gated() ? 2 : 1) * f / t, h);
+  const double down = gemm_seconds(c, tokens, h, f / t);
+  // Backward: the input gradient (same shape) and the weight gradient ([in, T] x [T, out]).
+  const double qkv_b = gemm_seconds(c, tokens, h, (h + 2 * kvw) / t) + gemm_seconds(c, h, (h + 2 * kvw) / t, tokens);
+  const double proj_b = gemm_seconds(c, tokens, h / t, h) + gemm_seconds(c, h / t, h, tokens);
+  const double up_b = gemm_seconds(c, tokens, h, (m.gated() ? 2 : 1) * f / t) + gemm_seconds(c, h, (m.gated() ? 2 : 1) * f / t, tokens);
+  const double down_b = gemm_seconds(c, tokens, f / t, h) + gemm_seconds(c, f / t, h, tokens);
+
+  // Attention core.
+  double core_f = 0, core_b = 0;
+  if (c.flash_attention) {
+    // Causal: half of the s x s products are computed; backward is 2.5x forward (it rebuilds P).
+    const double flops = 4.0 * tokens * s * h / t / 2;
+    core_f = flops / (c.peak_flops * c.attention_efficiency) + c.kernel_overhead_s;
+    core_b = 2.5 * flops / (c.peak_flops * c.attention_efficiency) + 2 * c.kernel_overhead_s;
+  } else {
+    const double batch = b * heads_local, scores = batch * s * s;
+    const bool drop = m.dropout;
+    core_f = gemm_seconds(c, s, s, d, batch) + gemm_seconds(c, s, d, s, batch) +
+             memory_seconds(c, scores * 2 * e) +                                       // scale, mask, softmax
+             (drop ? memory_seconds(c, scores * (2 * e + (c.stores_dropout_masks ? 1 : 0))) : 0) +
+             memory_seconds(c, tokens * (h + 2 * kvw + h) / t * 2 * e, 2);          // head transposes
+    core_b = 2 * gemm_seconds(c, s, s, d, batch) + 2 * gemm_seconds(c, s, d, s, batch) +
+             memory_seconds(c, scores * 3 * e) +
+             (drop ? memory_seconds(c, scores * (2 * e + (c.stores_dropout_masks ? 1 : 0))) : 0) +
+             memory_seconds(c, tokens * (h + 2 * kvw + h) / t * 2 * e, 2);
+  }
+
+  // Elementwise kernels of one forward: two norms (read, write), two residual adds with bias and
+  // dropout (read 2, write 1, mask), the activation (GELU: read, write; SwiGLU: read 2, write 1),
+  // RoPE on q and k (llama). Backward moves about twice the bytes.
+  const double masks = m.dropout && c.stores_dropout_masks ? 1.0 : 0.0;
+  double elem = 2 * rows * h * 2 * e + 2 * rows * h * (3 * e + masks);
+  elem += tokens * f / t * (m.gated() ? 3 : 2) * e;
+  if (m.gated()) elem += tokens * (h + kvw) / t * 2 * e;
+  const double elem_f = memory_seconds(c, elem, 8), elem_b = memory_seconds(c, 2 * elem, 12);
+
+  // Two all-reduces per forward (after the projection and the MLP) of [T, h]; with sequence
+  // parallelism a reduce-scatter and an all-gather each, the same bytes on the wire.
+  const double tp_one = all_reduce_seconds(c, tokens * h * e, l.tp, true);
+
+  BlockTimes r;
+  r.forward = qkv + proj + up + down + core_f + elem_f;
+  r.backward = qkv_b + proj_b + up_b + down_b + core_b + elem_b;
+  r.tp_forward = 2 * tp_one;
+  if (l.recompute == Recompute::kFull) {
+    r.recompute = r.forward;
+    r.tp_recompute = r.tp_forward;
+    r.recompute_flops = tokens * (m.block_gemm_flops_per_token() + m.block_attention_flops_per_token()) / t;
+  } else if (l.recompute == Recompute::kSelective) {
+    // Flash stacks rebuild q, k, v (one GEMM) and the attention; unfused ones the attention core.
+    r.recompute = core_f + (c.flash_attention ? qkv : 0);
+    r.recompute_flops = tokens * (m.block_attention_flops_per_token() + (c.flash_attention ? 2 * h * (h + 2 * kvw) : 0)) / t;
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string layout_problem(const ModelShape& m, const Layout& l, const Cluster& c, long global_batch) {
+  if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.micro_batch < 1) return "dp, tp, pp and the micro-batch must be >= 1";
+  if (m.heads % l.tp || m.kv() % l.tp || m.ffn % l.tp)
+    return detail::concat("tp=", l.tp, " must divide heads (", m.heads, "), kv_heads (", m.kv(), ") and ffn (", m.ffn, ")");
+  if (l.tp > c.devices_per_node) return detail::concat("tp=", l.tp, " spans more than one node of ", c.devices_per_node, " devices");
+  if (l.pp > m.layers) return detail::concat("pp=", l.pp, " exceeds the ", m.layers, " layers");
+  const long per_replica = global_batch / l.dp;
+  if (global_batch % l.dp || per_replica % l.micro_batch)
+    return detail::concat("global batch ", global_batch, " is not divisible by dp x micro-batch (", l.dp, " x ", l.micro_batch, ")");
+  if (l.schedule == Schedule::kInterleaved && l.pp > 1) {
+    const long m_count = per_replica / l.micro_batch;
+    if (l.virtual_stages < 2) return "the interleaved schedule needs v >= 2";
+    if (m.layers % (l.pp * l.virtual_stages)) return detail::concat("pp x v (", l.pp * l.virtual_stages, ") must divide the ", m.layers, " layers");
+    if (m_count % l.pp) return detail::concat("interleaved needs micro-batches (", m_count, ") divisible by pp (", l.pp, ")");
+  } else if (l.virtual_stages != 1) {
+    return "virtual stages > 1 need the interleaved schedule and pp > 1";
+  }
+  if (l.sequence_parallel && l.tp == 1) return "sequence parallelism needs tp > 1";
+  return "";
+}
+
+StepEstimate estimate_step(const ModelShape& m, const Layout& l, const Cluster& c, long global_batch) {
+  const std::string problem = layout_problem(m, l, c, global_batch);
+  TRIDENT_CONFIG_CHECK(problem.empty(), "layout ", l.describe(), ": ", problem);
+  const int mb_count = static_cast<int>(global_batch / l.dp / l.micro_batch);
+  const double v = l.pp > 1 && l.schedule == Schedule::kInterleaved ? l.virtual_stages : 1;
+  const double t = l.tp, tokens = double(l.micro_batch) * m.seq, e = c.activation_bytes;
+  const double layers_per_stage = double(m.layers) / l.pp;
+  const bool dp_intra = l.tp * l.dp <= c.devices_per_node;
+  const bool pp_intra = 2 * l.tp * l.dp <= c.devices_per_node;
+
+  const BlockTimes blk = block_times(m, l, c);
+  // Head (last stage): final norm, logits GEMM [T, h] x [h, V/t], vocab-parallel cross-entropy
+  // (softmax statistics all-reduced: small), backward GEMMs.
+  const double vloc = double(m.vocab) / t;
+  const double head_f = gemm_seconds(c, tokens, vloc, m.hidden) + memory_seconds(c, tokens * vloc * 2 * e, 2) +
+                        memory_seconds(c, tokens * m.hidden * 2 * e);
+  const double head_b = gemm_seconds(c, tokens, m.hidden, vloc) + gemm_seconds(c, m.hidden, vloc, tokens) +
+                        memory_seconds(c, tokens * vloc * 2 * e, 2) + memory_seconds(c, tokens * m.hidden * 2 * e);
+  const double head_tp = 3 * all_reduce_seconds(c, tokens * 4, l.tp, true);
+  // Embedding (first stage): gather and scatter-add of T rows; vocab-parallel: one all-reduce.
+  const double emb_f = memory_seconds(c, tokens * m.hidden * 2 * e), emb_b = memory_seconds(c, tokens * m.hidden * 3 * e);
+  const double emb_tp = all_reduce_seconds(c, tokens * m.hidden * e, l.tp, true);
+
+  // Per micro-batch on a stage (all its chunks): compute, tp collectives, p2p.
+  const double blocks_f = layers_per_stage * blk.forward, blocks_b = layers_per_stage * blk.backward;
+  const double blocks_r = layers_per_stage * blk.recompute;
+  const double blocks_tp = layers_per_stage * (2 * blk.tp_forward + blk.tp_recompute);
+  const double p2p_bytes = tokens * m.hidden * e / t;  // scatter/gather or SP: each tp rank sends its 1/t
+  const double p2p = l.pp > 1 ? 2 * v * p2p_seconds(c, p2p_bytes, pp_intra) : 0;
+  struct StageTime { double f, b, r, tp, p2p; double total() const { return f + b + r + tp + p2p; } };
+  StageTime first{blocks_f + emb_f, blocks_b + emb_b, blocks_r, blocks_tp + 2 * emb_tp, p2p};
+  StageTime last{blocks_f + head_f, blocks_b + head_b, blocks_r, blocks_tp + head_tp, p2p};
+  StageTime slow = l.pp == 1 ? StageTime{first.f + head_f, first.b + head_b, first.r, first.tp + head_tp, 0}
+                             : (first.total() >= last.total() ? first : last);
+
+  StepEstimate r;
+  r.layout = l;
+  r.micro_batches = mb_count;
+  const double bubble_units = (l.pp - 1) / v;  // in micro-batch-times of the slowest stage
+  TimeBreakdown& tb = r.time;
+  tb.forward = mb_count * slow.f;
+  tb.backward = mb_count * slow.b;
+  tb.recompute = mb_count * slow.r;
+  tb.tp_comm = mb_count * slow.tp;
+  tb.p2p = mb_count * slow.p2p;
+  tb.bubble = bubble_units * slow.total();
+
+  // Data parallel: the stage's fp32 gradients all-reduced (ZeRO-1: reduce-scattered, then the
+  // updated weights all-gathered), overlapped with the last micro-batch's backward when allowed.
+  const double stage_params = layers_per_stage * m.block_params() / t +
+                              (l.pp == 1 ? (m.embedding_params() + m.head_params()) / t
+                                         : std::max(m.embedding_params(), double(m.vocab) * m.hidden) / t);
+  tb.dp_comm = l.zero ? all_gather_seconds(c, stage_params * c.grad_bytes, l.dp, dp_intra) +
+                            all_gather_seconds(c, stage_params * c.weight_bytes, l.dp, dp_intra)
+                      : all_reduce_seconds(c, stage_params * c.grad_bytes, l.dp, dp_intra);
+  const double window = l.dp_overlap ? slow.b + slow.r : 0.0;
+  tb.dp_exposed = std::max(0.0, tb.dp_comm - window);
+  if (l.pp > 1 && m.tied) tb.embedding_sync = all_reduce_seconds(c, double(m.vocab) * m.hidden / t * c.grad_bytes, 2, pp_intra);
+  // AdamW reads the gradient and m, v (and the fp32 master), writes them and the weights; the
+  // gradient norm reads the gradients once more.
+  const double opt_params = stage_params / (l.zero ? l.dp : 1);
+  const double opt_bytes = opt_params * (c.grad_bytes + 16 + (c.master_weights ? 8 + c.weight_bytes : 2 * c.weight_bytes)) +
+                           stage_params * c.grad_bytes * 2;  // norm, zeroing
+  tb.optimizer = memory_seconds(c, opt_bytes, 3);
+
+  r.step_s = tb.forward + tb.backward + tb.recompute + tb.tp_comm + tb.p2p + tb.bubble + tb.dp_exposed +
+             tb.embedding_sync + tb.optimizer;
+  r.bubble_fraction = tb.bubble / r.step_s;
+  const double step_tokens = double(global_batch) * m.seq;
+  r.tokens_per_s = step_tokens / r.step_s;
+  r.model_flops = step_tokens * m.train_flops_per_token();
+  r.executed_flops = r.model_flops + double(global_batch) / l.micro_batch * m.layers * blk.recompute_flops * t;
+  const double devices = l.ranks();
+  r.tflops_per_gpu = r.executed_flops / r.step_s / devices / 1e12;
+  r.model_tflops_per_gpu = r.model_flops / r.step_s / devices / 1e12;
+  r.mfu = r.model_flops / r.step_s / devices / c.peak_flops;
+  r.memory = estimate_memory(m, l, c, mb_count);
+  r.fits = r.memory.total() <= c.memory_bytes * c.memory_usable_fraction;
+  return r;
+}
+
+PartitionCosts partition_costs(const ModelShape& m) {
+  PartitionCosts p;
+  const double block = 3.0 * (m.block_gemm_flops_per_token() + m.block_attention_flops_per_token());
+  p.layers.assign(static_cast<size_t>(m.layers), block);
+  p.first_extra = 0.0;  // a gather: no FLOPs worth counting
+  // Logits forward and both backward GEMMs, plus the softmax / cross-entropy passes.
+  p.last_extra = 3.0 * m.head_flops_per_token() + 10.0 * m.vocab;
+  return p;
+}
+
+}  // namespace trident::plan

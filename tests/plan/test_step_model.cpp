@@ -1,0 +1,117 @@
+// The step model's parts on their own: spec parsing, parameter and FLOP counts, what each
+// memory saver and schedule changes, and the search.
+#include <gtest/gtest.h>
+
+#include "trident/core/error.hpp"
+#include "trident/plan/search.hpp"
+
+namespace trident::plan {
+namespace {
+
+ModelShape gpt2_small() {
+  ModelShape m = parse_model_spec("layers=12,hidden=768,heads=12,vocab=50304,seq=1024");
+  m.resolve();
+  return m;
+}
+
+TEST(PlanModelSpec, ParsesAndFillsDefaults) {
+  ModelShape m = parse_model_spec("layers=80,hidden=8192,heads=64,kv_heads=8,ffn=28672,vocab=128256,arch=llama,seq=4096");
+  m.resolve();
+  EXPECT_EQ(m.arch, ModelArch::kLlama);
+  EXPECT_FALSE(m.tied);
+  EXPECT_NEAR(m.total_params() / 1e9, 70.55, 0.05);  // Llama-3 70B
+  EXPECT_EQ(gpt2_small().ffn, 4 * 768);
+  EXPECT_NEAR(gpt2_small().total_params() / 1e6, 124.5, 1.0);  // GPT-2 124M (vocab padded to 50304)
+}
+
+TEST(PlanModelSpec, RejectsBadInput) {
+  EXPECT_THROW(parse_model_spec("layers=12,hidden=x"), ConfigError);
+  EXPECT_THROW(parse_model_spec("layers=12,depth=3"), ConfigError);
+  EXPECT_THROW(parse_model_spec("arch=bert"), ConfigError);
+  ModelShape m = parse_model_spec("layers=2,hidden=100,heads=3,vocab=10,seq=8");
+  EXPECT_THROW(m.resolve(), ConfigError);  // heads do not divide hidden
+}
+
+TEST(PlanStepModel, ModelFlopsAreSixNPlusAttention) {
+  const ModelShape m = gpt2_small();
+  const double matmul = 12 * (4.0 * 768 * 768 + 8.0 * 768 * 768) + 50304.0 * 768;
+  EXPECT_NEAR(m.train_flops_per_token(), 6 * matmul + 12.0 * 12 * 1024 * 768, 1.0);
+}
+
+TEST(PlanStepModel, MemorySaversSaveMemory) {
+  const ModelShape m = gpt2_small();
+  const Cluster c = cluster_preset("h100-sxm");
+  Layout l;
+  l.dp = 4, l.tp = 2, l.micro_batch = 4;
+  auto mem = [&](Layout x) { return estimate_step(m, x, c, 64).memory; };
+  Layout sel = l, full = l, sp = l, zero = l;
+  sel.recompute = Recompute::kSelective, full.recompute = Recompute::kFull;
+  sp.sequence_parallel = true, zero.zero = true;
+  EXPECT_LT(mem(sel).activations, mem(l).activations);
+  EXPECT_LT(mem(full).activations, mem(sel).activations);
+  EXPECT_LT(mem(sp).activations, mem(l).activations);
+  EXPECT_NEAR(mem(zero).optimizer, mem(l).optimizer / 4, 1.0);
+  // Recompute costs time and executes more FLOPs; the model FLOPs stay.
+  const StepEstimate a = estimate_step(m, l, c, 64), b = estimate_step(m, full, c, 64);
+  EXPECT_GT(b.step_s, a.step_s);
+  EXPECT_GT(b.executed_flops, a.executed_flops);
+  EXPECT_DOUBLE_EQ(b.model_flops, a.model_flops);
+}
+
+TEST(PlanStepModel, InterleavingShrinksTheBubble) {
+  ModelShape m = parse_model_spec("layers=32,hidden=4096,heads=32,vocab=51200,seq=2048");
+  m.resolve();
+  const Cluster c = cluster_preset("a100-80g");
+  Layout l;
+  l.dp = 1, l.tp = 8, l.pp = 4, l.micro_batch = 1, l.recompute = Recompute::kFull;
+  const StepEstimate plain = estimate_step(m, l, c, 16);
+  l.schedule = Schedule::kInterleaved, l.virtual_stages = 4;
+  const StepEstimate inter = estimate_step(m, l, c, 16);
+  EXPECT_NEAR(plain.time.bubble / inter.time.bubble, 4.0, 0.5);
+  EXPECT_LT(inter.step_s, plain.step_s);
+  EXPECT_GT(inter.time.p2p, plain.time.p2p);  // v times the point-to-point traffic
+}
+
+TEST(PlanStepModel, InvalidLayoutsAreExplained) {
+  const ModelShape m = gpt2_small();
+  const Cluster c = cluster_preset("a100-80g");
+  Layout l;
+  l.tp = 5;
+  EXPECT_NE(layout_problem(m, l, c, 8).find("tp=5"), std::string::npos);
+  l.tp = 16;
+  EXPECT_FALSE(layout_problem(m, l, c, 8).empty());  // beyond a node of 8
+  l.tp = 1, l.dp = 3;
+  EXPECT_FALSE(layout_problem(m, l, c, 8).empty());  // batch 8 over dp 3
+  EXPECT_THROW(estimate_step(m, l, c, 8), ConfigError);
+}
+
+TEST(PlanSearch, RanksFittingLayoutsFastestFirst) {
+  ModelShape m = parse_model_spec("layers=80,hidden=8192,heads=64,kv_heads=8,ffn=28672,vocab=128256,arch=llama,seq=4096");
+  m.resolve();
+  SearchSpace space;
+  space.ranks = 64, space.global_batch = 128;
+  const SearchResult r = search_layouts(m, cluster_preset("h100-sxm"), space);
+  ASSERT_FALSE(r.fitting.empty());
+  EXPECT_GT(r.too_big, 0);  // a 70B model does not fit everywhere on 64 GPUs
+  for (size_t i = 1; i < r.fitting.size(); ++i) EXPECT_LE(r.fitting[i - 1].step_s, r.fitting[i].step_s);
+  for (const StepEstimate& e : r.fitting) {
+    EXPECT_TRUE(e.fits);
+    EXPECT_EQ(e.layout.ranks(), 64);
+    EXPECT_LT(e.mfu, 0.8);
+  }
+}
+
+TEST(PlanCluster, CollectivesAndGemms) {
+  const Cluster c = cluster_preset("a100-80g");
+  EXPECT_EQ(all_reduce_seconds(c, 1e9, 1, true), 0.0);
+  EXPECT_GT(all_reduce_seconds(c, 1e9, 8, false), 5 * all_reduce_seconds(c, 1e9, 8, true));  // IB vs NVLink
+  // Small GEMMs reach a smaller share of peak than large ones.
+  const double big = 2.0 * 8192 * 8192 * 8192 / gemm_seconds(c, 8192, 8192, 8192);
+  const double small = 2.0 * 256 * 256 * 256 / gemm_seconds(c, 256, 256, 256);
+  EXPECT_GT(big, 0.7 * c.peak_flops);
+  EXPECT_LT(small, 0.2 * c.peak_flops);
+  EXPECT_THROW(cluster_preset("tpu"), ConfigError);
+}
+
+}  // namespace
+}  // namespace trident::plan
