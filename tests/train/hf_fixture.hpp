@@ -2,6 +2,9 @@
 // directory with expected.json (input ids, targets, mean cross-entropy) and
 // expected_logits.safetensors ([B, T, V] float32 logits computed by transformers).
 #pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
