@@ -4,29 +4,29 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
+#include <functional>
 
 namespace trident::dist {
 
-void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float* residual, std::vector<int32_t>& order) {
+void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float* residual, std::vector<float>& scratch) {
   TRIDENT_CHECK(n <= INT32_MAX, "topk: bucket of ", n, " elements needs 64-bit indices");
-  order.resize(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  auto magnitude = [&](int32_t i) {
-    return std::isnan(acc[i]) ? std::numeric_limits<float>::infinity() : std::fabs(acc[i]);
-  };
-  // Larger magnitude first; ties by index, so the choice is a function of the data alone.
-  auto before = [&](int32_t a, int32_t b) {
-    const float ma = magnitude(a), mb = magnitude(b);
-    return ma != mb ? ma > mb : a < b;
-  };
-  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
-  std::sort(order.begin(), order.begin() + k);
+  // The k-th largest magnitude by nth_element on a contiguous copy (a NaN counts as +inf), then
+  // one ascending scan: everything above it, and the first elements equal to it until k.
+  scratch.resize(static_cast<size_t>(n));
+  auto magnitude = [](float x) { return std::isnan(x) ? std::numeric_limits<float>::infinity() : std::fabs(x); };
+  for (int64_t i = 0; i < n; ++i) scratch[i] = magnitude(acc[i]);
+  std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<float>());
+  const float threshold = scratch[static_cast<size_t>(k - 1)];
+  int64_t above = 0;
+  for (int64_t i = 0; i < n; ++i) above += magnitude(acc[i]) > threshold;
+  int64_t ties = k - above, j = 0;
   std::copy_n(acc, n, residual);
-  for (int64_t j = 0; j < k; ++j) {
-    const int32_t i = order[static_cast<size_t>(j)];
-    pairs[j] = {i, acc[i]};
-    residual[i] = 0;
+  for (int64_t i = 0; i < n && j < k; ++i) {
+    const float m = magnitude(acc[i]);
+    if (m > threshold || (m == threshold && ties-- > 0)) {
+      pairs[j++] = {static_cast<int32_t>(i), acc[i]};
+      residual[i] = 0;
+    }
   }
 }
 
@@ -60,7 +60,7 @@ void TopKCompressor::start_compressed(size_t i) {
   const int64_t n = buckets_[i].end - buckets_[i].begin;
   float* g = buckets_[i].grads.data<float>();
   add_residual(g, B.residual, n);
-  topk_select(g, n, B.k, B.send.data(), B.residual, order_);
+  topk_select(g, n, B.k, B.send.data(), B.residual, scratch_);
   const int64_t bytes = B.k * int64_t(sizeof(TopKPair));
   // Ring all-gather: each rank forwards p-1 of the p contributions.
   count_wire(uint64_t(bytes) * uint64_t(p() - 1));

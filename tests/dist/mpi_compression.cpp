@@ -121,10 +121,10 @@ TEST(CompressedReduce, TopKExactAtRatioOneAndSendsOnlyK) {
   EXPECT_EQ(c.take_wire_bytes(), uint64_t(topk_count(s.total, 0.01)) * 8 * uint64_t(s.dp.size() - 1));
   std::vector<float> expected(static_cast<size_t>(s.total), 0.0f), mine(expected.size()), residual(expected.size());
   std::vector<TopKPair> pairs(static_cast<size_t>(topk_count(s.total, 0.01)));
-  std::vector<int32_t> order;
+  std::vector<float> scratch;
   for (int r = 0; r < s.dp.size(); ++r) {
     for (int64_t i = 0; i < s.total; ++i) mine[i] = i < kRows * kCols + 1000 ? value(r, i) : 0.0f;
-    topk_select(mine.data(), s.total, int64_t(pairs.size()), pairs.data(), residual.data(), order);
+    topk_select(mine.data(), s.total, int64_t(pairs.size()), pairs.data(), residual.data(), scratch);
     for (const TopKPair& p : pairs) expected[p.index] += p.value;
   }
   for (int64_t i = 0; i < s.total; ++i) ASSERT_EQ(s.flat.data<float>()[i], expected[i]) << i;

@@ -77,8 +77,8 @@ TEST(TopK, KeepsTheLargestExactlyAndTheRestAsResidual) {
   const int64_t n = 5000, k = 50;
   std::vector<float> x = gradient(n, 3), residual(n);
   std::vector<TopKPair> pairs(k);
-  std::vector<int32_t> order;
-  topk_select(x.data(), n, k, pairs.data(), residual.data(), order);
+  std::vector<float> scratch;
+  topk_select(x.data(), n, k, pairs.data(), residual.data(), scratch);
   float smallest_kept = INFINITY;
   std::vector<bool> kept(n, false);
   for (int64_t j = 0; j < k; ++j) {
@@ -98,14 +98,14 @@ TEST(TopK, ErrorFeedbackBookkeepingExact) {
   std::vector<float> residual(n, 0.0f), acc(n);
   std::vector<double> total_grad(n, 0.0), total_sent(n, 0.0);
   std::vector<TopKPair> pairs(k);
-  std::vector<int32_t> order;
+  std::vector<float> scratch;
   for (int step = 0; step < 40; ++step) {
     std::vector<float> g = gradient(n, 200 + step);
     for (int64_t i = 0; i < n; ++i) {
       acc[i] = g[i] + residual[i];
       total_grad[i] += g[i];
     }
-    topk_select(acc.data(), n, k, pairs.data(), residual.data(), order);
+    topk_select(acc.data(), n, k, pairs.data(), residual.data(), scratch);
     for (const TopKPair& p : pairs) total_sent[p.index] += p.value;
   }
   // Exact up to the fp32 rounding of each step's g + residual (40 steps, values up to ~40).

@@ -26,9 +26,9 @@ struct TopKPair {
 inline int64_t topk_count(int64_t n, double ratio) {
   return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(ratio * double(n))), 1, n);
 }
-// Selects the k largest |acc| into pairs (ascending index) and writes residual = acc with the
-// selected entries zeroed. order: scratch of n indices.
-void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float* residual, std::vector<int32_t>& order);
+// Selects the k largest |acc| into pairs (ascending index; among equal magnitudes the lowest
+// indices) and writes residual = acc with the selected entries zeroed. scratch: n floats.
+void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float* residual, std::vector<float>& scratch);
 
 class TopKCompressor : public GradCompressor {
  public:
@@ -47,7 +47,7 @@ class TopKCompressor : public GradCompressor {
   };
   double ratio_;
   std::vector<Buffers> buffers_;
-  std::vector<int32_t> order_;
+  std::vector<float> scratch_;
 };
 
 }  // namespace trident::dist
