@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "kernels.hpp"
 
 namespace trident::cpu {
 
@@ -22,21 +23,21 @@ struct AttnShape {
 
 inline AttnShape check_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                                  const Tensor& out, const Tensor& lse, int heads, int kv_heads) {
-  check_tensor(q, op, "q");
+  const DType ct = compute_dtype(q, op, "q");
   TRIDENT_CHECK(q.ndim() == 3, op, ": q ", q.shape().str(), " must be [B, T, NH*HS]");
   TRIDENT_CHECK(heads > 0 && kv_heads > 0 && heads % kv_heads == 0, op, ": heads ", heads,
                 " must be a positive multiple of kv_heads ", kv_heads);
   TRIDENT_CHECK(q.dim(2) % heads == 0, op, ": q width ", q.dim(2), " is not a multiple of heads ", heads);
   const AttnShape s{q.dim(0), q.dim(1), heads, kv_heads, q.dim(2) / heads};
   for (const Tensor* t : {&k, &v}) {
-    check_dtype(*t, q.dtype(), op, t == &k ? "k" : "v");
+    check_act(*t, ct, op, t == &k ? "k" : "v");
     TRIDENT_CHECK(t->numel() == s.B * s.T * s.kv_stride() && last_dim(*t) == s.kv_stride(), op, ": ",
                   t == &k ? "k " : "v ", t->shape().str(), " is not [B=", s.B, ", T=", s.T,
                   ", NKV*HS=", s.kv_stride(), "]");
   }
-  check_dtype(out, q.dtype(), op, "out");
+  check_act(out, ct, op, "out");
   TRIDENT_CHECK(out.shape() == q.shape(), op, ": out ", out.shape().str(), " differs from q ", q.shape().str());
-  check_dtype(lse, q.dtype(), op, "lse");
+  check_dtype(lse, ct, op, "lse");
   check_numel(lse, s.B * s.NH * s.T, op, "lse [B, NH, T]");
   return s;
 }
@@ -67,6 +68,25 @@ class DocStarts {
   const int32_t* pos_ = nullptr;
   int64_t T_;
 };
+
+// 16-bit attention tensors are widened whole into fp32 scratch of the calling thread and the
+// fp32 kernel runs on them: attention is compute-bound (O(T^2 HS) per head against O(T HS)
+// converted), so converting inside the tiles would buy little. The scratch is transient (one
+// call's q, k, v, ... in fp32), reused across calls, never part of the stored activations.
+// Slot >= 16 keeps these buffers apart from the kernels' own per-thread tiles.
+template <int Slot>
+Tensor f32_stand_in(const Tensor& t, bool widen) {
+  if (t.dtype() == DType::kF32 || t.dtype() == DType::kF64) return t;
+  float* p = thread_scratch<float, 16 + Slot>(static_cast<size_t>(t.numel()));
+  Tensor f(std::make_shared<Storage>(p, static_cast<size_t>(t.numel()) * 4, Device::kCPU, nullptr), 0, t.shape(),
+           DType::kF32);
+  if (widen) copy(t, f);
+  return f;
+}
+// Rounds an output computed in its stand-in back to the 16-bit tensor (nothing when it is t).
+inline void store_stand_in(const Tensor& f, Tensor& t) {
+  if (f.raw() != t.raw()) copy(f, t);
+}
 
 // dst[d * kAttnTile + j] = src[j * stride + d] for j < rows, 0 for rows <= j < kAttnTile.
 // src: rows x HS (row stride `stride`), dst: [HS, kAttnTile].
@@ -167,14 +187,6 @@ inline void accumulate_rows(T* o, T alpha, const T* p, const T* rows, int64_t st
     for (int64_t j = 0; j < n; ++j) acc += p[j] * rows[j * stride + d];
     o[d] = acc;
   }
-}
-
-// Per-thread scratch of at least n elements, reused across calls (no allocation once warm).
-template <typename T, int Slot>
-T* thread_scratch(size_t n) {
-  static thread_local std::vector<T> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
 }
 
 }  // namespace trident::cpu

@@ -2,6 +2,7 @@
 // key tile; D_t = dout_t . out_t, dS = P * (dP - D). One task per (b, kv head) owns dk, dv of
 // that kv head and dq of its query heads, so there are no races and no T x T matrix.
 // Document masking: a key tile stops at the first query block whose document starts after it.
+// q, k, v, out, dout, dq, dk, dv may be fp32, bf16 or fp16 (fp32 inside); lse is fp32.
 #include "attention.hpp"
 #include "kernels.hpp"
 
@@ -105,19 +106,26 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   constexpr const char* op = "attention_backward";
   const AttnShape s = check_attention(op, q, k, v, out, lse, heads, kv_heads);
   const DocStarts doc_start(op, positions, s);
-  check_dtype(dout, q.dtype(), op, "dout");
+  const DType ct = lse.dtype();
+  check_act(dout, ct, op, "dout");
   TRIDENT_CHECK(dout.shape() == q.shape(), op, ": dout ", dout.shape().str(), " differs from q ", q.shape().str());
-  check_dtype(dq, q.dtype(), op, "dq");
+  check_act(dq, ct, op, "dq");
   TRIDENT_CHECK(dq.shape() == q.shape(), op, ": dq ", dq.shape().str(), " differs from q ", q.shape().str());
-  check_dtype(dk, q.dtype(), op, "dk");
+  check_act(dk, ct, op, "dk");
   check_numel(dk, k.numel(), op, "dk");
-  check_dtype(dv, q.dtype(), op, "dv");
+  check_act(dv, ct, op, "dv");
   check_numel(dv, v.numel(), op, "dv");
-  dispatch_float(q.dtype(), op, [&](auto tag) {
+  const Tensor qf = f32_stand_in<0>(q, true), kf = f32_stand_in<1>(k, true), vf = f32_stand_in<2>(v, true);
+  const Tensor of = f32_stand_in<3>(out, true), dof = f32_stand_in<4>(dout, true);
+  Tensor dqf = f32_stand_in<5>(dq, false), dkf = f32_stand_in<6>(dk, false), dvf = f32_stand_in<7>(dv, false);
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    attention_backward_impl<T>(s, doc_start, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<T>(),
-                               dout.data<T>(), dq.data<T>(), dk.data<T>(), dv.data<T>());
+    attention_backward_impl<T>(s, doc_start, qf.data<T>(), kf.data<T>(), vf.data<T>(), of.data<T>(), lse.data<T>(),
+                               dof.data<T>(), dqf.data<T>(), dkf.data<T>(), dvf.data<T>());
   });
+  store_stand_in(dqf, dq);
+  store_stand_in(dkf, dk);
+  store_stand_in(dvf, dv);
 }
 
 }  // namespace trident::cpu

@@ -1,6 +1,7 @@
 // Causal attention forward, flash style: per (b, h, query tile) stream over key tiles up to the
 // diagonal with an online softmax; no T x T matrix. GQA: query head h reads kv head h/(NH/NKV).
 // Document masking starts the stream at the tile of the query tile's first document start.
+// q, k, v, out may be fp32, bf16 or fp16 (computed in fp32, see f32_stand_in); lse is fp32.
 #include "attention.hpp"
 #include "kernels.hpp"
 
@@ -74,10 +75,13 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int he
                        const Tensor& positions, Tensor& out, Tensor& lse) {
   const AttnShape s = check_attention("attention_forward", q, k, v, out, lse, heads, kv_heads);
   const DocStarts doc_start("attention_forward", positions, s);
-  dispatch_float(q.dtype(), "attention_forward", [&](auto tag) {
+  const Tensor qf = f32_stand_in<0>(q, true), kf = f32_stand_in<1>(k, true), vf = f32_stand_in<2>(v, true);
+  Tensor of = f32_stand_in<3>(out, false);
+  dispatch_float(lse.dtype(), "attention_forward", [&](auto tag) {
     using T = decltype(tag);
-    attention_forward_impl<T>(s, doc_start, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), lse.data<T>());
+    attention_forward_impl<T>(s, doc_start, qf.data<T>(), kf.data<T>(), vf.data<T>(), of.data<T>(), lse.data<T>());
   });
+  store_stand_in(of, out);
 }
 
 }  // namespace trident::cpu

@@ -1,5 +1,10 @@
 // Private helpers of the CPU backend: dtype dispatch, argument checks, parallel thresholds and
 // a vectorisable fp32 exp (glibc's expf does not vectorise without -ffast-math).
+//
+// The dtype rule of the float kernels (see ops.hpp): a call computes in fp64 when its reference
+// tensor is fp64 (then every float tensor is fp64), else in fp32. In an fp32 call each
+// activation tensor may independently be fp32, bf16 or fp16 (widened on load, rounded to
+// nearest even on store); parameters, parameter gradients and saved statistics are fp32.
 #pragma once
 #include <omp.h>
 
@@ -7,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "trident/core/tensor.hpp"
 
@@ -32,6 +38,32 @@ void dispatch_float(DType dtype, const char* op, F&& f) {
 inline void check_tensor(const Tensor& t, const char* op, const char* name) {
   TRIDENT_CHECK(t.defined(), op, ": ", name, " is undefined");
   TRIDENT_CHECK(t.device() == Device::kCPU, op, ": ", name, " is not on the cpu");
+}
+
+// The compute dtype of a call whose reference activation is t: kF64 for fp64, kF32 for
+// fp32/bf16/fp16; anything else is an error naming op and the argument.
+inline DType compute_dtype(const Tensor& t, const char* op, const char* name) {
+  check_tensor(t, op, name);
+  switch (t.dtype()) {
+    case DType::kF32:
+    case DType::kBF16:
+    case DType::kF16: return DType::kF32;
+    case DType::kF64: return DType::kF64;
+    default:
+      TRIDENT_CHECK(false, op, ": ", name, " is ", dtype_name(t.dtype()),
+                    "; the cpu backend computes on fp32, bf16, fp16 (fp32 arithmetic) or fp64");
+  }
+  return DType::kF32;
+}
+
+// An activation argument of a call computing in `compute`: fp32/bf16/fp16 in an fp32 call,
+// fp64 in an fp64 call.
+inline void check_act(const Tensor& t, DType compute, const char* op, const char* name) {
+  check_tensor(t, op, name);
+  const DType d = t.dtype();
+  const bool ok = compute == DType::kF64 ? d == DType::kF64 : (d == DType::kF32 || d == DType::kBF16 || d == DType::kF16);
+  TRIDENT_CHECK(ok, op, ": ", name, " is ", dtype_name(d), ", expected ",
+                compute == DType::kF64 ? "fp64 (an fp64 call takes fp64 everywhere)" : "fp32, bf16 or fp16");
 }
 
 inline void check_dtype(const Tensor& t, DType dtype, const char* op, const char* name) {
@@ -81,5 +113,14 @@ template <> inline float exp_t<float>(float x) { return exp_fast(x); }
 
 // 1 / (1 + exp(-x)), accurate in relative terms on both tails.
 template <typename T> inline T sigmoid_t(T x) { return T(1) / (T(1) + exp_t<T>(-x)); }
+
+// Per-thread scratch of at least n elements, reused across calls (no allocation once warm).
+// Slot tells apart buffers that are live at the same time.
+template <typename T, int Slot>
+T* thread_scratch(size_t n) {
+  static thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
 
 }  // namespace trident::cpu

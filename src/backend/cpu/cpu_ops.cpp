@@ -43,10 +43,17 @@ class CpuOps final : public Ops {
 
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
             Tensor& c) override {
-    if (matmul_precision_ != DType::kF32 && a.dtype() == DType::kF32)
-      low_precision_.run(matmul_precision_, trans_a, trans_b, alpha, a, b, beta, c);
-    else
+    // One dtype throughout at fp32 precision (or fp64): the plain sgemm/fp64 path; any 16-bit
+    // operand or a 16-bit matmul precision: the mixed-precision rules of gemm_low_precision.hpp.
+    const DType t = a.dtype();
+    const bool uniform = b.dtype() == t && c.dtype() == t;
+    if (uniform && (t == DType::kF64 || (t == DType::kF32 && matmul_precision_ == DType::kF32)))
       cpu::gemm(trans_a, trans_b, alpha, a, b, beta, c);
+    else if (t == DType::kF64 || b.dtype() == DType::kF64 || c.dtype() == DType::kF64)
+      TRIDENT_CHECK(false, "gemm: a is ", dtype_name(t), ", b is ", dtype_name(b.dtype()), ", c is ",
+                    dtype_name(c.dtype()), "; an fp64 gemm takes fp64 a, b and c");
+    else
+      low_precision_.run(matmul_precision_, trans_a, trans_b, alpha, a, b, beta, c);
   }
 
   void add_bias(Tensor& y, const Tensor& bias) override { cpu::add_bias(y, bias); }

@@ -1,5 +1,7 @@
 // Fused softmax + cross-entropy forward and backward over the vocabulary, one row per task.
-// logits, dlogits: [N, V] (may alias); targets: [N] int32 (< 0: ignored); losses: [N].
+// logits, dlogits: [N, V] (may alias), each fp32, bf16 or fp16 (softmax and loss in fp32);
+// targets: [N] int32 (< 0: ignored); losses: [N] fp32 (fp64 in an fp64 call).
+#include "act.hpp"
 #include "common.hpp"
 #include "kernels.hpp"
 
@@ -9,34 +11,36 @@ namespace trident::cpu {
 void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,
                                     Tensor& losses, Tensor& dlogits) {
   constexpr const char* op = "cross_entropy_forward_backward";
-  check_tensor(logits, op, "logits");
+  const DType ct = compute_dtype(logits, op, "logits");
   const int64_t V = last_dim(logits), N = rows_of(logits);
   check_dtype(targets, DType::kI32, op, "targets");
   check_numel(targets, N, op, "targets");
-  check_dtype(losses, logits.dtype(), op, "losses");
+  check_dtype(losses, ct, op, "losses");
   check_numel(losses, N, op, "losses");
-  check_dtype(dlogits, logits.dtype(), op, "dlogits");
+  check_act(dlogits, ct, op, "dlogits");
   check_numel(dlogits, N * V, op, "dlogits");
   const int32_t* tgt = targets.data<int32_t>();
   for (int64_t n = 0; n < N; ++n)
     TRIDENT_CHECK(tgt[n] < V, op, ": targets[", n, "] = ", tgt[n], " is not below the vocabulary size ", V);
-  dispatch_float(logits.dtype(), op, [&](auto tag) {
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* pl = logits.data<T>();
-    T* pd = dlogits.data<T>();  // may be pl: each element is read before it is written
+    // dlogits may be logits: each element is read before it is written (16-bit rows are
+    // widened whole before the rounded result is stored)
+    const Act<T> la(logits), da(dlogits);
     T* ploss = losses.data<T>();
     const T gs = T(grad_scale);
 #pragma omp parallel for if (N * V > kParallelElems) schedule(static)
     for (int64_t n = 0; n < N; ++n) {
-      const T* x = pl + n * V;
-      T* dx = pd + n * V;
+      T* dx = da.out(n * V, da.in_place() ? nullptr : thread_scratch<T, 1>(static_cast<size_t>(V)));
       const int32_t t = tgt[n];
       if (t < 0) {
         ploss[n] = T(0);
 #pragma omp simd
         for (int64_t j = 0; j < V; ++j) dx[j] = T(0);
+        da.commit(n * V, V, dx);
         continue;
       }
+      const T* x = la.read(n * V, V, la.in_place() ? nullptr : thread_scratch<T, 0>(static_cast<size_t>(V)));
       T mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
       for (int64_t j = 0; j < V; ++j) mx = x[j] > mx ? x[j] : mx;  // not std::max: its reference blocks vectorisation
@@ -53,6 +57,7 @@ void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
 #pragma omp simd
       for (int64_t j = 0; j < V; ++j) dx[j] *= f;
       dx[t] -= gs;
+      da.commit(n * V, V, dx);
     }
   });
 }
@@ -61,19 +66,20 @@ void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
 
 // --- vocabulary-parallel cross-entropy -----------------------------------------------------
 // logits: [N, Vl] shard of global ids [vocab_offset, vocab_offset + Vl); columns from
-// valid_columns on are padding. row_max, sum_exp, target_logit: [N] in the logits' dtype.
+// valid_columns on are padding; logits and dlogits fp32, bf16 or fp16. row_max, sum_exp,
+// target_logit: [N] fp32 (fp64 in an fp64 call).
 namespace trident::cpu {
 
 namespace {
 void check_shard(const char* op, const Tensor& logits, const Tensor& targets, int64_t valid_columns,
                  std::initializer_list<const Tensor*> rows) {
-  check_tensor(logits, op, "logits");
+  const DType ct = compute_dtype(logits, op, "logits");
   const int64_t V = last_dim(logits), N = rows_of(logits);
   check_dtype(targets, DType::kI32, op, "targets");
   check_numel(targets, N, op, "targets");
   TRIDENT_CHECK(valid_columns >= 0 && valid_columns <= V, op, ": valid_columns ", valid_columns, " of ", V);
   for (const Tensor* t : rows) {
-    check_dtype(*t, logits.dtype(), op, "row statistics");
+    check_dtype(*t, ct, op, "row statistics");
     check_numel(*t, N, op, "row statistics");
   }
 }
@@ -84,14 +90,15 @@ void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int6
   constexpr const char* op = "cross_entropy_shard_stats";
   check_shard(op, logits, targets, valid_columns, {&row_max, &sum_exp, &target_logit});
   const int64_t V = last_dim(logits), N = rows_of(logits), Vv = valid_columns;
-  dispatch_float(logits.dtype(), op, [&](auto tag) {
+  dispatch_float(compute_dtype(logits, op, "logits"), op, [&](auto tag) {
     using T = decltype(tag);
-    const T* pl = logits.data<T>();
+    const Act<T> la(logits);
     const int32_t* tgt = targets.data<int32_t>();
     T *pmax = row_max.data<T>(), *psum = sum_exp.data<T>(), *ptl = target_logit.data<T>();
 #pragma omp parallel for if (N * V > kParallelElems) schedule(static)
     for (int64_t n = 0; n < N; ++n) {
-      const T* x = pl + n * V;
+      // only the valid columns are read (and widened)
+      const T* x = la.read(n * V, Vv, la.in_place() ? nullptr : thread_scratch<T, 0>(static_cast<size_t>(Vv)));
       T mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
       for (int64_t j = 0; j < Vv; ++j) mx = x[j] > mx ? x[j] : mx;
@@ -111,31 +118,33 @@ void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, i
                                   double grad_scale, Tensor& dlogits) {
   constexpr const char* op = "cross_entropy_shard_backward";
   check_shard(op, logits, targets, valid_columns, {&row_max, &sum_exp});
-  check_dtype(dlogits, logits.dtype(), op, "dlogits");
+  const DType ct = compute_dtype(logits, op, "logits");
+  check_act(dlogits, ct, op, "dlogits");
   check_numel(dlogits, logits.numel(), op, "dlogits");
   const int64_t V = last_dim(logits), N = rows_of(logits), Vv = valid_columns;
-  dispatch_float(logits.dtype(), op, [&](auto tag) {
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* pl = logits.data<T>();
-    T* pd = dlogits.data<T>();  // may be pl
+    const Act<T> la(logits), da(dlogits);  // dlogits may be logits
     const int32_t* tgt = targets.data<int32_t>();
     const T *pmax = row_max.data<T>(), *psum = sum_exp.data<T>();
     const T gs = T(grad_scale);
 #pragma omp parallel for if (N * V > kParallelElems) schedule(static)
     for (int64_t n = 0; n < N; ++n) {
-      const T* x = pl + n * V;
-      T* dx = pd + n * V;
+      T* dx = da.out(n * V, da.in_place() ? nullptr : thread_scratch<T, 1>(static_cast<size_t>(V)));
       if (tgt[n] < 0) {
 #pragma omp simd
         for (int64_t j = 0; j < V; ++j) dx[j] = T(0);
+        da.commit(n * V, V, dx);
         continue;
       }
+      const T* x = la.read(n * V, Vv, la.in_place() ? nullptr : thread_scratch<T, 0>(static_cast<size_t>(Vv)));
       const T mx = pmax[n], f = gs / psum[n];
 #pragma omp simd
       for (int64_t j = 0; j < Vv; ++j) dx[j] = exp_t<T>(x[j] - mx) * f;
       for (int64_t j = Vv; j < V; ++j) dx[j] = T(0);
       const int64_t local = int64_t(tgt[n]) - vocab_offset;
       if (local >= 0 && local < Vv) dx[local] -= gs;
+      da.commit(n * V, V, dx);
     }
   });
 }

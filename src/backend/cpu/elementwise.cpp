@@ -1,7 +1,10 @@
 // Elementwise and reduction kernels: copy (with fp32<->fp64/bf16/fp16 conversion), fill, add,
 // scale, bias add and its backward, sum of squares. Shapes: y, dy [N, C]; bias, dbias [C].
+// Activations (a, b, out, x, y, dy) may be fp32, bf16 or fp16 each; bias and dbias are fp32
+// (fp64 when the call is fp64). Arithmetic is fp32, sums over rows in double.
 #include <cstring>
 
+#include "act.hpp"
 #include "common.hpp"
 #include "kernels.hpp"
 
@@ -38,17 +41,21 @@ void copy(const Tensor& src, Tensor& dst) {
     convert_loop(src.data<float>(), dst.data<double>(), n, [](float x) { return double(x); });
   } else if (s == DType::kF64 && d == DType::kF32) {
     convert_loop(src.data<double>(), dst.data<float>(), n, [](double x) { return float(x); });
-  } else if (s == DType::kF32 && d == DType::kBF16) {
-    convert_loop(src.data<float>(), static_cast<uint16_t*>(dst.raw()), n, fp32_to_bf16_bits);
-  } else if (s == DType::kBF16 && d == DType::kF32) {
-    convert_loop(static_cast<const uint16_t*>(src.raw()), dst.data<float>(), n, bf16_bits_to_fp32);
-  } else if (s == DType::kF32 && d == DType::kF16) {
-    convert_loop(src.data<float>(), static_cast<uint16_t*>(dst.raw()), n, fp32_to_fp16_bits);
-  } else if (s == DType::kF16 && d == DType::kF32) {
-    convert_loop(static_cast<const uint16_t*>(src.raw()), dst.data<float>(), n, fp16_bits_to_fp32);
+  } else if (s == DType::kF32 && is_half(d)) {
+    const float* ps = src.data<float>();
+    for_chunks(n, [&](int64_t at, int64_t len) { store_f32(ps + at, d, dst.raw(), at, len); });
+  } else if (is_half(s) && d == DType::kF32) {
+    float* pd = dst.data<float>();
+    for_chunks(n, [&](int64_t at, int64_t len) { load_f32(src.raw(), s, at, pd + at, len); });
+  } else if (is_half(s) && is_half(d)) {  // bf16 <-> fp16 through fp32
+    for_chunks(n, [&](int64_t at, int64_t len) {
+      alignas(64) float buf[kChunk];
+      load_f32(src.raw(), s, at, buf, len);
+      store_f32(buf, d, dst.raw(), at, len);
+    });
   } else {
     TRIDENT_CHECK(false, "copy: no conversion from ", dtype_name(s), " to ", dtype_name(d),
-                  " (same dtype, or fp32 <-> fp64/bf16/fp16)");
+                  " (same dtype, fp32 <-> fp64, or between fp32, bf16 and fp16)");
   }
 }
 
@@ -71,44 +78,63 @@ void fill(Tensor& x, double value) {
 }
 
 void add(const Tensor& a, const Tensor& b, Tensor& out) {
-  check_tensor(a, "add", "a");
-  check_dtype(b, a.dtype(), "add", "b");
-  check_dtype(out, a.dtype(), "add", "out");
-  check_numel(b, a.numel(), "add", "b");
-  check_numel(out, a.numel(), "add", "out");
-  dispatch_float(a.dtype(), "add", [&](auto tag) {
+  constexpr const char* op = "add";
+  const DType ct = compute_dtype(a, op, "a");
+  check_act(b, ct, op, "b");
+  check_act(out, ct, op, "out");
+  check_numel(b, a.numel(), op, "b");
+  check_numel(out, a.numel(), op, "out");
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = out.data<T>();  // may alias a or b: same index read then written
-    const int64_t n = a.numel();
-#pragma omp parallel for simd if (n > kParallelElems) schedule(static)
-    for (int64_t i = 0; i < n; ++i) po[i] = pa[i] + pb[i];
+    const Act<T> xa(a), xb(b), xo(out);  // out may alias a or b: same index read then written
+    for_chunks(a.numel(), [&](int64_t at, int64_t len) {
+      alignas(64) T ba[kChunk], bb[kChunk], bo[kChunk];
+      const T* pa = xa.read(at, len, ba);
+      const T* pb = xb.read(at, len, bb);
+      T* po = xo.out(at, bo);
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) po[i] = pa[i] + pb[i];
+      xo.commit(at, len, po);
+    });
   });
 }
 
 void scale(Tensor& x, double s) {
-  check_tensor(x, "scale", "x");
-  dispatch_float(x.dtype(), "scale", [&](auto tag) {
+  constexpr const char* op = "scale";
+  const DType ct = compute_dtype(x, op, "x");
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    T* p = x.data<T>();
+    const Act<T> xa(x);
     const T f = static_cast<T>(s);
-    const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kParallelElems) schedule(static)
-    for (int64_t i = 0; i < n; ++i) p[i] *= f;
+    for_chunks(x.numel(), [&](int64_t at, int64_t len) {
+      alignas(64) T buf[kChunk];
+      T* p = xa.update(at, len, buf);
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) p[i] *= f;
+      xa.commit(at, len, p);
+    });
   });
 }
 
 double sum_squares(const Tensor& x) {
-  check_tensor(x, "sum_squares", "x");
+  constexpr const char* op = "sum_squares";
+  const DType ct = compute_dtype(x, op, "x");
   double total = 0.0;
-  dispatch_float(x.dtype(), "sum_squares", [&](auto tag) {
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* p = x.data<T>();
-    const int64_t n = x.numel();
+    const Act<T> xa(x);
+    const int64_t n = x.numel(), chunks = (n + kChunk - 1) / kChunk;
     double acc = 0.0;
-#pragma omp parallel for simd reduction(+ : acc) if (n > kParallelElems) schedule(static)
-    for (int64_t i = 0; i < n; ++i) acc += double(p[i]) * double(p[i]);
+#pragma omp parallel for reduction(+ : acc) if (n > kParallelElems) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t at = c * kChunk, len = std::min(kChunk, n - at);
+      alignas(64) T buf[kChunk];
+      const T* p = xa.read(at, len, buf);
+      double part = 0.0;
+#pragma omp simd reduction(+ : part)
+      for (int64_t i = 0; i < len; ++i) part += double(p[i]) * double(p[i]);
+      acc += part;
+    }
     total = acc;
   });
   return total;
@@ -116,40 +142,45 @@ double sum_squares(const Tensor& x) {
 
 // y[N, C] += bias[C]
 void add_bias(Tensor& y, const Tensor& bias) {
-  check_tensor(y, "add_bias", "y");
-  check_dtype(bias, y.dtype(), "add_bias", "bias");
+  constexpr const char* op = "add_bias";
+  const DType ct = compute_dtype(y, op, "y");
+  check_dtype(bias, ct, op, "bias");
   const int64_t C = bias.numel(), N = C == 0 ? 0 : y.numel() / C;
   TRIDENT_CHECK(last_dim(y) == C, "add_bias: y ", y.shape().str(), " does not end in bias's ", C);
-  dispatch_float(y.dtype(), "add_bias", [&](auto tag) {
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    T* py = y.data<T>();
+    const Act<T> ya(y);
     const T* pb = bias.data<T>();
 #pragma omp parallel for if (N * C > kParallelElems) schedule(static)
     for (int64_t n = 0; n < N; ++n) {
-      T* row = py + n * C;
+      T* buf = ya.in_place() ? nullptr : thread_scratch<T, 0>(static_cast<size_t>(C));
+      T* row = ya.update(n * C, C, buf);
 #pragma omp simd
       for (int64_t c = 0; c < C; ++c) row[c] += pb[c];
+      ya.commit(n * C, C, row);
     }
   });
 }
 
 // dbias[C] += sum_n dy[N, C]; each thread owns column blocks (race-free, deterministic).
 void bias_backward(const Tensor& dy, Tensor& dbias) {
-  check_tensor(dy, "bias_backward", "dy");
-  check_dtype(dbias, dy.dtype(), "bias_backward", "dbias");
+  constexpr const char* op = "bias_backward";
+  const DType ct = compute_dtype(dy, op, "dy");
+  check_dtype(dbias, ct, op, "dbias");
   const int64_t C = dbias.numel(), N = C == 0 ? 0 : dy.numel() / C;
   TRIDENT_CHECK(last_dim(dy) == C, "bias_backward: dy ", dy.shape().str(), " does not end in dbias's ", C);
-  dispatch_float(dy.dtype(), "bias_backward", [&](auto tag) {
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* pdy = dy.data<T>();
+    const Act<T> dya(dy);
     T* pdb = dbias.data<T>();
     const int64_t blocks = (C + kColBlock - 1) / kColBlock;
 #pragma omp parallel for if (N * C > kParallelElems) schedule(static)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t c0 = blk * kColBlock, width = std::min(kColBlock, C - c0);
       double acc[kColBlock] = {};  // long sums over rows in double
+      alignas(64) T buf[kColBlock];
       for (int64_t n = 0; n < N; ++n) {
-        const T* row = pdy + n * C + c0;
+        const T* row = dya.read(n * C + c0, width, buf);
 #pragma omp simd
         for (int64_t c = 0; c < width; ++c) acc[c] += double(row[c]);
       }

@@ -1,8 +1,10 @@
 // Token (+ learned position) embedding lookup and its backward, over a whole table or a
 // vocabulary shard. tokens, positions: [N] int32; wte: [V, C] (ids vocab_offset..+V);
-// wpe: [P, C] (optional); out, dout: [N, C].
+// wpe: [P, C] (optional); out, dout: [N, C]. Tables and their gradients are fp32 (or fp64);
+// out and dout may be fp32, bf16 or fp16 (the sum wte + wpe is formed in fp32, then rounded).
 #include <limits>
 
+#include "act.hpp"
 #include "common.hpp"
 #include "kernels.hpp"
 
@@ -17,7 +19,9 @@ struct EmbeddingShape {
 EmbeddingShape check_embedding(const char* op, const Tensor& tokens, const Tensor& positions,
                                const Tensor& table, const Tensor& table2, const Tensor& act) {
   check_tensor(table, op, "wte");
-  check_dtype(act, table.dtype(), op, "activations");
+  TRIDENT_CHECK(table.dtype() == DType::kF32 || table.dtype() == DType::kF64, op, ": wte is ",
+                dtype_name(table.dtype()), "; embedding tables and their gradients are fp32 (fp64 in checks)");
+  check_act(act, table.dtype(), op, "activations");
   const int64_t N = tokens.numel(), C = last_dim(table), V = rows_of(table);
   check_numel(act, N * C, op, "activations");
   TRIDENT_CHECK(N == 0 || last_dim(act) == C, op, ": activations ", act.shape().str(), " do not end in C=", C);
@@ -45,16 +49,17 @@ void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tens
     const int32_t* pos = s.P ? positions.data<int32_t>() : nullptr;
     const T* pte = wte.data<T>();
     const T* ppe = s.P ? wpe.data<T>() : nullptr;
-    T* po = out.data<T>();
+    const Act<T> oa(out);
     const int64_t C = s.C;
 #pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
     for (int64_t n = 0; n < s.N; ++n) {
       const int64_t row = int64_t(tok[n]) - vocab_offset;
-      T* o = po + n * C;
+      T* o = oa.out(n * C, oa.in_place() ? nullptr : thread_scratch<T, 0>(static_cast<size_t>(C)));
       if (row < 0 || row >= s.V) {  // another shard's token
         const T* pe = ppe ? ppe + int64_t(pos[n]) * C : nullptr;
 #pragma omp simd
         for (int64_t c = 0; c < C; ++c) o[c] = pe ? pe[c] : T(0);
+        oa.commit(n * C, C, o);
         continue;
       }
       const T* te = pte + row * C;
@@ -66,6 +71,7 @@ void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tens
 #pragma omp simd
         for (int64_t c = 0; c < C; ++c) o[c] = te[c];
       }
+      oa.commit(n * C, C, o);
     }
   });
 }
@@ -80,15 +86,16 @@ void embedding_backward(const Tensor& tokens, const Tensor& positions, const Ten
     using T = decltype(tag);
     const int32_t* tok = tokens.data<int32_t>();
     const int32_t* pos = s.P ? positions.data<int32_t>() : nullptr;
-    const T* pd = dout.data<T>();
+    const Act<T> da(dout);
     T* pte = dwte.data<T>();
     T* ppe = s.P ? dwpe.data<T>() : nullptr;
     const int64_t C = s.C, blocks = (C + kColBlock - 1) / kColBlock;
 #pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t c0 = blk * kColBlock, width = std::min(kColBlock, C - c0);
+      alignas(64) T buf[kColBlock];
       for (int64_t n = 0; n < s.N; ++n) {
-        const T* d = pd + n * C + c0;
+        const T* d = da.read(n * C + c0, width, buf);
         const int64_t row = int64_t(tok[n]) - vocab_offset;
         if (row >= 0 && row < s.V) {
           T* te = pte + row * C + c0;

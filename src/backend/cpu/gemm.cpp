@@ -53,11 +53,7 @@ void gemm_f64(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, doubl
 
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta, Tensor& c) {
-  constexpr const char* op = "gemm";
-  check_tensor(a, op, "a");
-  check_dtype(b, a.dtype(), op, "b");
-  check_dtype(c, a.dtype(), op, "c");
+GemmDims gemm_dims(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c) {
   const int64_t a_rows = rows_of(a), a_cols = last_dim(a);
   const int64_t b_rows = rows_of(b), b_cols = last_dim(b);
   const int64_t M = trans_a ? a_cols : a_rows, K = trans_a ? a_rows : a_cols;
@@ -72,6 +68,15 @@ void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tenso
     return xb < yb + y.bytes() && yb < xb + x.bytes();
   };
   TRIDENT_CHECK(!overlaps(c, a) && !overlaps(c, b), "gemm: c must not overlap a or b");
+  return {M, N, K};
+}
+
+void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta, Tensor& c) {
+  constexpr const char* op = "gemm";
+  check_tensor(a, op, "a");
+  check_dtype(b, a.dtype(), op, "b");
+  check_dtype(c, a.dtype(), op, "c");
+  const auto [M, N, K] = gemm_dims(trans_a, trans_b, a, b, c);
   if (M == 0 || N == 0) return;
   if (K == 0) {  // empty sum: c = beta * c
     if (beta == 0.0) fill(c, 0.0);

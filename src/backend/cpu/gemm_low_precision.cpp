@@ -1,10 +1,13 @@
-// bf16 GEMM via oneDNN matmul (primitives cached per shape) and fp16-input emulation.
+// Mixed-precision GEMM: picks bf16 matmul (oneDNN) or widening to fp32 sgemm per the rules in
+// gemm_low_precision.hpp, converting operands into reusable scratch buffers.
 #include "gemm_low_precision.hpp"
 
-#include <omp.h>
-
+#include <map>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <vector>
 
+#include "act.hpp"
 #include "common.hpp"
 #include "kernels.hpp"
 
@@ -12,35 +15,56 @@ namespace trident::cpu {
 
 namespace {
 
-void to_bf16(const float* src, uint16_t* dst, int64_t n) {
-#pragma omp parallel for simd if (n > kParallelElems) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_bf16_bits(src[i]);
+// An fp32 host tensor over memory owned elsewhere (scratch), for passing to cpu::gemm.
+Tensor wrap_f32(float* p, Shape shape) {
+  return Tensor(std::make_shared<Storage>(p, static_cast<size_t>(shape.numel()) * 4, Device::kCPU, nullptr), 0,
+                shape, DType::kF32);
 }
 
-void round_through_fp16(const float* src, float* dst, int64_t n) {
-#pragma omp parallel for if (n > kParallelElems) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_bits_to_fp32(fp32_to_fp16_bits(src[i]));
+// dst = t widened to fp32 (t fp32/bf16/fp16), rounded through fp16 first when round_fp16.
+void widen_into(const Tensor& t, bool round_fp16, float* dst) {
+  const int64_t n = t.numel();
+  if (t.dtype() == DType::kF32) {
+    const float* src = t.data<float>();
+    for_chunks(n, [&](int64_t at, int64_t len) {
+      if (!round_fp16) {
+        std::copy(src + at, src + at + len, dst + at);
+        return;
+      }
+      alignas(64) uint16_t h[kChunk];
+      f32_to_half(src + at, DType::kF16, h, len);
+      half_to_f32(h, DType::kF16, dst + at, len);
+    });
+  } else {
+    for_chunks(n, [&](int64_t at, int64_t len) { load_f32(t.raw(), t.dtype(), at, dst + at, len); });
+  }
 }
+
+void narrow_into(const float* src, Tensor& t) {
+  for_chunks(t.numel(), [&](int64_t at, int64_t len) { store_f32(src + at, t.dtype(), t.raw(), at, len); });
+}
+
+bool is_gemm_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
 
 }  // namespace
 
 struct LowPrecisionGemm::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  // (M, N, K, trans_a, trans_b, alpha, beta) -> matmul primitive.
-  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool, float, float>, dnnl::matmul> cache;
-  std::vector<uint16_t> a16, b16;  // inputs rounded to bf16, grown to the largest seen
-  std::vector<float> a32, b32;     // inputs rounded through fp16
+  // (M, N, K, trans_a, trans_b, alpha, beta, c is bf16) -> matmul primitive.
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool, float, float, bool>, dnnl::matmul> cache;
+  std::vector<uint16_t> a16, b16;  // fp32 inputs rounded to bf16, grown to the largest seen
+  std::vector<float> a32, b32, c32;  // widened operands of the fp32 path, fp32 staging of c
 
-  dnnl::matmul& primitive(int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta) {
-    const auto key = std::make_tuple(M, N, K, ta, tb, alpha, beta);
+  dnnl::matmul& primitive(int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta, bool c_bf16) {
+    const auto key = std::make_tuple(M, N, K, ta, tb, alpha, beta, c_bf16);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
     const dnnl::memory::desc a_md({M, K}, dt::bf16, ta ? tag::ba : tag::ab);
     const dnnl::memory::desc b_md({K, N}, dt::bf16, tb ? tag::ba : tag::ab);
-    const dnnl::memory::desc c_md({M, N}, dt::f32, tag::ab);
+    const dnnl::memory::desc c_md({M, N}, c_bf16 ? dt::bf16 : dt::f32, tag::ab);
     dnnl::primitive_attr attr;
     if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
     if (beta != 0.0f) {
@@ -51,46 +75,88 @@ struct LowPrecisionGemm::Impl {
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine);
     return cache.emplace(key, dnnl::matmul(pd)).first->second;
   }
+
+  // bf16 storage of an input: the tensor itself, or its fp32 values rounded into buf.
+  const uint16_t* as_bf16(const Tensor& t, std::vector<uint16_t>& buf) {
+    if (t.dtype() == DType::kBF16) return static_cast<const uint16_t*>(t.raw());
+    buf.resize(static_cast<size_t>(t.numel()));
+    const float* src = t.data<float>();
+    uint16_t* dst = buf.data();
+    for_chunks(t.numel(), [&](int64_t at, int64_t len) { f32_to_half(src + at, DType::kBF16, dst + at, len); });
+    return dst;
+  }
+
+  void bf16_matmul(bool ta, bool tb, const GemmDims& d, double alpha, const Tensor& a, const Tensor& b, double beta,
+                   Tensor& c) {
+    const uint16_t* pa = as_bf16(a, a16);
+    const uint16_t* pb = as_bf16(b, b16);
+    // c is written in place when fp32, or when bf16 and nothing is read from it.
+    const bool c_direct = c.dtype() == DType::kF32 || (c.dtype() == DType::kBF16 && beta == 0.0);
+    float* c_stage = nullptr;
+    if (!c_direct) {
+      c32.resize(static_cast<size_t>(c.numel()));
+      c_stage = c32.data();
+      if (beta != 0.0) widen_into(c, false, c_stage);
+    }
+    const bool c_bf16 = c_direct && c.dtype() == DType::kBF16;
+    dnnl::matmul& mm = primitive(d.M, d.N, d.K, ta, tb, float(alpha), float(beta), c_bf16);
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    dnnl::memory am({{d.M, d.K}, dt::bf16, ta ? tag::ba : tag::ab}, engine, const_cast<uint16_t*>(pa));
+    dnnl::memory bm({{d.K, d.N}, dt::bf16, tb ? tag::ba : tag::ab}, engine, const_cast<uint16_t*>(pb));
+    dnnl::memory cm({{d.M, d.N}, c_bf16 ? dt::bf16 : dt::f32, tag::ab}, engine, c_direct ? c.raw() : c_stage);
+    mm.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+    if (!c_direct) narrow_into(c_stage, c);
+  }
+
+  void f32_gemm(DType precision, bool ta, bool tb, double alpha, const Tensor& a, const Tensor& b, double beta,
+                Tensor& c) {
+    const bool round_fp16 = precision == DType::kF16;
+    auto as_f32 = [&](const Tensor& t, std::vector<float>& buf) {
+      if (t.dtype() == DType::kF32 && !round_fp16) return t;
+      buf.resize(static_cast<size_t>(t.numel()));
+      widen_into(t, round_fp16, buf.data());
+      return wrap_f32(buf.data(), t.shape());
+    };
+    const Tensor af = as_f32(a, a32), bf = as_f32(b, b32);
+    if (c.dtype() == DType::kF32) {
+      gemm(ta, tb, alpha, af, bf, beta, c);
+      return;
+    }
+    c32.resize(static_cast<size_t>(c.numel()));
+    if (beta != 0.0) widen_into(c, false, c32.data());
+    Tensor cf = wrap_f32(c32.data(), c.shape());
+    gemm(ta, tb, alpha, af, bf, beta, cf);
+    narrow_into(c32.data(), c);
+  }
 };
 
 LowPrecisionGemm::LowPrecisionGemm() : impl_(std::make_unique<Impl>()) {}
 LowPrecisionGemm::~LowPrecisionGemm() = default;
 
-void LowPrecisionGemm::run(DType dtype, bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
-                           double beta, Tensor& c) {
-  TRIDENT_CHECK(a.dtype() == DType::kF32 && b.dtype() == DType::kF32 && c.dtype() == DType::kF32,
-                "16-bit gemm takes fp32 tensors (rounded inside)");
-  const int64_t M = trans_a ? last_dim(a) : rows_of(a), K = trans_a ? rows_of(a) : last_dim(a);
-  const int64_t N = trans_b ? rows_of(b) : last_dim(b);
-  if (dtype == DType::kF16) {
-    Impl& p = *impl_;
-    p.a32.resize(static_cast<size_t>(a.numel()));
-    p.b32.resize(static_cast<size_t>(b.numel()));
-    round_through_fp16(a.data<float>(), p.a32.data(), a.numel());
-    round_through_fp16(b.data<float>(), p.b32.data(), b.numel());
-    Tensor a16 = Tensor(std::make_shared<Storage>(p.a32.data(), p.a32.size() * 4, Device::kCPU, nullptr), 0, a.shape(), DType::kF32);
-    Tensor b16 = Tensor(std::make_shared<Storage>(p.b32.data(), p.b32.size() * 4, Device::kCPU, nullptr), 0, b.shape(), DType::kF32);
-    gemm(trans_a, trans_b, alpha, a16, b16, beta, c);
+void LowPrecisionGemm::run(DType precision, bool trans_a, bool trans_b, double alpha, const Tensor& a,
+                           const Tensor& b, double beta, Tensor& c) {
+  constexpr const char* op = "gemm";
+  check_tensor(a, op, "a");
+  check_tensor(b, op, "b");
+  check_tensor(c, op, "c");
+  TRIDENT_CHECK(is_gemm_float(a.dtype()) && is_gemm_float(b.dtype()) && is_gemm_float(c.dtype()),
+                "gemm: a is ", dtype_name(a.dtype()), ", b is ", dtype_name(b.dtype()), ", c is ", dtype_name(c.dtype()),
+                "; each may be fp32, bf16 or fp16 (or all three fp64)");
+  const GemmDims d = gemm_dims(trans_a, trans_b, a, b, c);
+  if (d.M == 0 || d.N == 0) return;
+  if (d.K == 0) {  // empty sum: c = beta * c
+    if (beta == 0.0) fill(c, 0.0);
+    else scale(c, beta);
     return;
   }
-  TRIDENT_CHECK(dtype == DType::kBF16, "16-bit gemm of ", dtype_name(dtype));
-  if (M == 0 || N == 0 || K == 0) {
-    gemm(trans_a, trans_b, alpha, a, b, beta, c);  // the fp32 path handles the empty cases
-    return;
-  }
-  Impl& p = *impl_;
-  p.a16.resize(static_cast<size_t>(a.numel()));
-  p.b16.resize(static_cast<size_t>(b.numel()));
-  to_bf16(a.data<float>(), p.a16.data(), a.numel());
-  to_bf16(b.data<float>(), p.b16.data(), b.numel());
-  dnnl::matmul& mm = p.primitive(M, N, K, trans_a, trans_b, static_cast<float>(alpha), static_cast<float>(beta));
-  using tag = dnnl::memory::format_tag;
-  using dt = dnnl::memory::data_type;
-  dnnl::memory am({{M, K}, dt::bf16, trans_a ? tag::ba : tag::ab}, p.engine, p.a16.data());
-  dnnl::memory bm({{K, N}, dt::bf16, trans_b ? tag::ba : tag::ab}, p.engine, p.b16.data());
-  dnnl::memory cm({{M, N}, dt::f32, tag::ab}, p.engine, c.data<float>());
-  mm.execute(p.stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-  p.stream.wait();
+  const bool has_fp16 = a.dtype() == DType::kF16 || b.dtype() == DType::kF16;
+  const bool both_bf16 = a.dtype() == DType::kBF16 && b.dtype() == DType::kBF16;
+  if (cpu_has_avx512_bf16() && !has_fp16 && (both_bf16 || precision == DType::kBF16))
+    impl_->bf16_matmul(trans_a, trans_b, d, alpha, a, b, beta, c);
+  else
+    impl_->f32_gemm(precision, trans_a, trans_b, alpha, a, b, beta, c);
 }
 
 }  // namespace trident::cpu

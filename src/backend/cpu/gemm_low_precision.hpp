@@ -1,12 +1,17 @@
-// GEMMs with 16-bit inputs and fp32 accumulation on the host, for mixed-precision training:
-// bf16 through oneDNN's matmul primitive (AVX-512 BF16 dot products where the CPU has them),
-// fp16 by rounding the inputs to fp16 and multiplying in fp32 (no fp16 arithmetic on these
-// CPUs: the numbers are fp16's, the speed fp32's). a, b, c are fp32 tensors as in cpu::gemm.
+// GEMMs with 16-bit operands on the host, for mixed-precision training. a, b, c may each be
+// fp32, bf16 or fp16; arithmetic and accumulation are fp32.
+//  - bf16 products go to oneDNN's matmul primitive (AVX-512 BF16 dot products, fp32
+//    accumulation) when both inputs are bf16, or when the matmul precision is bf16 (fp32 inputs
+//    are then rounded to bf16 first). c is written as fp32 or directly as bf16 (beta = 0);
+//    beta != 0 with a 16-bit c goes through an fp32 copy of c.
+//  - Anything with fp16, or with an fp32 input at fp32 precision: the 16-bit inputs are widened
+//    (exactly) to fp32 and multiplied by the fp32 sgemm. These CPUs have no fp16 arithmetic
+//    (no AVX512-FP16), so fp16 means fp16 storage at fp32 speed. At fp16 matmul precision fp32
+//    inputs are rounded through fp16 first, as before.
+//  - Without AVX-512 BF16 the bf16 products are widened and multiplied in fp32 as well.
+// Primitives are cached by (shape, transposes, alpha, beta, output dtype).
 #pragma once
-#include <map>
 #include <memory>
-#include <tuple>
-#include <vector>
 
 #include "trident/core/tensor.hpp"
 
@@ -16,8 +21,9 @@ class LowPrecisionGemm {
  public:
   LowPrecisionGemm();
   ~LowPrecisionGemm();
-  // c = alpha * op(a) op(b) + beta * c with a and b rounded to dtype (kBF16 or kF16).
-  void run(DType dtype, bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+  // c = alpha * op(a) op(b) + beta * c; precision is the matmul precision for fp32 inputs
+  // (kF32, kBF16 or kF16, see Ops::set_matmul_precision).
+  void run(DType precision, bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
            Tensor& c);
 
  private:

@@ -8,7 +8,12 @@
 
 namespace trident::cpu {
 
-// gemm.cpp
+// gemm.cpp: fp32 (oneDNN sgemm) or fp64 with a, b, c of one dtype. gemm_dims checks the
+// shapes of c = op(a) op(b) (any dtypes) and returns M, N, K.
+struct GemmDims {
+  int64_t M, N, K;
+};
+GemmDims gemm_dims(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c);
 void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta, Tensor& c);
 
 // elementwise.cpp

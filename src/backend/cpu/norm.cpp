@@ -1,5 +1,7 @@
 // LayerNorm (biased variance, as PyTorch) and RMSNorm, forward and backward.
-// x, y, dy, dx: [N, C]; w, b, dw, db: [C]; mean, rstd: [N] in x's dtype.
+// x, y, dy, dx: [N, C], each fp32, bf16 or fp16 (statistics and arithmetic in fp32);
+// w, b, dw, db: [C] and mean, rstd: [N] are fp32 (all fp64 in an fp64 call).
+#include "act.hpp"
 #include "common.hpp"
 #include "kernels.hpp"
 
@@ -8,18 +10,25 @@ namespace {
 
 struct NormShape {
   int64_t N, C;
+  DType compute;  // kF32 (for fp32/bf16/fp16 activations) or kF64
 };
 
 NormShape check_norm(const char* op, const Tensor& x, const Tensor& w, const Tensor& act, const Tensor& stat) {
-  check_tensor(x, op, "x");
+  const DType ct = compute_dtype(x, op, "x");
   const int64_t C = last_dim(x), N = rows_of(x);
-  check_dtype(w, x.dtype(), op, "w");
+  check_dtype(w, ct, op, "w");
   check_numel(w, C, op, "w");
-  check_dtype(act, x.dtype(), op, "y/dy");
+  check_act(act, ct, op, "y/dy");
   TRIDENT_CHECK(act.shape() == x.shape(), op, ": ", act.shape().str(), " differs from x ", x.shape().str());
-  check_dtype(stat, x.dtype(), op, "mean/rstd");
+  check_dtype(stat, ct, op, "mean/rstd");
   check_numel(stat, N, op, "mean/rstd");
-  return {N, C};
+  return {N, C, ct};
+}
+
+// Per-thread row buffers of C elements for the 16-bit path (unused when storage is T).
+template <typename T, int Slot>
+T* row_buffer(const Act<T>& a, int64_t C) {
+  return a.in_place() ? nullptr : thread_scratch<T, Slot>(static_cast<size_t>(C));
 }
 
 // out[c] += sum_n f(n, c) for columns in blocks of kColBlock, one block per task (race-free).
@@ -42,25 +51,24 @@ void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double
                        Tensor& rstd) {
   constexpr const char* op = "layernorm_forward";
   const auto s = check_norm(op, x, w, y, mean);
-  check_dtype(rstd, x.dtype(), op, "rstd");
+  check_dtype(rstd, s.compute, op, "rstd");
   check_numel(rstd, s.N, op, "rstd");
   if (b.defined()) {
-    check_dtype(b, x.dtype(), op, "b");
+    check_dtype(b, s.compute, op, "b");
     check_numel(b, s.C, op, "b");
   }
-  dispatch_float(x.dtype(), op, [&](auto tag) {
+  dispatch_float(s.compute, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* px = x.data<T>();
+    const Act<T> xa(x), ya(y);
     const T* pw = w.data<T>();
     const T* pb = b.defined() ? b.data<T>() : nullptr;
-    T* py = y.data<T>();
     T* pmean = mean.data<T>();
     T* prstd = rstd.data<T>();
     const int64_t C = s.C;
     const T inv_c = T(1) / T(C);
 #pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
     for (int64_t n = 0; n < s.N; ++n) {
-      const T* xr = px + n * C;
+      const T* xr = xa.read(n * C, C, row_buffer<T, 0>(xa, C));
       T sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int64_t c = 0; c < C; ++c) sum += xr[c];
@@ -69,7 +77,7 @@ void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double
 #pragma omp simd reduction(+ : var)
       for (int64_t c = 0; c < C; ++c) var += (xr[c] - m) * (xr[c] - m);
       const T r = T(1) / std::sqrt(var * inv_c + T(eps));
-      T* yr = py + n * C;
+      T* yr = ya.out(n * C, row_buffer<T, 1>(ya, C));
       if (pb) {
 #pragma omp simd
         for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) * r * pw[c] + pb[c];
@@ -77,6 +85,7 @@ void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double
 #pragma omp simd
         for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) * r * pw[c];
       }
+      ya.commit(n * C, C, yr);
       pmean[n] = m;
       prstd[n] = r;
     }
@@ -89,30 +98,28 @@ void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, cons
                         const Tensor& rstd, Tensor& dx, Tensor& dw, Tensor& db) {
   constexpr const char* op = "layernorm_backward";
   const auto s = check_norm(op, x, w, dy, mean);
-  check_dtype(rstd, x.dtype(), op, "rstd");
+  check_dtype(rstd, s.compute, op, "rstd");
   check_numel(rstd, s.N, op, "rstd");
-  check_dtype(dx, x.dtype(), op, "dx");
+  check_act(dx, s.compute, op, "dx");
   TRIDENT_CHECK(dx.shape() == x.shape(), op, ": dx ", dx.shape().str(), " differs from x ", x.shape().str());
-  check_dtype(dw, x.dtype(), op, "dw");
+  check_dtype(dw, s.compute, op, "dw");
   check_numel(dw, s.C, op, "dw");
   if (db.defined()) {
-    check_dtype(db, x.dtype(), op, "db");
+    check_dtype(db, s.compute, op, "db");
     check_numel(db, s.C, op, "db");
   }
-  dispatch_float(x.dtype(), op, [&](auto tag) {
+  dispatch_float(s.compute, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* pdy = dy.data<T>();
-    const T* px = x.data<T>();
+    const Act<T> dya(dy), xa(x), dxa(dx);
     const T* pw = w.data<T>();
     const T* pmean = mean.data<T>();
     const T* prstd = rstd.data<T>();
-    T* pdx = dx.data<T>();
     const int64_t C = s.C;
     const T inv_c = T(1) / T(C);
 #pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
     for (int64_t n = 0; n < s.N; ++n) {
-      const T* xr = px + n * C;
-      const T* dyr = pdy + n * C;
+      const T* xr = xa.read(n * C, C, row_buffer<T, 0>(xa, C));
+      const T* dyr = dya.read(n * C, C, row_buffer<T, 1>(dya, C));
       const T m = pmean[n], r = prstd[n];
       T g_sum = 0, gx_sum = 0;
 #pragma omp simd reduction(+ : g_sum, gx_sum)
@@ -122,20 +129,23 @@ void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, cons
         gx_sum += g * (xr[c] - m) * r;
       }
       const T g_mean = g_sum * inv_c, gx_mean = gx_sum * inv_c;
-      T* dxr = pdx + n * C;
+      T* dxr = dxa.update(n * C, C, row_buffer<T, 2>(dxa, C));
 #pragma omp simd
       for (int64_t c = 0; c < C; ++c) dxr[c] += r * (dyr[c] * pw[c] - g_mean - (xr[c] - m) * r * gx_mean);
+      dxa.commit(n * C, C, dxr);
     }
     column_reduce(s.N, C, dw.data<T>(), [&](int64_t n, int64_t c0, int64_t width, double* acc) {
-      const T* xr = px + n * C + c0;
-      const T* dyr = pdy + n * C + c0;
+      alignas(64) T bx[kColBlock], bdy[kColBlock];
+      const T* xr = xa.read(n * C + c0, width, bx);
+      const T* dyr = dya.read(n * C + c0, width, bdy);
       const T m = pmean[n], r = prstd[n];
 #pragma omp simd
       for (int64_t c = 0; c < width; ++c) acc[c] += double(dyr[c] * (xr[c] - m) * r);
     });
     if (db.defined()) {
       column_reduce(s.N, C, db.data<T>(), [&](int64_t n, int64_t c0, int64_t width, double* acc) {
-        const T* dyr = pdy + n * C + c0;
+        alignas(64) T bdy[kColBlock];
+        const T* dyr = dya.read(n * C + c0, width, bdy);
 #pragma omp simd
         for (int64_t c = 0; c < width; ++c) acc[c] += double(dyr[c]);
       });
@@ -146,23 +156,23 @@ void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, cons
 void rmsnorm_forward(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) {
   constexpr const char* op = "rmsnorm_forward";
   const auto s = check_norm(op, x, w, y, rstd);
-  dispatch_float(x.dtype(), op, [&](auto tag) {
+  dispatch_float(s.compute, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* px = x.data<T>();
+    const Act<T> xa(x), ya(y);
     const T* pw = w.data<T>();
-    T* py = y.data<T>();
     T* prstd = rstd.data<T>();
     const int64_t C = s.C;
 #pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
     for (int64_t n = 0; n < s.N; ++n) {
-      const T* xr = px + n * C;
+      const T* xr = xa.read(n * C, C, row_buffer<T, 0>(xa, C));
       T ss = 0;
 #pragma omp simd reduction(+ : ss)
       for (int64_t c = 0; c < C; ++c) ss += xr[c] * xr[c];
       const T r = T(1) / std::sqrt(ss / T(C) + T(eps));
-      T* yr = py + n * C;
+      T* yr = ya.out(n * C, row_buffer<T, 1>(ya, C));
 #pragma omp simd
       for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * r * pw[c];
+      ya.commit(n * C, C, yr);
       prstd[n] = r;
     }
   });
@@ -173,34 +183,34 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
                       Tensor& dw) {
   constexpr const char* op = "rmsnorm_backward";
   const auto s = check_norm(op, x, w, dy, rstd);
-  check_dtype(dx, x.dtype(), op, "dx");
+  check_act(dx, s.compute, op, "dx");
   TRIDENT_CHECK(dx.shape() == x.shape(), op, ": dx ", dx.shape().str(), " differs from x ", x.shape().str());
-  check_dtype(dw, x.dtype(), op, "dw");
+  check_dtype(dw, s.compute, op, "dw");
   check_numel(dw, s.C, op, "dw");
-  dispatch_float(x.dtype(), op, [&](auto tag) {
+  dispatch_float(s.compute, op, [&](auto tag) {
     using T = decltype(tag);
-    const T* pdy = dy.data<T>();
-    const T* px = x.data<T>();
+    const Act<T> dya(dy), xa(x), dxa(dx);
     const T* pw = w.data<T>();
     const T* prstd = rstd.data<T>();
-    T* pdx = dx.data<T>();
     const int64_t C = s.C;
 #pragma omp parallel for if (s.N * C > kParallelElems) schedule(static)
     for (int64_t n = 0; n < s.N; ++n) {
-      const T* xr = px + n * C;
-      const T* dyr = pdy + n * C;
+      const T* xr = xa.read(n * C, C, row_buffer<T, 0>(xa, C));
+      const T* dyr = dya.read(n * C, C, row_buffer<T, 1>(dya, C));
       const T r = prstd[n];
       T gx_sum = 0;
 #pragma omp simd reduction(+ : gx_sum)
       for (int64_t c = 0; c < C; ++c) gx_sum += dyr[c] * pw[c] * xr[c] * r;
       const T gx_mean = gx_sum / T(C);
-      T* dxr = pdx + n * C;
+      T* dxr = dxa.update(n * C, C, row_buffer<T, 2>(dxa, C));
 #pragma omp simd
       for (int64_t c = 0; c < C; ++c) dxr[c] += r * (dyr[c] * pw[c] - xr[c] * r * gx_mean);
+      dxa.commit(n * C, C, dxr);
     }
     column_reduce(s.N, C, dw.data<T>(), [&](int64_t n, int64_t c0, int64_t width, double* acc) {
-      const T* xr = px + n * C + c0;
-      const T* dyr = pdy + n * C + c0;
+      alignas(64) T bx[kColBlock], bdy[kColBlock];
+      const T* xr = xa.read(n * C + c0, width, bx);
+      const T* dyr = dya.read(n * C + c0, width, bdy);
       const T r = prstd[n];
 #pragma omp simd
       for (int64_t c = 0; c < width; ++c) acc[c] += double(dyr[c] * xr[c] * r);

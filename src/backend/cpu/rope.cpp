@@ -1,7 +1,9 @@
 // Rotary position embedding (rotate-half pairing (i, i + HS/2) as in Llama), in place.
-// x: [N, H*HS]; positions: [N] int32; angle(n, i) = positions[n] * theta^(-2i/HS), i < HS/2.
+// x: [N, H*HS] fp32, bf16 or fp16 (rotated in fp32) or fp64; positions: [N] int32;
+// angle(n, i) = positions[n] * theta^(-2i/HS), i < HS/2.
 #include <limits>
 
+#include "act.hpp"
 #include "common.hpp"
 #include "kernels.hpp"
 
@@ -35,7 +37,7 @@ void RopeTable::ensure(int head_size, double theta, int64_t max_pos) {
 // inverse (backward, the transpose of the rotation): g1' = g1 cos + g2 sin, g2' = g2 cos - g1 sin.
 void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool inverse, RopeTable& table) {
   const char* op = inverse ? "rope_backward" : "rope_forward";
-  check_tensor(x, op, "x");
+  const DType ct = compute_dtype(x, op, "x");
   TRIDENT_CHECK(head_size > 0 && head_size % 2 == 0, op, ": head_size ", head_size, " must be positive and even");
   const int64_t width = last_dim(x), N = rows_of(x);
   TRIDENT_CHECK(width % head_size == 0, op, ": x ", x.shape().str(), " last dim is not a multiple of head_size ",
@@ -47,16 +49,17 @@ void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool 
   for (int64_t n = 0; n < N; ++n) max_pos = std::max<int64_t>(max_pos, pos[n]);
   table.ensure(head_size, theta, max_pos);
   const int64_t H = width / head_size, half = head_size / 2;
-  dispatch_float(x.dtype(), op, [&](auto tag) {
+  dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    T* px = x.data<T>();
+    const Act<T> xa(x);
     const T sign = inverse ? T(-1) : T(1);
 #pragma omp parallel for if (N * width > kParallelElems) schedule(static)
     for (int64_t n = 0; n < N; ++n) {
       const double* cs = table.cos_row(pos[n]);
       const double* sn = table.sin_row(pos[n]);
+      T* xr = xa.update(n * width, width, xa.in_place() ? nullptr : thread_scratch<T, 0>(static_cast<size_t>(width)));
       for (int64_t h = 0; h < H; ++h) {
-        T* x1 = px + n * width + h * head_size;
+        T* x1 = xr + h * head_size;
         T* x2 = x1 + half;
 #pragma omp simd
         for (int64_t i = 0; i < half; ++i) {
@@ -66,6 +69,7 @@ void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool 
           x2[i] = b * c + a * s;
         }
       }
+      xa.commit(n * width, width, xr);
     }
   });
 }
