@@ -25,6 +25,9 @@ oversubscribed=false
 if [[ -n ${SLURM_JOB_ID:-} ]]; then
   job_pick_launcher "$SLURM_NTASKS"
   mode=slurm
+  # e.g. SLURM_TASKS_PER_NODE=4(x2): ranks on this node; --overcommit allows more than its CPUs.
+  per_node=${SLURM_TASKS_PER_NODE%%[(,]*}
+  ((per_node * ${SLURM_CPUS_PER_TASK:-1} > ${SLURM_CPUS_ON_NODE:-per_node})) && oversubscribed=true
 else
   np=${TRIDENT_NP:?TRIDENT_NP (ranks) is not set}
   threads=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("threads", 1))' "$point")

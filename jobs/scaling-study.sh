@@ -35,6 +35,7 @@ die() {
   exit 2
 }
 while (($#)); do
+  [[ $1 == --*=* ]] && set -- "${1%%=*}" "${1#*=}" "${@:2}"  # --option=value
   case $1 in
     --config) config=$2; shift ;;
     --ranks) ranks=$2; shift ;;
