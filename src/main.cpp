@@ -18,6 +18,7 @@ constexpr Subcommand kSubcommands[] = {
     {"prep", trident::cli::run_prep, "turn text / JSONL files into memory-mapped token shards"},
     {"inspect", trident::cli::run_inspect, "print statistics of token shards, decode documents"},
     {"plan", trident::cli::run_plan, "predict step time and memory of layouts, pick the best"},
+    {"convert", trident::cli::run_convert, "Hugging Face model directory <-> trident checkpoint"},
     {"bench", trident::cli::run_bench, "micro-benchmarks: gemm, allreduce, io"},
 };
 

@@ -70,18 +70,34 @@ def write_fixture(out, name, model, dtype, seed, shard_size=None):
     print(f"{name}: {files} ({size} bytes), loss {loss:.6f}")
 
 
+def write_tokenizer(d, vocab):
+    """A byte-level BPE tokenizer.json trained on this script, so `prep --tokenizer DIR` finds one."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    with open(__file__) as f:
+        tok.train_from_iterator([f.read()], trainer)
+    tok.save(os.path.join(d, "tokenizer.json"))
+    print(f"  tokenizer.json: {tok.get_vocab_size()} tokens")
+
+
 def make_all(out):
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
-    # GPT-2: odd vocabulary (padded under tp), tied head, learned positions beyond T.
+    # GPT-2: odd vocabulary (padded under tp), tied head, learned positions beyond T; a
+    # tokenizer.json (vocabulary above the byte tokenizer's, so CLI tests can train on bytes).
     gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        vocab_size=101, n_positions=32, n_embd=32, n_layer=2, n_head=4, activation_function="gelu_new",
+        vocab_size=301, n_positions=32, n_embd=32, n_layer=2, n_head=4, activation_function="gelu_new",
         attn_implementation="eager"))
     randomize(gpt2, 1)
     write_fixture(out, "gpt2", gpt2, torch.float32, 10)
+    write_tokenizer(os.path.join(out, "gpt2"), 300)
     # Llama with grouped-query attention (4 heads, 2 KV heads), untied head, RoPE theta 5e5.
     llama_cfg = transformers.LlamaConfig(
-        vocab_size=130, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        vocab_size=260, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=500000.0,
         tie_word_embeddings=False, attn_implementation="eager")
     llama = transformers.LlamaForCausalLM(llama_cfg)

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "trident/cli/config_parser.hpp"
@@ -94,7 +95,13 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   m.seq_len = v.int32("model.seq_len");
   m.tie_embeddings = v.boolean("model.tie_embeddings");
   m.dropout = v.number("model.dropout");
+  m.qkv_bias = v.boolean("model.qkv_bias");
+  m.norm_eps = v.number("model.norm_eps");
+  m.rope_theta = v.number("model.rope_theta");
+  TRIDENT_CONFIG_CHECK(m.norm_eps > 0, "model.norm_eps must be > 0 (got ", m.norm_eps, ")");
+  TRIDENT_CONFIG_CHECK(m.rope_theta > 0, "model.rope_theta must be > 0 (got ", m.rope_theta, ")");
   m.resolve();
+  c.init_from = v.str("model.init_from");
 
   c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp")};
   c.microbatches = v.int32("parallel.microbatches");
@@ -158,7 +165,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   (void)v.boolean("lisa.enabled");
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
-  v.require_default("model.init_from", "initialisation from a pretrained model");
   v.require_default("lora.enabled", "LoRA");
   v.require_default("lisa.enabled", "LISA");
   v.require_default("data.bucket", "bucketing");
@@ -258,7 +264,12 @@ train::RunConfig parse_run_config(int argc, char** argv, int world_size) {
     throw ConfigError(std::string(e.what()) + " (in " + source + ")");
   }
   std::map<std::string, std::string> values;
-  for (const ConfigKey& k : config_schema()) values[k.name] = vm[k.name].as<std::string>();
+  std::set<std::string> given;  // keys set in the file or on the command line
+  for (const ConfigKey& k : config_schema()) {
+    values[k.name] = vm[k.name].as<std::string>();
+    if (!vm[k.name].defaulted()) given.insert(k.name);
+  }
+  apply_init_from(values, given);
   return to_run_config(Values(std::move(values)), world_size);
 }
 

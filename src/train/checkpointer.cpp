@@ -281,6 +281,14 @@ void Checkpointer::prune() {
   for (size_t i = 0; i + static_cast<size_t>(cfg_.checkpoint.keep) < files.size(); ++i) fs::remove(files[i]);
 }
 
+void Checkpointer::load_model(const std::string& path) {
+  std::vector<io::ShardPiece> wanted = live_pieces();
+  std::map<std::string, Shape> expected = datasets_;
+  std::erase_if(wanted, [](const io::ShardPiece& p) { return p.dataset.rfind("/model/", 0) != 0; });
+  std::erase_if(expected, [](const auto& d) { return d.first.rfind("/model/", 0) != 0; });
+  io::read_checkpoint(path, topology_.world().comm(), expected, wanted);
+}
+
 int64_t Checkpointer::resume() {
   const std::string& mode = cfg_.checkpoint.resume;
   if (mode == "none") return 0;

@@ -10,6 +10,8 @@
 #include <fstream>
 
 #include "trident/core/timer.hpp"
+#include "trident/model/hf_config.hpp"
+#include "trident/train/hf_weights.hpp"
 #include "trident/train/preemption.hpp"
 #include "trident/train/stage_plan.hpp"
 
@@ -103,6 +105,12 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
 
   checkpointer_ = std::make_unique<Checkpointer>(cfg, topology, *model_, *optimizer_, log);
   checkpointer_->set_compressor(reducer_->compressor(), cfg.comm.compression);  // error-feedback state
+  if (!cfg.init_from.empty()) {  // pretrained weights; a checkpoint resumed below replaces them
+    if (model::is_hf_model_dir(cfg.init_from)) load_hf_model(model_->params(), ops, model_->config(), cfg.init_from);
+    else checkpointer_->load_model(cfg.init_from);
+    const std::string tokenizer = model::model_tokenizer_path(cfg.init_from);
+    log_.info("initialised from ", cfg.init_from, tokenizer.empty() ? "" : "; its tokenizer: " + tokenizer);
+  }
   start_step_ = checkpointer_->resume();
   if (checkpointer_->restored_loss_scale() > 0 && scaler_->dynamic()) scaler_->restore(checkpointer_->restored_loss_scale());
   TRIDENT_CONFIG_CHECK(start_step_ <= cfg.train.steps, "the checkpoint has ", start_step_,

@@ -3,6 +3,8 @@
 // the command line as --section.key=value. Unknown keys, wrong types and impossible
 // combinations raise ConfigError naming the key and the rule (the CLI exits with code 2).
 #pragma once
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,11 @@ const std::vector<ConfigKey>& config_schema();
 // Parses args (the arguments after "train"): --config FILE and --section.key=value overrides.
 // world_size is the number of MPI ranks, checked against dp*tp*pp.
 train::RunConfig parse_run_config(int argc, char** argv, int world_size);
+
+// model.init_from: the model keys its config.json (or checkpoint config) determines replace the
+// defaults in values; a key in `given` (set by the user) must agree, else ConfigError.
+// (src/cli/init_from_config.cpp)
+void apply_init_from(std::map<std::string, std::string>& values, const std::set<std::string>& given);
 
 // "--help" text for a subcommand that takes the run configuration.
 std::string config_help(const std::string& usage);

@@ -56,6 +56,9 @@ class Checkpointer {
   // directory, if any; none; or a path). Returns the optimizer steps done by the loaded state
   // (0 when nothing was loaded).
   int64_t resume();
+  // Collective: loads only the model weights of a checkpoint (model.init_from = FILE.h5), in any
+  // layout; optimizer state and step stay fresh.
+  void load_model(const std::string& path);
   const std::string& directory() const { return dir_; }
   // Collective: checkpoint (and resume) this compressor's state too (nullptr: none). Call before
   // resume(), on every rank.

@@ -81,6 +81,7 @@ struct RunConfig {
   CommConfig comm;
   CheckpointConfig checkpoint;
   LogConfig log;
+  std::string init_from;    // model.init_from: HF model directory or trident checkpoint ("" = none)
   std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
 
   // Sequences per micro-batch per dp rank and micro-batches per step.

@@ -1,0 +1,88 @@
+// `trident convert`: Hugging Face model directories <-> trident checkpoints
+// (train/hf_convert.hpp). One process does the work; under mpirun the other ranks wait.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "trident/cli/commands.hpp"
+#include "trident/core/error.hpp"
+#include "trident/dist/mpi_session.hpp"
+#include "trident/io/safetensors.hpp"
+#include "trident/model/hf_config.hpp"
+#include "trident/train/hf_convert.hpp"
+
+namespace trident::cli {
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: trident convert --to hf --input CHECKPOINT.h5 --output DIR [--tokenizer PATH]\n"
+    "       trident convert --from hf --input DIR --output CHECKPOINT.h5 [--seq-len N]\n"
+    "  --to hf:   DIR gets model.safetensors (F32) and config.json (transformers' from_pretrained\n"
+    "             loads it), and tokenizer.json: --tokenizer, or the one of the model the run\n"
+    "             was initialised from\n"
+    "  --from hf: DIR is a Hugging Face model directory (gpt2, llama, mistral, qwen2; one\n"
+    "             model.safetensors or shards with model.safetensors.index.json); the checkpoint\n"
+    "             works as model.init_from and as checkpoint.resume (step 0, zero moments)";
+
+int convert(int argc, char** argv) {
+  po::options_description desc("options");
+  desc.add_options()("help,h", "this help")("to", po::value<std::string>(), "hf: checkpoint -> HF directory")(
+      "from", po::value<std::string>(), "hf: HF directory -> checkpoint")("input", po::value<std::string>(),
+                                                                          "what to convert")(
+      "output", po::value<std::string>(), "where to write")("tokenizer", po::value<std::string>()->default_value(""),
+                                                            "tokenizer.json (or its directory) to put next to --to hf output")(
+      "seq-len", po::value<int>()->default_value(0), "--from hf: model.seq_len recorded (0: the model's positions)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(std::string(e.what()) + "\n" + kUsage);
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n\n" << desc << "\n";
+    return 0;
+  }
+  TRIDENT_CONFIG_CHECK(vm.count("to") + vm.count("from") == 1, "give one of --to hf or --from hf\n", kUsage);
+  TRIDENT_CONFIG_CHECK(vm.count("input") && vm.count("output"), "--input and --output are required\n", kUsage);
+  const std::string input = vm["input"].as<std::string>(), output = vm["output"].as<std::string>();
+  if (vm.count("to")) {
+    TRIDENT_CONFIG_CHECK(vm["to"].as<std::string>() == "hf", "--to ", vm["to"].as<std::string>(),
+                         ": only hf is supported");
+    train::checkpoint_to_hf(input, output, vm["tokenizer"].as<std::string>());
+    std::printf("wrote %s/model.safetensors and config.json from %s\n", output.c_str(), input.c_str());
+  } else {
+    TRIDENT_CONFIG_CHECK(vm["from"].as<std::string>() == "hf", "--from ", vm["from"].as<std::string>(),
+                         ": only hf is supported");
+    const model::HfModelInfo info = model::read_hf_config(input);
+    train::hf_to_checkpoint(input, output, MPI_COMM_SELF, vm["seq-len"].as<int>());
+    std::printf("wrote %s from %s (%s, %d layers, hidden %d, vocab %d)\n", output.c_str(), input.c_str(),
+                model::hf_family_name(info.family), info.config.layers, info.config.hidden, info.config.vocab);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_convert(int argc, char** argv) {
+  dist::MpiSession mpi(&argc, &argv);
+  int code = 0;
+  if (mpi.world_rank() == 0) {
+    try {
+      code = convert(argc, argv);
+    } catch (const ConfigError& e) {
+      std::fprintf(stderr, "trident convert: error: %s\n", e.what());
+      code = 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "trident convert: failed: %s\n", e.what());
+      code = 1;
+    }
+  }
+  MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return code;
+}
+
+}  // namespace trident::cli
