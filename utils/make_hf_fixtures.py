@@ -2,6 +2,7 @@
 """Tiny random Hugging Face models and their logits, for trident's HF import/export tests.
 
   make_hf_fixtures.py [OUT_DIR]          write the fixtures (default tests/data/hf)
+  make_hf_fixtures.py --bad tests/data/bad   the malformed *.hf model directories
   make_hf_fixtures.py --check-load DIR FIXTURE
                                          load DIR (trident's `convert --to hf` output) with
                                          transformers' from_pretrained and compare its logits
@@ -116,6 +117,55 @@ def make_all(out):
     write_fixture(out, "qwen2", qwen2, torch.bfloat16, 40)
 
 
+def make_bad(out):
+    """tests/data/bad/*.hf: tiny Llama directories, each wrong in one way (no torch needed)."""
+    import struct
+    config = {"model_type": "llama", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+              "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 300, "tie_word_embeddings": True}
+    shapes = {"model.embed_tokens.weight": [300, 8], "model.norm.weight": [8]}
+    for name, shape in [("input_layernorm", [8]), ("post_attention_layernorm", [8]), ("self_attn.q_proj", [8, 8]),
+                        ("self_attn.k_proj", [8, 8]), ("self_attn.v_proj", [8, 8]), ("self_attn.o_proj", [8, 8]),
+                        ("mlp.gate_proj", [16, 8]), ("mlp.up_proj", [16, 8]), ("mlp.down_proj", [8, 16])]:
+        shapes["model.layers.0." + name + ".weight"] = shape
+
+    def safetensors(tensors, header_text=None, cut=0):
+        header, data = {}, b""
+        for name, (dtype, shape) in tensors.items():
+            n = 4 * (1 if not shape else __import__("math").prod(shape)) * (2 if dtype == "I64" else 1)
+            header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + n]}
+            data += b"\0" * n
+        text = (header_text or json.dumps(header)).encode()
+        blob = struct.pack("<Q", len(text)) + text + data
+        return blob[:len(blob) - cut] if cut else blob
+
+    good = {k: ("F32", v) for k, v in shapes.items()}
+    cases = {
+        "safetensors_malformed_header": (config, safetensors(good, header_text='{"model.norm.weight": {"dtype": "F32",'),
+                                         "model.safetensors: safetensors header is not valid JSON"),
+        "safetensors_truncated": (config, safetensors(good, cut=64), "outside the [0-9]+ data bytes \\(truncated file"),
+        "safetensors_wrong_shape": (config, safetensors({**good, "model.layers.0.self_attn.k_proj.weight": ("F32", [4, 8])}),
+                                    "tensor model.layers.0.self_attn.k_proj.weight has shape \\[4, 8\\] but config.json "
+                                    "implies \\[8, 8\\]"),
+        "safetensors_wrong_dtype": (config, safetensors({**good, "model.norm.weight": ("I64", [8])}),
+                                    "tensor model.norm.weight has dtype I64; trident reads F32, F16 and BF16"),
+        "hf_rope_scaling": ({**config, "rope_scaling": {"type": "linear", "factor": 4.0}}, safetensors(good),
+                            "\"rope_scaling\": .* is not supported"),
+        "hf_mistral_sliding_window": ({**config, "model_type": "mistral", "sliding_window": 4096}, safetensors(good),
+                                      "\"sliding_window\": 4096 is not supported \\(sliding-window attention"),
+    }
+    for name, (cfg, blob, expect) in cases.items():
+        d = os.path.join(out, name + ".hf")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        with open(os.path.join(d, "model.safetensors"), "wb") as f:
+            f.write(blob)
+        with open(d + ".expect", "w") as f:
+            f.write(expect + "\n")
+        print(f"{d}: expects /{expect}/")
+
+
 def check_load(directory, fixture):
     """transformers loads trident's output; its logits equal the fixture's."""
     model = transformers.AutoModelForCausalLM.from_pretrained(directory, torch_dtype=torch.float32,
@@ -132,6 +182,9 @@ def check_load(directory, fixture):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--bad":
+        make_bad(sys.argv[2])
+        sys.exit(0)
     if len(sys.argv) == 4 and sys.argv[1] == "--check-load":
         sys.exit(check_load(sys.argv[2], sys.argv[3]))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

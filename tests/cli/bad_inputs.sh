@@ -3,7 +3,7 @@
 # with the message its FILE.expect holds (an extended regex): configs (*.ini) to train, JSONL
 # (*.jsonl) and text (*.txt) to prep, tokenizer files (*.json) to prep --tokenizer, shard
 # indexes (*.idx, with their .bin) to inspect, checkpoints (*.h5) to inspect and to train's
-# resume.
+# resume, Hugging Face model directories (*.hf) to convert --from hf and to train's init_from.
 # usage: bad_inputs.sh TRIDENT SOURCE_DIR
 set -uo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -33,6 +33,9 @@ for f in tests/data/bad/*; do
     *.h5)
       check "$f" "$trident" inspect "$f"
       check "$f" "$trident" train --config input/configs/tiny.ini --checkpoint.resume="$f" --log.run_dir="$work/run" ;;
+    *.hf)  # Hugging Face model directories: converted, and as model.init_from
+      check "$f" "$trident" convert --from hf --input "$f" --output "$work/converted.h5"
+      check "$f" "$trident" train --model.init_from="$f" --data.train=input/data/pystdlib --log.run_dir="$work/run" ;;
     *.bin | *.expect) ;;  # the data half of an .idx case; expectations
     *) echo "FAIL: $f: no rule for this kind of file"; failures=$((failures + 1)) ;;
   esac
