@@ -24,11 +24,12 @@ struct GemmCase {
   int64_t m, n, k;
 };
 
-// Seconds per call, timed over repeated calls after one warm-up call.
-double time_gemm(Ops& ops, const GemmCase& g, double min_seconds) {
-  Tensor a = ops.zeros(g.trans_a ? Shape{g.k, g.m} : Shape{g.m, g.k}, DType::kF32);
-  Tensor b = ops.zeros(g.trans_b ? Shape{g.n, g.k} : Shape{g.k, g.n}, DType::kF32);
-  Tensor c = ops.zeros(Shape{g.m, g.n}, DType::kF32);
+// Seconds per call, timed over repeated calls after one warm-up call. a and b are held in
+// `inputs` (bf16: already converted, so no per-call rounding is timed), c in `output`.
+double time_gemm(Ops& ops, const GemmCase& g, double min_seconds, DType inputs, DType output) {
+  Tensor a = ops.zeros(g.trans_a ? Shape{g.k, g.m} : Shape{g.m, g.k}, inputs);
+  Tensor b = ops.zeros(g.trans_b ? Shape{g.n, g.k} : Shape{g.k, g.n}, inputs);
+  Tensor c = ops.zeros(Shape{g.m, g.n}, output);
   ops.fill(a, 0.01);
   ops.fill(b, 0.02);
   ops.gemm(g.trans_a, g.trans_b, 1.0, a, b, 0.0, c);
@@ -38,9 +39,11 @@ double time_gemm(Ops& ops, const GemmCase& g, double min_seconds) {
     ops.gemm(g.trans_a, g.trans_b, 1.0, a, b, 0.0, c);
     ++calls;
   } while (watch.seconds() < min_seconds);
-  // Check the data too: every element of c is k * 0.01 * 0.02.
+  // Check the data too: every element of c is k * 0.01 * 0.02 (to bf16 rounding).
   const float expect = static_cast<float>(g.k * 0.01 * 0.02);
-  const float got = c.data<float>()[c.numel() - 1];
+  Tensor last = ops.zeros(Shape{1}, DType::kF32);
+  ops.copy(c.flat().narrow(c.numel() - 1, c.numel()), last);
+  const float got = last.data<float>()[0];
   if (std::abs(got - expect) > 1e-2f * expect) std::fprintf(stderr, "bench gemm: wrong result %g != %g\n", got, expect);
   return watch.seconds() / calls;
 }
@@ -54,6 +57,9 @@ int bench_gemm(int argc, char** argv) {
       ("vocab", po::value<int64_t>()->default_value(50304), "vocabulary V")
       ("threads", po::value<int>()->default_value(0), "threads (0 = OpenMP default)")
       ("precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 (inputs rounded, fp32 accumulation)")
+      ("tensors", po::value<std::string>()->default_value("fp32"),
+       "dtype of the input tensors: fp32 (rounded per call at bf16 precision) | bf16 (already bf16)")
+      ("out", po::value<std::string>()->default_value("fp32"), "dtype of the output tensor: fp32 | bf16")
       ("seconds", po::value<double>()->default_value(0.5), "time per shape");
   po::variables_map vm;
   if (const auto stop = parse_bench_options(desc, argc, argv, "gemm", vm)) return *stop;
@@ -69,8 +75,14 @@ int bench_gemm(int argc, char** argv) {
     std::fprintf(stderr, "trident bench gemm: --precision must be fp32 or bf16\n");
     return 2;
   }
-  const DType dtype = precision == "bf16" ? DType::kBF16 : DType::kF32;
-  ops->set_matmul_precision(dtype);
+  const std::string tensors = vm["tensors"].as<std::string>(), out = vm["out"].as<std::string>();
+  if ((tensors != "fp32" && tensors != "bf16") || (out != "fp32" && out != "bf16")) {
+    std::fprintf(stderr, "trident bench gemm: --tensors and --out must be fp32 or bf16\n");
+    return 2;
+  }
+  const DType inputs = dtype_from_name(tensors), output = dtype_from_name(out);
+  // bf16 tensors are multiplied in bf16 whatever the precision setting.
+  const DType dtype = precision == "bf16" || inputs == DType::kBF16 ? DType::kBF16 : DType::kF32;
   const double peak = ops->peak_flops(dtype);
   const std::vector<GemmCase> cases = {
       {"qkv/o forward   x W^T", false, true, n, c, c},
@@ -81,14 +93,24 @@ int bench_gemm(int argc, char** argv) {
       {"head forward    x W^T", false, true, n, v, c},
       {"head wgrad      dy^T x", true, false, v, c, n},
   };
-  std::printf("%s GEMM on %s, peak %.0f GFLOP/s (measured fp32 FMA rate%s)\n", precision.c_str(), ops->name().c_str(),
-              peak / 1e9, dtype == DType::kBF16 ? " x 2 for bf16 dot products" : "");
-  std::printf("%-24s %7s %7s %7s %10s %8s\n", "shape", "M", "N", "K", "GFLOP/s", "of peak");
+  std::printf("%s GEMM (%s inputs, %s output) on %s, peak %.0f GFLOP/s (measured fp32 FMA rate%s)\n",
+              std::string(dtype_name(dtype)).c_str(), tensors.c_str(), out.c_str(), ops->name().c_str(), peak / 1e9,
+              dtype == DType::kBF16 ? " x 2 for bf16 dot products" : "");
+  const bool reference = dtype != DType::kF32 || output != DType::kF32;  // fp32 in the same run, for the ratio
+  std::printf("%-24s %7s %7s %7s %10s %8s%s\n", "shape", "M", "N", "K", "GFLOP/s", "of peak",
+              reference ? "  fp32 GFLOP/s  speed-up" : "");
   for (const GemmCase& g : cases) {
-    const double s = time_gemm(*ops, g, vm["seconds"].as<double>());
-    const double rate = 2.0 * double(g.m) * double(g.n) * double(g.k) / s;
-    std::printf("%-24s %7lld %7lld %7lld %10.1f %7.1f%%\n", g.what.c_str(), (long long)g.m, (long long)g.n,
+    const double flop = 2.0 * double(g.m) * double(g.n) * double(g.k);
+    ops->set_matmul_precision(dtype);
+    const double rate = flop / time_gemm(*ops, g, vm["seconds"].as<double>(), inputs, output);
+    std::printf("%-24s %7lld %7lld %7lld %10.1f %7.1f%%", g.what.c_str(), (long long)g.m, (long long)g.n,
                 (long long)g.k, rate / 1e9, 100.0 * rate / peak);
+    if (reference) {
+      ops->set_matmul_precision(DType::kF32);
+      const double rate32 = flop / time_gemm(*ops, g, vm["seconds"].as<double>(), DType::kF32, DType::kF32);
+      std::printf(" %14.1f %8.2fx", rate32 / 1e9, rate / rate32);
+    }
+    std::printf("\n");
   }
   return 0;
 }

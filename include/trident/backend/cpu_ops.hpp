@@ -1,5 +1,6 @@
 // The CPU backend: oneDNN sgemm for fp32 GEMMs, own vectorised OpenMP loops for the rest.
-// Float kernels take fp32 or fp64 (fp64 for finite-difference checks); ids are int32.
+// Float kernels compute in fp32 on fp32/bf16/fp16 activations, or in fp64 (finite-difference
+// checks); the dtype contract is in ops.hpp. ids are int32.
 #pragma once
 #include <memory>
 

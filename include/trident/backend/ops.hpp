@@ -7,8 +7,22 @@
 // Activations are row-major [N, features]; q is [B, T, NH*HS] and k, v are [B, T, NKV*HS]
 // (head-interleaved within a row, exactly what the projection GEMMs produce).
 // Conventions: "+=" outputs accumulate (parameter gradients across micro-batches, residual
-// gradients); all other outputs are overwritten. Float kernels take fp32 or fp64 (fp64 is for
-// finite-difference checks); token ids, positions and targets are int32.
+// gradients); all other outputs are overwritten. Token ids, positions and targets are int32.
+//
+// Dtype contract (mixed precision). A float kernel call either computes in fp64 (every float
+// argument fp64: finite-difference checks) or in fp32. In an fp32 call:
+//  - activation arguments [ACT] may each be fp32, bf16 or fp16, independently (a bf16 branch
+//    output may be added into an fp32 residual, a norm may read fp32 and write bf16). 16-bit
+//    values are widened to fp32 on load and rounded to nearest even on store; everything in
+//    between (sums, norms' statistics, softmax, exp/log, the loss) is fp32, long sums over rows
+//    (dw, db, dbias, table gradients) are accumulated in double. A "+=" 16-bit output is
+//    widened, added to in fp32 and rounded once.
+//  - parameters and their gradients (w, b, dw, db, bias, dbias, wte, wpe, dwte, dwpe) and saved
+//    statistics (mean, rstd, lse, losses, row_max, sum_exp, target_logit) are fp32.
+//  - gemm: a, b, c each fp32, bf16 or fp16; see gemm below.
+// Anything else (a 16-bit parameter or statistic, fp64 mixed with other dtypes, int32 where a
+// float is expected) is an Error naming the kernel, the argument and the dtypes it takes.
+// The CPU backend has no fp16 arithmetic (no AVX512-FP16 on these CPUs): fp16 is storage only.
 #pragma once
 #include <string>
 
@@ -26,21 +40,28 @@ class Ops {
 
   // A zero-filled tensor on this device.
   virtual Tensor zeros(Shape shape, DType dtype) = 0;
-  // dst = src, elementwise (same numel); across devices when one side is on the host.
+  // dst = src, elementwise (same numel); across devices when one side is on the host. Converts
+  // when the dtypes differ: fp32 <-> fp64, and between fp32, bf16 and fp16 (round to nearest
+  // even; the CPU's vectorised bf16 rounding flushes fp32 subnormals, |x| < 2^-126, to zero).
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
   virtual void fill(Tensor& x, double value) = 0;
 
-  // Mixed precision: fp32 GEMMs round their inputs to dtype (kBF16, kF16) and accumulate in
-  // fp32; kF32 (the default) computes in fp32. Returns the precision the backend will use
+  // Mixed precision: fp32 inputs of GEMMs are rounded to dtype (kBF16, kF16) and accumulated
+  // in fp32; kF32 (the default) computes fp32 inputs in fp32. 16-bit input tensors are used as
+  // they are whatever this setting. Returns the precision the backend will use
   // (kF32 where the hardware or library has no such path).
   virtual DType set_matmul_precision(DType dtype) = 0;
 
   // c = alpha * op(a) @ op(b) + beta * c, a and b seen as 2-D [rows, last dim].
   // op(a): [M, K], op(b): [K, N], c: [M, N]. trans_b with b = W[out, in] gives x @ W^T.
+  // Dtypes: all fp64, or a, b, c each fp32/bf16/fp16 with fp32 accumulation. bf16 x bf16 (or
+  // fp32 inputs at bf16 matmul precision) uses bf16 dot products; c may be fp32 (beta = 1
+  // accumulates 16-bit products into fp32 master gradients) or 16-bit (rounded once at the
+  // end). Inputs with fp16 are widened and multiplied in fp32 on the CPU.
   virtual void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                     double beta, Tensor& c) = 0;
 
-  // y[N, C] += bias[C] (broadcast over rows).
+  // y[N, C] += bias[C] (broadcast over rows). [ACT] y, a, b, out, x, dy; bias, dbias fp32.
   virtual void add_bias(Tensor& y, const Tensor& bias) = 0;
   // dbias[C] += sum over rows of dy[N, C].
   virtual void bias_backward(const Tensor& dy, Tensor& dbias) = 0;
@@ -48,7 +69,7 @@ class Ops {
   virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
   // x *= s.
   virtual void scale(Tensor& x, double s) = 0;
-  // Sum of squares of all elements, accumulated in double.
+  // Sum of squares of all elements, accumulated in double. x [ACT].
   virtual double sum_squares(const Tensor& x) = 0;
 
   // out[n, :] = wte[tokens[n] - vocab_offset, :] (+ wpe[positions[n], :] when wpe is defined).
@@ -58,10 +79,12 @@ class Ops {
                                  const Tensor& wpe, int64_t vocab_offset, Tensor& out) = 0;
   // dwte[tokens[n] - vocab_offset, :] += dout[n, :] for tokens in the shard;
   // dwpe[positions[n], :] += dout[n, :] when dwpe is defined.
+  // [ACT] out, dout; the tables and their gradients are fp32.
   virtual void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout,
                                   int64_t vocab_offset, Tensor& dwte, Tensor& dwpe) = 0;
 
-  // y = (x - mean) * rstd * w + b over the last dim C; saves mean[N], rstd[N] (fp32 or x's dtype).
+  // y = (x - mean) * rstd * w + b over the last dim C; saves mean[N], rstd[N].
+  // Norms: [ACT] x, y, dy, dx; w, b, dw, db, mean, rstd fp32 (fp64 in fp64 calls).
   virtual void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
                                  Tensor& y, Tensor& mean, Tensor& rstd) = 0;
   // dx += ..., dw += ..., db += ...
@@ -73,7 +96,7 @@ class Ops {
   virtual void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
                                 Tensor& dx, Tensor& dw) = 0;
 
-  // GELU, tanh approximation (GPT-2's "gelu_new"). dx may alias dy.
+  // GELU, tanh approximation (GPT-2's "gelu_new"). dx may alias dy. Activations: [ACT] all.
   virtual void gelu_forward(const Tensor& x, Tensor& y) = 0;
   virtual void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
   // y = silu(gate) * up. dgate/dup may alias nothing but each other's inputs' storage is read first.
@@ -83,12 +106,13 @@ class Ops {
 
   // Rotary embedding in place on x[N, H*HS], rotate-half pairing (i, i + HS/2) as in Llama;
   // angle = positions[n] * theta^(-2i/HS). Backward rotates the gradient by the negative angle.
+  // x, dx [ACT] (rotated in fp32, rounded once).
   virtual void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) = 0;
   virtual void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) = 0;
 
   // Causal softmax attention, scale 1/sqrt(HS), grouped KV heads (query head h reads kv head
   // h / (NH/NKV)). Never builds a T x T matrix per head beyond one tile. Saves the row
-  // log-sum-exp lse[B, NH, T] (fp32 or q's dtype) for the backward pass.
+  // log-sum-exp lse[B, NH, T] (fp32) for the backward pass. [ACT] q, k, v, out, dout, dq, dk, dv.
   // Document masking: with positions (int32 [B*T]) defined, query t of a row sees keys
   // t - positions[t] .. t only: positions restart at 0 where a packed document starts, so a
   // token attends within its own document. t - positions[t] must be >= 0 and non-decreasing
@@ -103,13 +127,16 @@ class Ops {
   // Fused softmax + cross-entropy over logits[N, V]: losses[n] = -log softmax(logits[n])[t]
   // for targets t >= 0, 0 where targets[n] < 0 (ignored: prompt or padding). Writes
   // dlogits[n] = grad_scale * (softmax - onehot) (zero for ignored rows); dlogits may alias logits.
+  // [ACT] logits, dlogits; losses fp32. With 16-bit dlogits, grad_scale should keep
+  // grad_scale * softmax above the format's smallest normal (fp16: 6e-5) where it matters.
   virtual void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
                                               double grad_scale, Tensor& losses, Tensor& dlogits) = 0;
 
   // Vocabulary-parallel cross-entropy, for logits[N, Vl] holding global ids [vocab_offset,
   // vocab_offset + Vl) of which the first valid_columns are real (the rest is padding, ignored).
   // Step 1, per row: row_max = max_j logits; sum_exp = sum_j exp(logits - row_max);
-  // target_logit = logits[t - vocab_offset] when this shard holds target t, else 0. [N] each.
+  // target_logit = logits[t - vocab_offset] when this shard holds target t, else 0. [N] each,
+  // fp32; logits and dlogits [ACT].
   virtual void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
                                          int64_t valid_columns, Tensor& row_max, Tensor& sum_exp,
                                          Tensor& target_logit) = 0;
@@ -124,7 +151,7 @@ class Ops {
   // scaled by 1/(1-p) when u(g) >= p, else zeroed, where u(g) is word g % 4 of the Philox block
   // (key, g / 4, stream) mapped to (0, 1). The mask depends only on (key, stream, global index):
   // backward applies the same call to the gradient, and every layout that gives an element the
-  // same global index drops it alike (DESIGN.md section 2).
+  // same global index drops it alike (DESIGN.md section 2). x [ACT]: the mask is dtype-independent.
   virtual void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) = 0;
 
   // One AdamW step (decoupled weight decay, bias-corrected, PyTorch's formula) on fp32 tensors:
