@@ -19,17 +19,18 @@ namespace trident::cli {
 
 namespace {
 
-// Best of `reps` timings of fn after one warm-up call (the minimum is the least disturbed by
-// other work on a shared machine).
-double best_seconds(int reps, const std::function<void()>& fn) {
+// Median of `reps` timings of fn after one warm-up call: what a long run gets on a machine that
+// other work shares (the best time would be what it gets when alone).
+double median_seconds(int reps, const std::function<void()>& fn) {
   fn();
-  double best = 1e30;
+  std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
     Stopwatch w;
     fn();
-    best = std::min(best, w.seconds());
+    times.push_back(w.seconds());
   }
-  return best;
+  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
+  return times[static_cast<size_t>(reps / 2)];
 }
 
 // FLOP/s of the GEMMs of a transformer block at 4096 rows, hidden 768 (QKV, MLP up and down).
@@ -41,7 +42,7 @@ double gemm_rate(Ops& ops, DType precision) {
     Tensor a = ops.zeros(Shape{rows, k}, DType::kF32), b = ops.zeros(Shape{n, k}, DType::kF32);
     Tensor c = ops.zeros(Shape{rows, n}, DType::kF32);
     ops.fill(a, 0.5), ops.fill(b, 0.25);
-    seconds += best_seconds(5, [&] { ops.gemm(false, true, 1.0, a, b, 0.0, c); });
+    seconds += median_seconds(5, [&] { ops.gemm(false, true, 1.0, a, b, 0.0, c); });
     flops += 2.0 * rows * n * k;
   }
   ops.set_matmul_precision(DType::kF32);
@@ -59,21 +60,38 @@ double attention_rate(Ops& ops) {
   Tensor dv = ops.zeros(Shape{batch, t, c}, DType::kF32);
   ops.fill(q, 0.1), ops.fill(k, 0.2), ops.fill(v, 0.3), ops.fill(dout, 0.01);
   const Tensor none;
-  const double seconds = best_seconds(5, [&] {
+  const double seconds = median_seconds(5, [&] {
     ops.attention_forward(q, k, v, int(heads), int(heads), none, out, lse);
     ops.attention_backward(q, k, v, out, lse, dout, int(heads), int(heads), none, dq, dk, dv);
   });
   return 3.0 * 4.0 * batch * t * t * c / seconds;
 }
 
-// Bytes/s of out = a + b over 3 x 64 MiB (read 2, write 1), and the time of the same on 1 KiB.
-std::pair<double, double> memory_rate(Ops& ops) {
+// Bytes/s of out = a + b over 3 x 64 MiB (read 2, write 1).
+double memory_rate(Ops& ops) {
   const int64_t n = 16 << 20;
   Tensor a = ops.zeros(Shape{n}, DType::kF32), b = ops.zeros(Shape{n}, DType::kF32), out = ops.zeros(Shape{n}, DType::kF32);
-  const double big = best_seconds(5, [&] { ops.add(a, b, out); });
-  Tensor x = ops.zeros(Shape{256}, DType::kF32), y = ops.zeros(Shape{256}, DType::kF32), z = ops.zeros(Shape{256}, DType::kF32);
-  const double small = best_seconds(200, [&] { ops.add(x, y, z); });
-  return {3.0 * 4.0 * n / big, small};
+  return 3.0 * 4.0 * n / median_seconds(5, [&] { ops.add(a, b, out); });
+}
+
+// A GEMM and an add of a tiny model's size (they run OpenMP-parallel), repeated for ~0.2 s: the
+// mean time of the pair (the fixed cost a step pays on average, preemptions by other work
+// included) and the bytes and FLOPs it moved.
+struct SmallKernels {
+  double seconds, flops, bytes;
+};
+SmallKernels small_kernels(Ops& ops) {
+  const int64_t rows = 128, h = 64;
+  Tensor x = ops.zeros(Shape{rows, h}, DType::kF32), w = ops.zeros(Shape{3 * h, h}, DType::kF32);
+  Tensor y = ops.zeros(Shape{rows, 3 * h}, DType::kF32), z = ops.zeros(Shape{rows, 3 * h}, DType::kF32);
+  ops.gemm(false, true, 1.0, x, w, 0.0, y);
+  Stopwatch watch;
+  int n = 0;
+  for (; n < 100000 && (n < 100 || watch.seconds() < 0.2); ++n) {
+    ops.gemm(false, true, 1.0, x, w, 0.0, y);
+    ops.add(y, y, z);
+  }
+  return {watch.seconds() / n, 2.0 * rows * 3 * h * h, 3.0 * 4 * rows * 3 * h};
 }
 
 // Bus bandwidth of an 8 MiB all-reduce and the time of an 8-byte one, over MPI_COMM_WORLD.
@@ -101,28 +119,39 @@ std::pair<double, double> comm_rate() {
   return {2.0 * (size - 1) / size * bytes / big, small / (2.0 * (size - 1))};
 }
 
+// A barrier that sleeps while it waits: Open MPI's blocking barrier spins and would take a core
+// from the rank that is measuring.
+void idle_barrier() {
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  int done = 0;
+  while (MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
 }  // namespace
 
 plan::LocalCalibration calibrate_local_machine() {
   plan::LocalCalibration c;
-  c.base_rss_bytes = current_rss_mb() * 1024 * 1024;  // before any buffer of the measurement
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   c.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // Compute figures of all cores: measured by one process using every core. Under mpirun the
-  // ranks measure the shared machine one at a time would be cleaner; rank 0 measures alone.
+  // Compute figures of all cores, measured by rank 0 alone with every core (the others sleep).
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank == 0) {
     std::unique_ptr<Ops> ops = make_cpu_ops(c.cores);
+    const SmallKernels small = small_kernels(*ops);
+    // A process with MPI, OpenMP threads and the GEMM library loaded, before any large buffer.
+    c.base_rss_bytes = current_rss_mb() * 1024 * 1024;
     c.peak_fp32 = ops->peak_flops(DType::kF32);
     c.peak_bf16 = ops->peak_flops(DType::kBF16);
     c.gemm_fp32 = gemm_rate(*ops, DType::kF32);
     c.gemm_bf16 = gemm_rate(*ops, DType::kBF16);
     c.attention_fp32 = attention_rate(*ops);
-    std::tie(c.memory_bandwidth, c.kernel_overhead_s) = memory_rate(*ops);
+    c.memory_bandwidth = memory_rate(*ops);
+    c.kernel_overhead_s = std::max(0.0, (small.seconds - small.flops / c.gemm_fp32 - small.bytes / c.memory_bandwidth) / 2);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  idle_barrier();
   std::tie(c.comm_bandwidth, c.comm_latency_s) = comm_rate();
   const std::time_t now = std::time(nullptr);
   char stamp[32];

@@ -286,7 +286,7 @@ void print_breakdown(const plan::StepEstimate& e, const plan::Cluster& c) {
   mem("activations", m.activations, "kept for backward x micro-batches in flight");
   mem("logits", m.logits, "last stage");
   mem("buffers", m.buffers, "one block's temporaries, pipeline receive buffers");
-  mem("reserved", m.reserved, "runtime, libraries, allocator slack");
+  mem("reserved", m.reserved, "runtime and libraries (CUDA context, NCCL; the local process base)");
 }
 
 int plan_main(const Options& o) {

@@ -90,7 +90,7 @@ MemoryBreakdown estimate_memory(const ModelShape& m, const Layout& l, const Clus
   };
   MemoryBreakdown r;
   if (l.pp == 1) {
-    r = stage(blocks + embedding + head, 1, true);
+    r = stage(blocks + embedding + m.head_params() / t + m.hidden, 1, true);  // a tied head shares the table
   } else {
     // The first stage holds most micro-batches in flight; the last holds the logits.
     const double last_flight = l.schedule == Schedule::kInterleaved ? std::min(double(micro_batches) * l.virtual_stages,
