@@ -154,6 +154,23 @@ TEST(CompressedReduce, PowerSGDExactForARankTwoSum) {
     }
 }
 
+TEST(Communicator, ByteAllToAllAndAllGatherDeliverAndCount) {
+  Communicator c(MPI_COMM_WORLD);
+  const int p = c.size(), me = c.rank();
+  const int64_t bytes = 5;  // odd on purpose
+  std::vector<uint8_t> send(size_t(p * bytes)), recv(send.size()), gathered(send.size());
+  for (int r = 0; r < p; ++r)
+    for (int64_t b = 0; b < bytes; ++b) send[r * bytes + b] = uint8_t(16 * me + r + b);  // for rank r
+  c.all_to_all_bytes(send.data(), recv.data(), bytes);
+  for (int r = 0; r < p; ++r)
+    for (int64_t b = 0; b < bytes; ++b) ASSERT_EQ(recv[r * bytes + b], uint8_t(16 * r + me + b)) << "from rank " << r;
+  c.all_gather_bytes(send.data(), gathered.data(), bytes);  // every rank's first segment
+  for (int r = 0; r < p; ++r)
+    for (int64_t b = 0; b < bytes; ++b) ASSERT_EQ(gathered[r * bytes + b], uint8_t(16 * r + b)) << "from rank " << r;
+  EXPECT_EQ(c.bytes(CommOp::kAllToAll), uint64_t(p * bytes));
+  EXPECT_EQ(c.bytes(CommOp::kAllGather), uint64_t(p * bytes));
+}
+
 TEST(CompressedReduce, WireBytesAgainstUncompressed) {
   Exchange s(1 << 20, false);
   Int8Compressor c(s.dp, s.buckets);
