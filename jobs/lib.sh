@@ -72,6 +72,12 @@ job_setup() {
     : # the user's own run directory (resume still works: same path on requeue)
   else
     job_run_dir=${TRIDENT_RUNS:-${SLURM_SUBMIT_DIR:-$PWD}/runs}/$name-$SLURM_JOB_ID
+    # A first start finds its directory empty; a full one means a job id used twice (a Slurm
+    # whose state was reset): resuming someone else's checkpoints would be wrong.
+    if [[ ${SLURM_RESTART_COUNT:-0} -eq 0 && -e $job_run_dir/metrics.jsonl ]]; then
+      job_die "run directory $job_run_dir exists already but this is the job's first start (job id reused?):" \
+        "move it away, or pass --log.run_dir=$job_run_dir to continue it"
+    fi
   fi
   job_args=(train --config "$job_config")
   has_override log.run_dir || job_args+=(--log.run_dir="$job_run_dir")

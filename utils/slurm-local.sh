@@ -98,7 +98,7 @@ start_munge() {
   fi
   chown munge:munge /etc/munge/munge.key
   chmod 0400 /etc/munge/munge.key
-  runuser -u munge -- /usr/sbin/munged
+  runuser -u munge -- /usr/sbin/munged 9>&-  # the lock stays with this script, not the daemon
   for _ in $(seq 50); do munge -n 2> /dev/null | unmunge > /dev/null 2>&1 && break; sleep 0.1; done
   munge -n | unmunge > /dev/null || die "munged does not answer (see /var/log/munge/munged.log)"
   say "munged started"
@@ -124,13 +124,13 @@ start() {
     stop_daemon slurmctld "$run/slurmctld.pid"
   fi
   if ! pid_alive "$run/slurmctld.pid"; then
-    slurmctld || die "slurmctld did not start: $(tail -n 5 "$logs/slurmctld.log" 2> /dev/null)"
+    slurmctld 9>&- || die "slurmctld did not start: $(tail -n 5 "$logs/slurmctld.log" 2> /dev/null)"
     say "slurmctld started"
   fi
   for _ in $(seq 100); do scontrol ping > /dev/null 2>&1 && break; sleep 0.1; done
   scontrol ping > /dev/null 2>&1 || die "slurmctld does not answer: $(tail -n 5 "$logs/slurmctld.log")"
   if ! pid_alive "$run/slurmd.pid"; then
-    slurmd || die "slurmd did not start: $(tail -n 5 "$logs/slurmd.log" 2> /dev/null)"
+    slurmd 9>&- || die "slurmd did not start: $(tail -n 5 "$logs/slurmd.log" 2> /dev/null)"
     say "slurmd started"
   fi
   local s=""
