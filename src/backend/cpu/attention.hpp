@@ -73,13 +73,15 @@ class DocStarts {
 // fp32 kernel runs on them: attention is compute-bound (O(T^2 HS) per head against O(T HS)
 // converted), so converting inside the tiles would buy little. The scratch is transient (one
 // call's q, k, v, ... in fp32), reused across calls, never part of the stored activations.
-// Slot >= 16 keeps these buffers apart from the kernels' own per-thread tiles.
+// The buffers come from allocate_host (huge pages for large ones): the kernels walk rows of
+// q, k, v with a stride of NH*HS elements, and 4 KiB pages made that TLB-bound.
 template <int Slot>
 Tensor f32_stand_in(const Tensor& t, bool widen) {
   if (t.dtype() == DType::kF32 || t.dtype() == DType::kF64) return t;
-  float* p = thread_scratch<float, 16 + Slot>(static_cast<size_t>(t.numel()));
-  Tensor f(std::make_shared<Storage>(p, static_cast<size_t>(t.numel()) * 4, Device::kCPU, nullptr), 0, t.shape(),
-           DType::kF32);
+  static thread_local std::shared_ptr<Storage> buffer;
+  const size_t bytes = static_cast<size_t>(t.numel()) * sizeof(float);
+  if (!buffer || buffer->bytes() < bytes) buffer = allocate_host(bytes);
+  Tensor f(buffer, 0, t.shape(), DType::kF32);
   if (widen) copy(t, f);
   return f;
 }
