@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Slurm batch scripts submitted for real to a local Slurm (utils/slurm-local.sh starts
 # slurmctld + slurmd on this machine): a training job (output, exit state, run directory,
-# metrics), a failing job's exit state, and a preempted job (SIGUSR1 to the batch shell, as
-# --signal=B:USR1@120 sends it) that checkpoints, requeues itself and resumes to the last step.
+# metrics), a failing job's exit state, a preempted job (SIGUSR1 to the batch shell, as
+# --signal=B:USR1@120 sends it) that checkpoints, requeues itself and resumes to the last step
+# (with srun --mpi=pmix and with mpirun), and a scaling study through Slurm with its report.
 # usage: slurm_jobs.sh TRIDENT SOURCE_DIR
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -81,47 +82,53 @@ wait_state "$id" 120 COMPLETED FAILED
 grep -q "train.steps" "$work/$id.out" || fail "the failed job's output does not name the key"
 echo "failing job $id: FAILED, exit 2:0, key named in its output"
 
-# 3. Preemption: jobs/train-multinode.sbatch on this one node with mpirun (the other launch
-# style). SIGUSR1 to the batch shell after 3 steps: checkpoint, requeue, resume, 40 steps.
-t0=$SECONDS
-id=$(TRIDENT_LAUNCHER=mpirun submit --nodes=1 --ntasks-per-node=2 jobs/train-multinode.sbatch \
-  input/configs/tiny.ini --train.steps=40)
-run=$work/runs/tiny-$id
-end=$((SECONDS + 240))
-until [[ -f $run/metrics.jsonl && $(wc -l < "$run/metrics.jsonl") -ge 3 ]]; do
-  ((SECONDS < end)) || fail "no 3 steps after 240 s: $(tail -n 5 "$work/$id.out" 2> /dev/null)"
-  [[ $(field "$id" JobState) == @(PENDING|RUNNING|CONFIGURING) ]] || fail "job ended early: $(tail -n 5 "$work/$id.out")"
-  sleep 0.2
-done
-scancel --signal=USR1 --batch "$id"
-# A requeued job waits for a begin time ~2 min ahead (Slurm's requeue delay): release it now.
-end=$((SECONDS + 120))
-until [[ $(field "$id" Restarts) -ge 1 && $(field "$id" JobState) == PENDING ]]; do
-  ((SECONDS < end)) || fail "not requeued: $(field "$id" JobState), restarts $(field "$id" Restarts): $(tail -n 5 "$work/$id.out")"
-  sleep 0.2
-done
-# The node refuses a launch whose credential dates from the second the old one was revoked
-# ("Job credential revoked"): release once the clock is past the requeue (SubmitTime) + 1 s.
-requeued=$(date -d "$(field "$id" SubmitTime)" +%s)
-while (($(date +%s) <= requeued + 1)); do sleep 0.1; done
-scontrol update JobId="$id" StartTime=now
-wait_state "$id" 240 COMPLETED FAILED CANCELLED TIMEOUT
-out=$work/$id.out
-[[ $(field "$id" JobState) == COMPLETED && $(field "$id" ExitCode) == 0:0 ]] ||
-  fail "requeued job: $(field "$id" JobState) exit $(field "$id" ExitCode): $(tail -n 20 "$out")"
-grep -q "launch: mpirun" "$out" || fail "TRIDENT_LAUNCHER=mpirun not used"
-grep -q "got SIGUSR1" "$out" || fail "the batch shell did not report the signal"
-step=$(sed -n 's/^preempted: checkpoint of step \([0-9]*\).*/\1/p' "$out")
-[[ -n $step ]] || fail "no checkpoint on preemption: $(grep -v '^step ' "$out" | tail -n 10)"
-grep -q "requeueing job $id" "$out" || fail "the job did not requeue itself"
-grep -q "restart 1 of job $id" "$out" || fail "no restart line (SLURM_RESTART_COUNT)"
-grep -q "resumed from $run/checkpoints/step_0*$step.h5: $step steps done" "$out" ||
-  fail "did not resume from step $step: $(grep -i resum "$out")"
-[[ -f $run/checkpoints/step_$(printf %08d "$step").h5 ]] || fail "checkpoint step $step missing"
-((step < 40)) || fail "the signal came too late to test a resume (step $step)"
-[[ $(metric_steps "$run") == "$(seq -s ' ' 1 40)" ]] || fail "metrics steps across the requeue: $(metric_steps "$run")"
-[[ $(grep -c "^job $id restart" "$run/slurm.txt") -eq 2 ]] || fail "slurm.txt: $(cat "$run/slurm.txt")"
-echo "preempted job $id: checkpoint at step $step, requeued, resumed, 40 steps, COMPLETED in $((SECONDS - t0)) s"
+# 3. Preemption, with each launch style: SIGUSR1 to the batch shell (as --signal=B:USR1@120 sends
+# it) after 3 steps; the ranks checkpoint, the job requeues itself, resumes and does all steps.
+preempt() {  # preempt LAUNCHER SCRIPT [SBATCH OPTIONS...]
+  local launcher=$1 script=$2 steps=60 t0=$SECONDS id run out step requeued
+  shift 2
+  id=$(TRIDENT_LAUNCHER=$launcher submit "$@" "$script" input/configs/tiny.ini --train.steps=$steps)
+  run=$work/runs/tiny-$id out=$work/$id.out
+  local end=$((SECONDS + 240))
+  until [[ -f $run/metrics.jsonl && $(wc -l < "$run/metrics.jsonl") -ge 3 ]]; do
+    ((SECONDS < end)) || fail "no 3 steps after 240 s: $(tail -n 5 "$out" 2> /dev/null)"
+    [[ $(field "$id" JobState) == @(PENDING|RUNNING|CONFIGURING) ]] || fail "job ended early: $(tail -n 5 "$out")"
+    sleep 0.2
+  done
+  scancel --signal=USR1 --batch "$id"
+  # A requeued job waits for a begin time ~2 min ahead (Slurm's requeue delay): release it now.
+  end=$((SECONDS + 120))
+  until [[ $(field "$id" Restarts) -ge 1 && $(field "$id" JobState) == PENDING ]]; do
+    ((SECONDS < end)) || fail "not requeued: $(field "$id" JobState), restarts $(field "$id" Restarts): $(tail -n 5 "$out")"
+    sleep 0.2
+  done
+  # The node refuses a launch whose credential dates from the second the old one was revoked
+  # ("Job credential revoked"): release once the clock is past the requeue (SubmitTime) + 1 s.
+  requeued=$(date -d "$(field "$id" SubmitTime)" +%s)
+  while (($(date +%s) <= requeued + 1)); do sleep 0.1; done
+  scontrol update JobId="$id" StartTime=now
+  wait_state "$id" 240 COMPLETED FAILED CANCELLED TIMEOUT
+  [[ $(field "$id" JobState) == COMPLETED && $(field "$id" ExitCode) == 0:0 ]] ||
+    fail "requeued job: $(field "$id" JobState) exit $(field "$id" ExitCode): $(tail -n 20 "$out")"
+  if [[ $launcher == mpirun ]]; then
+    grep -q "launch: mpirun" "$out" || fail "TRIDENT_LAUNCHER=mpirun not used"
+  fi
+  grep -q "got SIGUSR1" "$out" || fail "the batch shell did not report the signal"
+  step=$(sed -n 's/^preempted: checkpoint of step \([0-9]*\).*/\1/p' "$out")
+  [[ -n $step ]] || fail "no checkpoint on preemption: $(grep -v '^step ' "$out" | tail -n 10)"
+  grep -q "requeueing job $id" "$out" || fail "the job did not requeue itself"
+  grep -q "restart 1 of job $id" "$out" || fail "no restart line (SLURM_RESTART_COUNT)"
+  grep -q "resumed from $run/checkpoints/step_0*$step.h5: $step steps done" "$out" ||
+    fail "did not resume from step $step: $(grep -i resum "$out")"
+  [[ -f $run/checkpoints/step_$(printf %08d "$step").h5 ]] || fail "checkpoint step $step missing"
+  ((step < steps)) || fail "the signal came too late to test a resume (step $step)"
+  [[ $(metric_steps "$run") == "$(seq -s ' ' 1 $steps)" ]] || fail "metrics steps across the requeue: $(metric_steps "$run")"
+  [[ $(grep -c "^job $id restart" "$run/slurm.txt") -eq 2 ]] || fail "slurm.txt: $(cat "$run/slurm.txt")"
+  echo "preempted $(basename "$script") job $id ($(grep -o 'launch: [a-z]*\( --mpi=[a-z0-9]*\)*' "$out" | head -n 1)):" \
+    "checkpoint at step $step, requeued, resumed, $steps steps, COMPLETED in $((SECONDS - t0)) s"
+}
+preempt auto jobs/train-multinode.sbatch --nodes=1 --ntasks-per-node=2
+preempt mpirun jobs/train.sbatch
 
 # 4. A scaling study through Slurm (tiny model, 1 and 2 ranks, strong scaling) and its report.
 t0=$SECONDS
