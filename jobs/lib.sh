@@ -144,7 +144,7 @@ job_finished() {
   [[ -f $job_run_dir/metrics.jsonl && -f $job_run_dir/config.ini ]] || return 1
   last=$(tail -n 1 "$job_run_dir/metrics.jsonl" | grep -o '"step": *[0-9]*' | grep -o '[0-9]*$')
   steps=$(ini_value "$job_run_dir/config.ini" train steps)
-  [[ -n $last && $last == "$steps" ]]
+  [[ -n $last && -n $steps ]] && ((last >= steps))
 }
 
 job_signal=""
@@ -158,6 +158,7 @@ job_on_signal() {  # the batch shell got SIG$1: every rank gets SIGUSR1 (checkpo
 # --signal=B:USR1@N) the ranks checkpoint and the job requeues itself; on SIGTERM (scancel,
 # preemption) they checkpoint and Slurm decides what follows (a preempting partition with
 # PreemptMode=REQUEUE requeues it; `checkpoint.resume = auto` continues either way).
+# Exit status: trident's when it fails, else 0.
 job_run() {
   local restarts=${SLURM_RESTART_COUNT:-0} rc
   {
@@ -186,7 +187,13 @@ job_run() {
     job_say "done: $job_run_dir (steps complete)"
     return 0
   fi
-  if [[ $job_signal == USR1 ]]; then
+  # trident exits 0 before its last step only after a preemption signal: SIGUSR1 to the batch
+  # shell, or one Slurm sent to the ranks directly (--signal=USR1@N without B:). SIGTERM to the
+  # batch shell is scancel or preemption: Slurm decides what happens to the job.
+  local ckpt_dir
+  ckpt_dir=$(key_value checkpoint.dir)
+  ckpt_dir=${ckpt_dir:-$job_run_dir/checkpoints}
+  if [[ $job_signal != TERM && -s $ckpt_dir/latest ]]; then
     if ((restarts >= ${TRIDENT_MAX_REQUEUES:-50})); then
       job_say "checkpointed; not requeued: $restarts restarts reached TRIDENT_MAX_REQUEUES"
       return 0
