@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared body of the jobs/*.sbatch scripts (sourced, not run): finds trident, builds the run
 # directory from the job id, picks the launcher (srun --mpi=pmix|pmi2 or mpirun), forwards
 # preemption signals to the ranks and requeues the job after a time-limit checkpoint.

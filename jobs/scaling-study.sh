@@ -65,7 +65,8 @@ if [[ -z $mode ]]; then
   if command -v sbatch > /dev/null && scontrol ping > /dev/null 2>&1; then mode=slurm; else mode=local; fi
 fi
 [[ $mode == @(slurm|local) ]] || die "--mode must be slurm or local"
-source "$here/lib.sh"  # ini_value
+# shellcheck source=jobs/lib.sh disable=SC2034  # job_overrides, job_config: read by key_value
+source "$here/lib.sh"
 job_overrides=("${overrides[@]}") job_config=$config
 global_batch=${global_batch:-$(key_value train.global_batch)}
 micro_batch=${micro_batch:-$(key_value train.micro_batch)}

@@ -138,7 +138,9 @@ start() {
     s=$(node_state)
     [[ $s == idle || $s == mixed || $s == allocated ]] && break
     # A node left down or drained by an earlier configuration is returned to service.
-    [[ $s == down* || $s == drain* ]] && scontrol update NodeName="$(hostname -s)" State=RESUME 2> /dev/null || true
+    if [[ $s == down* || $s == drain* ]]; then
+      scontrol update NodeName="$(hostname -s)" State=RESUME 2> /dev/null || true
+    fi
     sleep 0.1
   done
   [[ $s == idle || $s == mixed || $s == allocated ]] ||

@@ -23,7 +23,7 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 
 cleanup() {  # cancels what this test submitted and is still queued or running
-  [[ -s $work/job_ids ]] && scancel $(cat "$work/job_ids") 2> /dev/null
+  [[ -s $work/job_ids ]] && xargs scancel < "$work/job_ids" 2> /dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
