@@ -19,6 +19,7 @@ if [[ $(id -u) -ne 0 ]] && ! scontrol ping > /dev/null 2>&1; then
   exit 0
 fi
 if [[ $(id -u) -eq 0 ]]; then
+  (($(nproc) >= 2)) || export SLURM_LOCAL_CPUS=2  # the jobs below run 2 tasks
   utils/slurm-local.sh start || fail "utils/slurm-local.sh could not start a local Slurm (logs in /var/log/trident-slurm)"
 fi
 
