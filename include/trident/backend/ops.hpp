@@ -15,7 +15,7 @@
 //    output may be added into an fp32 residual, a norm may read fp32 and write bf16). 16-bit
 //    values are widened to fp32 on load and rounded to nearest even on store; everything in
 //    between (sums, norms' statistics, softmax, exp/log, the loss) is fp32, long sums over rows
-//    (dw, db, dbias, table gradients) are accumulated in double. A "+=" 16-bit output is
+//    (dw, db, dbias) are accumulated in double. A "+=" 16-bit output is
 //    widened, added to in fp32 and rounded once.
 //  - parameters and their gradients (w, b, dw, db, bias, dbias, wte, wpe, dwte, dwpe) and saved
 //    statistics (mean, rstd, lse, losses, row_max, sum_exp, target_logit) are fp32.
