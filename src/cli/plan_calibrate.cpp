@@ -74,14 +74,14 @@ double memory_rate(Ops& ops) {
   return 3.0 * 4.0 * n / median_seconds(5, [&] { ops.add(a, b, out); });
 }
 
-// A GEMM and an add of a tiny model's size (they run OpenMP-parallel), repeated for ~0.2 s: the
-// mean time of the pair (the fixed cost a step pays on average, preemptions by other work
-// included) and the bytes and FLOPs it moved.
+// A GEMM and an add on 32 x 32 tensors (no work to speak of), repeated for ~0.2 s: the mean time
+// of the pair is the fixed cost of two kernels as a step pays it on average, preemptions by
+// other work on the machine included.
 struct SmallKernels {
   double seconds, flops, bytes;
 };
 SmallKernels small_kernels(Ops& ops) {
-  const int64_t rows = 128, h = 64;
+  const int64_t rows = 32, h = 32;
   Tensor x = ops.zeros(Shape{rows, h}, DType::kF32), w = ops.zeros(Shape{3 * h, h}, DType::kF32);
   Tensor y = ops.zeros(Shape{rows, 3 * h}, DType::kF32), z = ops.zeros(Shape{rows, 3 * h}, DType::kF32);
   ops.gemm(false, true, 1.0, x, w, 0.0, y);
@@ -92,6 +92,19 @@ SmallKernels small_kernels(Ops& ops) {
     ops.add(y, y, z);
   }
   return {watch.seconds() / n, 2.0 * rows * 3 * h * h, 3.0 * 4 * rows * 3 * h};
+}
+
+// Mean time of a GEMM of a small model's size ([128, 64] x [64, 192]) over ~0.2 s; what exceeds
+// its FLOPs at the large-GEMM rate is the GEMM's fixed cost (packing, threads).
+constexpr double kSmallGemmFlops = 2.0 * 128 * 192 * 64;
+double small_gemm_seconds(Ops& ops) {
+  Tensor x = ops.zeros(Shape{128, 64}, DType::kF32), w = ops.zeros(Shape{192, 64}, DType::kF32);
+  Tensor y = ops.zeros(Shape{128, 192}, DType::kF32);
+  ops.gemm(false, true, 1.0, x, w, 0.0, y);
+  Stopwatch watch;
+  int n = 0;
+  for (; n < 100000 && (n < 100 || watch.seconds() < 0.2); ++n) ops.gemm(false, true, 1.0, x, w, 0.0, y);
+  return watch.seconds() / n;
 }
 
 // Bus bandwidth of an 8 MiB all-reduce and the time of an 8-byte one, over MPI_COMM_WORLD.
@@ -149,7 +162,13 @@ plan::LocalCalibration calibrate_local_machine() {
     c.gemm_bf16 = gemm_rate(*ops, DType::kBF16);
     c.attention_fp32 = attention_rate(*ops);
     c.memory_bandwidth = memory_rate(*ops);
-    c.kernel_overhead_s = std::max(0.0, (small.seconds - small.flops / c.gemm_fp32 - small.bytes / c.memory_bandwidth) / 2);
+    c.kernel_overhead_s = small.seconds / 2;
+    c.gemm_overhead_s = std::max(0.0, small_gemm_seconds(*ops) - kSmallGemmFlops / c.gemm_fp32 - c.kernel_overhead_s);
+    std::unique_ptr<Ops> one = make_cpu_ops(1);
+    c.gemm_fp32_1 = gemm_rate(*one, DType::kF32);
+    c.gemm_bf16_1 = gemm_rate(*one, DType::kBF16);
+    c.attention_fp32_1 = attention_rate(*one);
+    c.memory_bandwidth_1 = memory_rate(*one);
   }
   idle_barrier();
   std::tie(c.comm_bandwidth, c.comm_latency_s) = comm_rate();

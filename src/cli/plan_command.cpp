@@ -388,6 +388,9 @@ int run_plan(int argc, char** argv) {
       std::printf("calibration of this machine (%d cores, %s) written to %s\n", c.cores, c.measured_at.c_str(), path.c_str());
       std::printf("  peak fp32 %.1f GFLOP/s, bf16 %.1f; GEMM fp32 %.1f, bf16 %.1f; attention fp32 %.1f\n", c.peak_fp32 / 1e9,
                   c.peak_bf16 / 1e9, c.gemm_fp32 / 1e9, c.gemm_bf16 / 1e9, c.attention_fp32 / 1e9);
+      std::printf("  one thread: GEMM fp32 %.1f, bf16 %.1f, attention %.1f GFLOP/s, memory %.1f GB/s; small GEMM +%.1f us\n",
+                  c.gemm_fp32_1 / 1e9, c.gemm_bf16_1 / 1e9, c.attention_fp32_1 / 1e9, c.memory_bandwidth_1 / 1e9,
+                  c.gemm_overhead_s * 1e6);
       std::printf("  memory %.1f GB/s, small kernel %.2f us; MPI all-reduce %.2f GB/s, %.2f us per step (%s)\n",
                   c.memory_bandwidth / 1e9, c.kernel_overhead_s * 1e6, c.comm_bandwidth / 1e9, c.comm_latency_s * 1e6,
                   c.comm_bandwidth > 0 ? "measured" : "not measured: run under mpirun -np 2");

@@ -83,19 +83,29 @@ Cluster cluster_preset(const std::string& name) {
 Cluster local_cluster(const LocalCalibration& cal, int ranks_per_node, bool bf16) {
   TRIDENT_CONFIG_CHECK(cal.peak_fp32 > 0 && cal.gemm_fp32 > 0 && cal.memory_bandwidth > 0,
                        "the local calibration is incomplete: run `trident plan --calibrate`");
-  const double share = 1.0 / std::max(1, ranks_per_node);  // ranks split the cores and the memory bus
+  // Ranks split the cores: k threads each, or time-share one core when there are more ranks than
+  // cores. A rate with k threads lies between k x the one-thread rate and the all-core rate.
+  const int cores = std::max(1, cal.cores), ranks = std::max(1, ranks_per_node);
+  const double threads = std::max(1.0, double(cores) / ranks), share = std::min(1.0, double(cores) / ranks);
+  auto rate = [&](double all, double one) {
+    if (one <= 0 || cores == 1) return all * share * threads / cores;
+    const double per_thread = one + (all / cores - one) * (threads - 1) / (cores - 1);
+    return per_thread * threads * share;
+  };
   Cluster c;
   c.name = "local";
-  c.peak_flops = (bf16 && cal.peak_bf16 > 0 ? cal.peak_bf16 : cal.peak_fp32) * share;
-  const double gemm = bf16 && cal.gemm_bf16 > 0 ? cal.gemm_bf16 : cal.gemm_fp32;
-  c.gemm_efficiency = gemm * share / c.peak_flops;
+  c.peak_flops = (bf16 && cal.peak_bf16 > 0 ? cal.peak_bf16 : cal.peak_fp32) * threads * share / cores;
+  const double gemm = bf16 && cal.gemm_bf16 > 0 ? rate(cal.gemm_bf16, cal.gemm_bf16_1) : rate(cal.gemm_fp32, cal.gemm_fp32_1);
+  c.gemm_efficiency = gemm / c.peak_flops;
   c.compute_units = 1, c.tile_m = 1, c.tile_n = 1;
   c.gemm_k_fill = 16;  // register blocking: a short K loop does not amortise packing
   c.kernel_overhead_s = cal.kernel_overhead_s;
-  c.attention_efficiency = (cal.attention_fp32 > 0 ? cal.attention_fp32 : 0.3 * cal.gemm_fp32) * share / c.peak_flops;
+  c.gemm_overhead_s = cal.gemm_overhead_s;
+  const double attention = cal.attention_fp32 > 0 ? rate(cal.attention_fp32, cal.attention_fp32_1) : 0.3 * gemm;
+  c.attention_efficiency = attention / c.peak_flops;
   c.memory_bytes = 1e12;  // the planner does not limit host memory: it reports it
   c.memory_reserved_bytes = cal.base_rss_bytes;
-  c.memory_bandwidth = cal.memory_bandwidth * share;
+  c.memory_bandwidth = rate(cal.memory_bandwidth, cal.memory_bandwidth_1);
   c.devices_per_node = std::max(1, ranks_per_node);
   c.intra_bandwidth = cal.comm_bandwidth > 0 ? cal.comm_bandwidth : 6e9;  // shared memory
   c.intra_latency_s = cal.comm_latency_s > 0 ? cal.comm_latency_s : 2e-6;
@@ -118,7 +128,7 @@ double gemm_seconds(const Cluster& c, double m, double n, double k, double batch
   const double k_use = k / (k + c.gemm_k_fill);
   const double compute = 2.0 * m * n * k * batch / (c.peak_flops * c.gemm_efficiency * wave_use * k_use);
   const double traffic = (m * k + k * n + m * n) * batch * c.weight_bytes / c.memory_bandwidth;
-  return std::max(compute, traffic) + c.kernel_overhead_s;
+  return std::max(compute, traffic) + c.kernel_overhead_s + c.gemm_overhead_s;
 }
 
 double memory_seconds(const Cluster& c, double bytes, int kernels) {
@@ -165,7 +175,10 @@ LocalCalibration read_calibration(const std::string& path) {
     c.gemm_fp32 = num("gemm_fp32"), c.gemm_bf16 = num("gemm_bf16");
     c.attention_fp32 = num("attention_fp32");
     c.memory_bandwidth = num("memory_bandwidth");
+    c.gemm_fp32_1 = num("gemm_fp32_1"), c.gemm_bf16_1 = num("gemm_bf16_1");
+    c.attention_fp32_1 = num("attention_fp32_1"), c.memory_bandwidth_1 = num("memory_bandwidth_1");
     c.kernel_overhead_s = num("kernel_overhead_s");
+    c.gemm_overhead_s = num("gemm_overhead_s");
     c.comm_bandwidth = num("comm_bandwidth"), c.comm_latency_s = num("comm_latency_s");
     c.base_rss_bytes = num("base_rss_bytes");
     if (const Json* v = j.find("measured_at")) c.measured_at = v->as_string();
@@ -184,7 +197,12 @@ void write_calibration(const LocalCalibration& c, const std::string& path) {
   j.set("gemm_bf16", Json(c.gemm_bf16));
   j.set("attention_fp32", Json(c.attention_fp32));
   j.set("memory_bandwidth", Json(c.memory_bandwidth));
+  j.set("gemm_fp32_1", Json(c.gemm_fp32_1));
+  j.set("gemm_bf16_1", Json(c.gemm_bf16_1));
+  j.set("attention_fp32_1", Json(c.attention_fp32_1));
+  j.set("memory_bandwidth_1", Json(c.memory_bandwidth_1));
   j.set("kernel_overhead_s", Json(c.kernel_overhead_s));
+  j.set("gemm_overhead_s", Json(c.gemm_overhead_s));
   j.set("comm_bandwidth", Json(c.comm_bandwidth));
   j.set("comm_latency_s", Json(c.comm_latency_s));
   j.set("base_rss_bytes", Json(c.base_rss_bytes));

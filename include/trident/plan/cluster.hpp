@@ -17,6 +17,7 @@ struct Cluster {
   int tile_m = 1, tile_n = 1;     // output tile of one compute unit's GEMM work item
   double gemm_k_fill = 0;         // K at which a tile's pipeline fill/epilogue costs half the time
   double kernel_overhead_s = 0;   // fixed cost per kernel (launch, OpenMP fork/join)
+  double gemm_overhead_s = 0;     // a GEMM's further fixed cost (packing, thread start-up)
   double attention_efficiency = 0.5;  // fused (flash) attention: fraction of peak it sustains
   // Memory (per device).
   double memory_bytes = 0;
@@ -50,7 +51,11 @@ struct LocalCalibration {
   double gemm_fp32 = 0, gemm_bf16 = 0;  // FLOP/s of a large transformer-shaped GEMM, all cores
   double attention_fp32 = 0;            // FLOP/s of the backend's causal attention (fwd + bwd)
   double memory_bandwidth = 0;          // bytes/s of a large streaming kernel, all cores
+  // The same with one thread: ranks that split the cores run single-threaded kernels, which
+  // scale better than one rank's threads do.
+  double gemm_fp32_1 = 0, gemm_bf16_1 = 0, attention_fp32_1 = 0, memory_bandwidth_1 = 0;
   double kernel_overhead_s = 0;         // one small parallel kernel
+  double gemm_overhead_s = 0;           // a small GEMM's time beyond its FLOPs at the large-GEMM rate
   double comm_bandwidth = 0;            // bytes/s, 2-rank MPI all-reduce bus bandwidth (0: not measured)
   double comm_latency_s = 0;
   double base_rss_bytes = 0;            // resident memory of a trident process before its model
