@@ -159,6 +159,15 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   TRIDENT_CONFIG_CHECK(!c.checkpoint.resume.empty(), "checkpoint.resume must be auto, none or a checkpoint path");
   c.log = {.run_dir = v.str("log.run_dir"), .interval = v.int32("log.interval"),
            .eval_interval = v.int32("log.eval_interval"), .eval_batches = v.int32("log.eval_batches")};
+  TRIDENT_CONFIG_CHECK(!c.data.bucket || !c.data.packing,
+                       "data.bucket = true groups unpacked rows by length: it needs data.packing = false");
+  TRIDENT_CONFIG_CHECK(!c.data.bucket || c.layout.pp == 1,
+                       "data.bucket = true cuts micro-batches to their longest row, which pipeline stages do not "
+                       "support yet: it needs parallel.pp = 1");
+  TRIDENT_CONFIG_CHECK(c.log.eval_interval >= 0, "log.eval_interval must be >= 0 (0: no evaluation)");
+  TRIDENT_CONFIG_CHECK(c.log.eval_batches >= 1, "log.eval_batches must be >= 1");
+  TRIDENT_CONFIG_CHECK(c.log.eval_interval == 0 || !c.data.valid.empty(),
+                       "log.eval_interval = ", c.log.eval_interval, " needs data.valid (a validation shard prefix)");
 
   // Types of keys whose features come later are still checked now.
   (void)v.boolean("lora.enabled");
@@ -167,8 +176,6 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   // Features of later versions: their keys are known, but only their defaults are accepted.
   v.require_default("lora.enabled", "LoRA");
   v.require_default("lisa.enabled", "LISA");
-  v.require_default("data.bucket", "bucketing");
-  v.require_default("log.eval_interval", "periodic evaluation");
 
   // Rules across keys.
   const dist::Layout& L = c.layout;

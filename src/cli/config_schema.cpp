@@ -57,7 +57,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"data.train", "", "training shard prefix (<prefix>.bin + <prefix>.idx, made by trident prep)"},
       {"data.valid", "", "validation shard prefix"},
       {"data.packing", "true", "true: documents packed back to back into rows, attention and positions restart at each document (document masking); false: one document per row, padded"},
-      {"data.bucket", "false", "group similar lengths (not in this version)"},
+      {"data.bucket", "false", "with packing = false: sort rows by length within windows of 16 global batches and cut each micro-batch to its longest row (less padding computed; pp = 1)"},
       {"comm.compression", "none", "dp gradient compression with error feedback: none | int8 (blocks of 4096, 75% fewer bytes) | topk | powersgd; buckets/matrices under 4096 elements (and, for powersgd, matrices with a side <= 2*rank) go uncompressed"},
       {"comm.topk_ratio", "0.01", "share of each bucket's elements topk sends, as (index, value) pairs"},
       {"comm.powersgd_rank", "4", "rank of PowerSGD's approximation of each 2-D gradient (vectors go uncompressed)"},
@@ -72,7 +72,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"checkpoint.resume", "auto", "auto (newest complete checkpoint of checkpoint.dir, if any) | none | <path>"},
       {"log.run_dir", "runs/default", "run directory: config.ini, metrics.jsonl, checkpoints/"},
       {"log.interval", "1", "steps between metrics lines"},
-      {"log.eval_interval", "0", "steps between evaluations (0 = none; only 0 in this version)"},
+      {"log.eval_interval", "0", "steps between evaluations on data.valid (0 = none); also after the last step"},
       {"log.eval_batches", "8", "batches per evaluation"},
   };
   return keys;

@@ -19,6 +19,9 @@ BatchSampler::BatchSampler(const ShardSet& reader, const SamplerOptions& options
                        G, " and ", b, ")");
   TRIDENT_CHECK(options.dp_size > 0 && options.dp_rank >= 0 && options.dp_rank < options.dp_size,
                 "dp_rank=", options.dp_rank, " dp_size=", options.dp_size);
+  TRIDENT_CONFIG_CHECK(!options.bucket || !options.packing,
+                       "data.bucket groups unpacked rows by length: it needs data.packing = false");
+  TRIDENT_CONFIG_CHECK(options.length_multiple >= 1, "length multiple ", options.length_multiple);
   TRIDENT_CONFIG_CHECK(G % (b * options.dp_size) == 0, "train.global_batch (", G,
                        ") must be divisible by train.micro_batch * parallel.dp (", b, " * ",
                        options.dp_size, ")");
@@ -58,6 +61,16 @@ void BatchSampler::compute_permutation(int64_t epoch) {
     const uint64_t j = bits % static_cast<uint64_t>(i + 1);
     std::swap(permutation_[i], permutation_[j]);
   }
+  if (options_.bucket) {  // longest first within each window: neighbours have similar lengths
+    const int64_t window = kBucketWindow * options_.global_batch;
+    for (int64_t begin = 0; begin < num_rows_; begin += window) {
+      const auto first = permutation_.begin() + begin;
+      const auto last = permutation_.begin() + std::min(num_rows_, begin + window);
+      std::stable_sort(first, last, [&](uint32_t a, uint32_t b) {
+        return unpacked_rows_[a].length > unpacked_rows_[b].length;
+      });
+    }
+  }
   cached_epoch_ = epoch;
 }
 
@@ -73,8 +86,7 @@ BatchSampler::RowSpan BatchSampler::row_span(int64_t row) const {
   return {static_cast<uint64_t>(row * options_.seq_len), static_cast<uint32_t>(options_.seq_len)};
 }
 
-int64_t BatchSampler::fill_row(int64_t row, int32_t* tokens, int32_t* targets, int32_t* positions) const {
-  const int64_t T = options_.seq_len;
+int64_t BatchSampler::fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions) const {
   const RowSpan span = row_span(row);
   const int64_t length = span.length;
   reader_.copy_tokens(span.begin, span.length, tokens);
@@ -106,27 +118,47 @@ int64_t BatchSampler::fill_row(int64_t row, int32_t* tokens, int32_t* targets, i
 
 Batch BatchSampler::make_batch() const {
   const Shape shape{options_.micro_batch, options_.seq_len};
-  return Batch{Tensor::zeros(shape, DType::kI32), Tensor::zeros(shape, DType::kI32),
-               Tensor::zeros(shape, DType::kI32)};
+  Batch batch;
+  batch.tokens = batch.tokens_buffer = Tensor::zeros(shape, DType::kI32);
+  batch.targets = batch.targets_buffer = Tensor::zeros(shape, DType::kI32);
+  batch.positions = batch.positions_buffer = Tensor::zeros(shape, DType::kI32);
+  return batch;
+}
+
+int64_t BatchSampler::micro_batch_length(int64_t first_global_sequence) {
+  const int64_t T = options_.seq_len;
+  if (!options_.bucket) return T;
+  int64_t longest = 1;
+  for (int64_t i = 0; i < options_.micro_batch; ++i)
+    longest = std::max<int64_t>(longest, row_span(row_of(first_global_sequence + i)).length);
+  const int64_t m = options_.length_multiple;
+  return std::min(T, (longest + m - 1) / m * m);
 }
 
 void BatchSampler::fill(int64_t step, int micro_index, Batch& out) {
   TRIDENT_CHECK(step >= 0 && micro_index >= 0 && micro_index < micro_batches_, "step=", step,
                 " micro_index=", micro_index, " of ", micro_batches_);
-  if (!out.tokens.defined()) out = make_batch();
+  if (!out.tokens_buffer.defined()) out = make_batch();
   const int64_t T = options_.seq_len, b = options_.micro_batch;
   const Shape shape{b, T};
-  TRIDENT_CHECK(out.tokens.shape() == shape && out.targets.shape() == shape &&
-                    out.positions.shape() == shape,
-                "batch tensors must be ", shape.str(), ", got ", out.tokens.shape().str());
+  TRIDENT_CHECK(out.tokens_buffer.shape() == shape && out.targets_buffer.shape() == shape &&
+                    out.positions_buffer.shape() == shape,
+                "batch tensors must be ", shape.str(), ", got ", out.tokens_buffer.shape().str());
   const int64_t rank_begin = options_.dp_rank * (options_.global_batch / options_.dp_size);
+  const int64_t first = step * options_.global_batch + rank_begin + micro_index * b;
+  const int64_t L = micro_batch_length(first);
+  auto cut = [&](const Tensor& buffer) { return L == T ? buffer : buffer.flat().narrow(0, b * L).view(Shape{b, L}); };
+  out.tokens = cut(out.tokens_buffer);
+  out.targets = cut(out.targets_buffer);
+  out.positions = cut(out.positions_buffer);
   out.valid_tokens = 0;
   out.padding_tokens = 0;
   for (int64_t i = 0; i < b; ++i) {
-    const int64_t row = row_of(step * options_.global_batch + rank_begin + micro_index * b + i);
-    out.valid_tokens += fill_row(row, out.tokens.data<int32_t>() + i * T, out.targets.data<int32_t>() + i * T,
-                                 out.positions.data<int32_t>() + i * T);
-    out.padding_tokens += T - row_span(row).length;
+    const int64_t row = row_of(first + i);
+    // rows shorter than L lose nothing by the cut: it removes only padding
+    out.valid_tokens += fill_row(row, L, out.tokens.data<int32_t>() + i * L, out.targets.data<int32_t>() + i * L,
+                                 out.positions.data<int32_t>() + i * L);
+    out.padding_tokens += L - row_span(row).length;
   }
   out.first_sequence = rank_begin + micro_index * b;
 }
@@ -136,10 +168,15 @@ GlobalBatchStats BatchSampler::global_batch_stats(int64_t step) {
   const int64_t G = options_.global_batch, T = options_.seq_len;
   scratch_.resize(static_cast<size_t>(3 * T));
   GlobalBatchStats stats;
+  int64_t L = T;
   for (int64_t j = 0; j < G; ++j) {
+    if (j % options_.micro_batch == 0) {  // micro-batches are consecutive rows whatever dp is
+      L = micro_batch_length(step * G + j);
+      stats.computed_tokens += options_.micro_batch * L;
+    }
     const int64_t row = row_of(step * G + j);
-    stats.valid_targets += fill_row(row, scratch_.data(), scratch_.data() + T, scratch_.data() + 2 * T);
-    stats.padding_tokens += T - row_span(row).length;
+    stats.valid_targets += fill_row(row, L, scratch_.data(), scratch_.data() + T, scratch_.data() + 2 * T);
+    stats.padding_tokens += L - row_span(row).length;
   }
   stats_step_ = step;
   stats_ = stats;

@@ -3,6 +3,7 @@
 #include "trident/model/gpt_model.hpp"
 
 #include "trident/core/rng.hpp"
+#include "trimmed_views.hpp"
 
 namespace trident::model {
 
@@ -21,6 +22,42 @@ size_t activation_bytes_of(const BlockActivations& a) {
   return n;
 }
 }  // namespace
+
+class GPTModel::LengthScope {
+ public:
+  LengthScope(GPTModel& m, int chunk, int slot)
+      : m_(m), slot_(m.slots_[chunk][slot]), trim_(m.cfg_.seq_len, slot_.length) {
+    if (!trim_.active()) return;
+    saved_slot_ = slot_;
+    saved_scratch_ = m.scratch_;
+    saved_head_ = m.head_buffers_;
+    saved_recompute_out_ = m.recompute_out_;
+    for (Tensor* t : {&slot_.tokens, &slot_.targets, &slot_.positions, &slot_.dres}) *t = trim_.rows(*t);
+    for (Tensor& t : slot_.residual) t = trim_.rows(t);
+    for (BlockActivations& a : slot_.acts) a = trim_(a);
+    m.scratch_ = trim_(m.scratch_);
+    if (m.head_) m.head_buffers_ = trim_(m.head_buffers_);
+    m.recompute_out_ = trim_.rows(m.recompute_out_);
+  }
+  ~LengthScope() {
+    if (!trim_.active()) return;
+    slot_ = saved_slot_;
+    m_.scratch_ = saved_scratch_;
+    m_.head_buffers_ = saved_head_;
+    m_.recompute_out_ = saved_recompute_out_;
+  }
+  LengthScope(const LengthScope&) = delete;
+  LengthScope& operator=(const LengthScope&) = delete;
+
+ private:
+  GPTModel& m_;
+  Slot& slot_;
+  SequenceTrim trim_;
+  Slot saved_slot_;
+  BlockScratch saved_scratch_;
+  HeadBuffers saved_head_;
+  Tensor saved_recompute_out_;
+};
 
 const char* recompute_name(Recompute mode) {
   return mode == Recompute::kFull ? "full" : mode == Recompute::kSelective ? "selective" : "none";
@@ -89,6 +126,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   for (Chunk& chunk : chunks_) {
     std::vector<Slot> slots(static_cast<size_t>(plan_.slots));
     for (Slot& s : slots) {
+      s.length = cfg_.seq_len;
       s.tokens = ops_.zeros(Shape{rows}, DType::kI32);
       s.targets = ops_.zeros(Shape{rows}, DType::kI32);
       s.positions = ops_.zeros(Shape{rows}, DType::kI32);
@@ -169,14 +207,30 @@ void GPTModel::finish_norm_grads(const std::vector<Tensor>& grads) const {
   for (Tensor g : grads) tp_.all_reduce(g);
 }
 
+void GPTModel::load_micro_batch(int chunk, int slot, const Tensor& tokens, const Tensor& targets,
+                                const Tensor& positions) {
+  Slot& s = slots_[chunk][slot];
+  const int64_t n = positions.numel(), length = n / micro_batch_;
+  TRIDENT_CHECK(n % micro_batch_ == 0 && length >= 1 && length <= cfg_.seq_len, "batch of ", n,
+                " tokens for micro-batch ", micro_batch_, " and seq_len ", cfg_.seq_len);
+  TRIDENT_CHECK(length == cfg_.seq_len || (chunks_.size() == 1 && chunks_[0].embeds && chunks_[0].predicts),
+                "micro-batches shorter than seq_len need the whole model on this rank (pp = 1)");
+  TRIDENT_CHECK(!tp_.splits_rows() || n % tp_.size() == 0, "sequence parallelism needs micro_batch * length (", n,
+                ") divisible by tp");
+  s.length = length;
+  auto load = [&](const Tensor& from, const Tensor& buffer) {
+    Tensor prefix = buffer.narrow(0, n);
+    ops_.copy(from, prefix);
+  };
+  load(positions, s.positions);
+  if (chunks_[chunk].embeds) load(tokens, s.tokens);
+  if (chunks_[chunk].predicts) load(targets, s.targets);
+}
+
 double GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                          double grad_scale, bool last_micro_batch) {
-  Slot& s = slots_[chunk][slot];
-  TRIDENT_CHECK(positions.numel() == s.positions.numel(), "batch of ", positions.numel(), " tokens, model built for ",
-                s.positions.numel());
-  ops_.copy(positions, s.positions);
-  if (chunks_[chunk].embeds) ops_.copy(tokens, s.tokens);
-  if (chunks_[chunk].predicts) ops_.copy(targets, s.targets);
+  load_micro_batch(chunk, slot, tokens, targets, positions);
+  const LengthScope scope(*this, chunk, slot);
   double loss_sum = 0;
   run_forward(chunk, slot, /*train=*/true, grad_scale, &loss_sum);
   if (chunks_[chunk].predicts && last_micro_batch) {
@@ -187,6 +241,7 @@ double GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor
 }
 
 void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
+  const LengthScope scope(*this, chunk, slot);
   Chunk& c = chunks_[chunk];
   Slot& s = slots_[chunk][slot];
   const bool dropout = cfg_.dropout > 0;
@@ -210,6 +265,15 @@ void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
   }
 }
 
+EvalSums GPTModel::evaluate(int chunk, int slot, const Tensor& tokens, const Tensor& targets,
+                            const Tensor& positions) {
+  load_micro_batch(chunk, slot, tokens, targets, positions);
+  const LengthScope scope(*this, chunk, slot);
+  Slot& s = slots_[chunk][slot];
+  run_forward(chunk, slot, /*train=*/false, 0.0, nullptr);
+  return chunks_[chunk].predicts ? head_->evaluate(ops_, s.targets, head_buffers_) : EvalSums{};
+}
+
 double GPTModel::forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                                   double grad_scale) {
   TRIDENT_CHECK(chunks_.size() == 1 && chunks_[0].embeds && chunks_[0].predicts,
@@ -223,6 +287,7 @@ const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& posit
   TRIDENT_CHECK(chunks_.size() == 1 && chunks_[0].embeds && chunks_[0].predicts,
                 "forward_logits needs the whole model on this rank");
   Slot& s = slots_[0][0];
+  s.length = cfg_.seq_len;
   ops_.copy(tokens, s.tokens);
   ops_.copy(positions, s.positions);
   run_forward(0, 0, /*train=*/false, 0.0, nullptr);

@@ -42,7 +42,7 @@ void LMHead::forward(Ops& ops, const Tensor& x, HeadBuffers& b) const {
   ops.gemm(false, true, 1.0, tp_.gather_rows(ops, b.norm.y, b.gathered), weight_->value, 0.0, b.logits);
 }
 
-double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const {
+void LMHead::combine_stats(Ops& ops, const Tensor& targets, HeadBuffers& b) const {
   const int64_t n = b.row_max.numel();
   const int64_t valid_columns = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
   ops.cross_entropy_shard_stats(b.logits, targets, vocab_offset_, valid_columns, b.row_max, b.sum_exp,
@@ -57,9 +57,37 @@ double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_
   double* sum = host_sum.data<double>();
   double* local_max = b.host_stats.narrow(3, 4).data<double>();  // this shard's maxima, kept
   std::copy(mx, mx + n, local_max);
+  if (tp_.size() == 1) return;
   tp_.comm->all_reduce_max(mx, static_cast<int>(n));
   for (int64_t i = 0; i < n; ++i) sum[i] = sum[i] == 0 ? 0 : sum[i] * std::exp(local_max[i] - mx[i]);
   tp_.comm->all_reduce_sum(sum, static_cast<int>(2 * n));  // sums and target logits together
+}
+
+EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const {
+  combine_stats(ops, targets, b);
+  const int64_t n = b.row_max.numel();
+  const double* mx = b.host_stats.narrow(0, 1).data<double>();
+  const double* sum = b.host_stats.narrow(1, 2).data<double>();
+  const double* tl = b.host_stats.narrow(2, 3).data<double>();
+  const int32_t* t = targets.device() == Device::kCPU ? targets.data<int32_t>() : nullptr;
+  TRIDENT_CHECK(t != nullptr, "evaluation reads targets on the host");
+  EvalSums sums;
+  for (int64_t i = 0; i < n; ++i) {
+    if (t[i] < 0) continue;
+    sums.loss_sum += mx[i] + std::log(sum[i]) - tl[i];
+    sums.correct += tl[i] >= mx[i];
+    ++sums.count;
+  }
+  return sums;
+}
+
+double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const {
+  const int64_t n = b.row_max.numel();
+  const int64_t valid_columns = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
+  combine_stats(ops, targets, b);
+  Tensor host_max = b.host_stats.narrow(0, 1), host_sum = b.host_stats.narrow(1, 2), host_tl = b.host_stats.narrow(2, 3);
+  const double* mx = host_max.data<double>();
+  const double* sum = host_sum.data<double>();
   const double* tl = host_tl.data<double>();
   const int32_t* t = targets.device() == Device::kCPU ? targets.data<int32_t>() : nullptr;
   TRIDENT_CHECK(t != nullptr, "vocabulary-parallel loss reads targets on the host");

@@ -97,4 +97,26 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::functio
   return loss_sum;
 }
 
+// Every rank walks the (micro-batch, virtual stage) pairs in one global order and owns the
+// stages c * pp + rank; a blocking send is matched by the next stage's receive, which comes
+// earlier in its own walk than any send it makes later, so the walk cannot deadlock.
+model::EvalSums PipelineExecutor::run_eval(int micro_batches, const std::function<void(int, data::Batch&)>& fill,
+                                           data::Batch& batch) {
+  const int pp = pp_.size(), last_stage = chunks_ * pp - 1;
+  model::EvalSums sums;
+  for (int mb = 0; mb < micro_batches; ++mb) {
+    fill(mb, batch);
+    for (int c = 0; c < chunks_; ++c) {
+      const int stage = c * pp + pp_.rank();
+      if (stage > 0) {
+        const auto [peer, peer_chunk] = prev_of(c);
+        pp_.irecv(model_.input(c, 0), peer, tag(mb, peer_chunk, false)).wait();
+      }
+      sums += model_.evaluate(c, 0, batch.tokens, batch.targets, batch.positions);
+      if (stage < last_stage) pp_.isend(model_.output(c, 0), next_of(c).first, tag(mb, c, false)).wait();
+    }
+  }
+  return sums;
+}
+
 }  // namespace trident::train

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 
 #include "trident/core/timer.hpp"
 #include "trident/model/hf_config.hpp"
@@ -27,12 +28,21 @@ std::string format_duration(double seconds) {
   return out;
 }
 
+// Share of the computed input positions that were padding.
+double padding_share(const data::GlobalBatchStats& s) {
+  return s.computed_tokens > 0 ? double(s.padding_tokens) / double(s.computed_tokens) : 0.0;
+}
+
 }  // namespace
 
 Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log, FaultInjection fault)
     : cfg_(cfg), ops_(ops), topology_(topology), log_(log), fault_(fault) {
   TRIDENT_CONFIG_CHECK(!cfg.data.train.empty(), "data.train: no training shard prefix given");
-  reader_ = std::make_unique<data::ShardSet>(cfg.data.train);  // one shard or a set of them
+  try {
+    reader_ = std::make_unique<data::ShardSet>(cfg.data.train);  // one shard or a set of them
+  } catch (const ConfigError& e) {
+    throw ConfigError(detail::concat("data.train: ", e.what()));
+  }
   TRIDENT_CONFIG_CHECK(reader_->vocab() <= static_cast<uint64_t>(cfg.model.vocab), "data.train: shard ",
                        cfg.data.train, " was written for vocab ", reader_->vocab(), " but model.vocab = ",
                        cfg.model.vocab);
@@ -40,7 +50,8 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
       *reader_, data::SamplerOptions{.seq_len = cfg.model.seq_len, .global_batch = cfg.train.global_batch,
                                      .micro_batch = cfg.train.micro_batch, .dp_rank = topology.dp_rank(),
                                      .dp_size = topology.layout().dp, .seed = cfg.train.seed,
-                                     .packing = cfg.data.packing});
+                                     .packing = cfg.data.packing, .bucket = cfg.data.bucket,
+                                     .length_multiple = std::lcm<int64_t>(8, topology.layout().tp)});
   batch_ = sampler_->make_batch();
 
   model::TensorParallel tp;
@@ -141,6 +152,15 @@ StepResult Trainer::train_step(int64_t step) {
                         fault_.poisons(topology_.world_rank(), step + 1) ? fault_.nan_value : 0.0);
 }
 
+EvalResult Trainer::evaluate(int64_t step) {
+  if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(cfg_, topology_, *pipeline_);
+  const EvalResult r = evaluator_->run(step);
+  log_.info(format_eval(r, evaluator_->dataset()));
+  if (topology_.world_rank() == 0)
+    append_eval_jsonl((std::filesystem::path(cfg_.log.run_dir) / "eval.jsonl").string(), r, evaluator_->dataset());
+  return r;
+}
+
 StepResult Trainer::run() {
   StepResult last;
   for (int64_t step = start_step_; step < cfg_.train.steps; ++step) {
@@ -163,6 +183,8 @@ StepResult Trainer::run() {
     if (step == start_step_ || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps || preempt > 0 ||
         last.skipped)
       log_step(step, last);
+    if (cfg_.log.eval_interval > 0 && ((step + 1) % cfg_.log.eval_interval == 0 || step + 1 == cfg_.train.steps))
+      evaluate(step + 1);
     if (preempt > 0) {
       checkpointer_->wait();
       log_.info("preempted: checkpoint of step ", step + 1, " written to ", checkpointer_->directory(),
@@ -221,7 +243,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"ckpt_stall_s", ckpt_stall_s_},
                      {"ckpt_write_s", checkpointer_->last_write_seconds()},
                      {"bubble_theory", bubble_theory_},
-                     {"padding", double(sampler_->global_batch_stats(step).padding_tokens) / tokens_per_step}});
+                     {"padding", padding_share(sampler_->global_batch_stats(step))}});
   }
   const double eta = elapsed_ / double(step + 1) * double(cfg_.train.steps - step - 1);
   char line[256];

@@ -53,7 +53,7 @@ expect 2 "train.loss_scale: expected dynamic or a positive number, got '-3'" tra
 expect 2 "model.heads = 4 must be divisible by parallel.tp = 3" train --config $cfg --parallel.tp=3 $run
 expect 2 "model.kv_heads = 2 must be divisible by parallel.tp = 4" train --config $cfg --model.arch=llama --model.kv_heads=2 --parallel.tp=4 $run
 expect 2 "cannot read config file" train --config "$work/missing.ini" $run
-expect 2 "data.train.*not found|cannot open" train --config $cfg --data.train="$work/nothing" $run
+expect 2 "data.train.*(not found|cannot open|no token shards)" train --config $cfg --data.train="$work/nothing" $run
 expect 2 "unknown command 'fly'" fly
 expect 2 "'--input' is required" prep --output "$work/x"
 

@@ -40,26 +40,29 @@ void write_stream(const std::string& prefix, bool with_prompts) {
   writer.finish();
 }
 
-SamplerOptions options(int64_t b, int dp_rank, int dp_size, uint64_t seed = 1234, bool packing = true) {
-  return SamplerOptions{kT, kG, b, dp_rank, dp_size, seed, packing};
+SamplerOptions options(int64_t b, int dp_rank, int dp_size, uint64_t seed = 1234, bool packing = true,
+                       bool bucket = false) {
+  return SamplerOptions{kT, kG, b, dp_rank, dp_size, seed, packing, bucket, 4};
 }
 
 // One sequence as the model sees it: its tokens and targets.
 using Row = std::pair<std::vector<int32_t>, std::vector<int32_t>>;
 
 // The rows of step `step` over all dp ranks, in rank order then micro-batch order.
-std::vector<Row> rows_of_step(const ShardSet& reader, int64_t step, int64_t b, int dp, bool packing = true) {
+std::vector<Row> rows_of_step(const ShardSet& reader, int64_t step, int64_t b, int dp, bool packing = true,
+                              bool bucket = false) {
   std::vector<Row> rows;
   for (int r = 0; r < dp; ++r) {
-    BatchSampler sampler(reader, options(b, r, dp, 1234, packing));
+    BatchSampler sampler(reader, options(b, r, dp, 1234, packing, bucket));
     Batch batch = sampler.make_batch();
     for (int k = 0; k < sampler.micro_batches_per_step(); ++k) {
       sampler.fill(step, k, batch);
       const int32_t* tokens = batch.tokens.data<int32_t>();
       const int32_t* targets = batch.targets.data<int32_t>();
+      const int64_t L = batch.tokens.dim(1);  // kT, or less for a bucketed micro-batch
       for (int64_t i = 0; i < b; ++i)
-        rows.emplace_back(std::vector<int32_t>(tokens + i * kT, tokens + (i + 1) * kT),
-                          std::vector<int32_t>(targets + i * kT, targets + (i + 1) * kT));
+        rows.emplace_back(std::vector<int32_t>(tokens + i * L, tokens + (i + 1) * L),
+                          std::vector<int32_t>(targets + i * L, targets + (i + 1) * L));
     }
   }
   return rows;
@@ -218,6 +221,48 @@ TEST(Sampler, TargetsMaskedBeforeLossStart) {
       EXPECT_LT(valid_in_batches, kG * kT);  // some prompt tokens were masked
     }
   }
+}
+
+TEST(Sampler, BucketingGroupsLengthsAndCutsPadding) {
+  TempDir dir;
+  write_stream(dir / "s", true);
+  const ShardSet reader(dir / "s");
+  BatchSampler plain(reader, options(2, 0, 1, 1234, false, false));
+  BatchSampler bucketed(reader, options(2, 0, 1, 1234, false, true));
+  ASSERT_EQ(plain.num_rows(), bucketed.num_rows());
+  const int64_t steps = bucketed.num_rows();  // kG whole epochs: every row kG times
+  int64_t plain_padding = 0, bucketed_padding = 0, plain_valid = 0, bucketed_valid = 0;
+  std::multiset<std::vector<int32_t>> plain_rows, bucketed_rows;  // rows without their padding
+  for (int64_t step = 0; step < steps; ++step) {
+    plain_padding += plain.global_batch_stats(step).padding_tokens;
+    bucketed_padding += bucketed.global_batch_stats(step).padding_tokens;
+    plain_valid += plain.count_valid_targets(step);
+    bucketed_valid += bucketed.count_valid_targets(step);
+    EXPECT_LE(bucketed.global_batch_stats(step).computed_tokens, kG * kT);
+    for (BatchSampler* s : {&plain, &bucketed})
+      for (int k = 0; k < s->micro_batches_per_step(); ++k) {
+        Batch batch;
+        s->fill(step, k, batch);
+        const int64_t L = batch.tokens.dim(1);
+        EXPECT_TRUE(L == kT || L % 4 == 0) << L;
+        EXPECT_LE(batch.padding_tokens + batch.valid_tokens, 2 * L);
+        for (int64_t i = 0; i < 2; ++i) {
+          std::vector<int32_t> row(batch.tokens.data<int32_t>() + i * L, batch.tokens.data<int32_t>() + (i + 1) * L);
+          std::vector<int32_t> target(batch.targets.data<int32_t>() + i * L, batch.targets.data<int32_t>() + (i + 1) * L);
+          while (!target.empty() && target.back() < 0 && row.size() > 1 && row.back() == 0) {
+            row.pop_back();
+            target.pop_back();
+          }
+          (s == &plain ? plain_rows : bucketed_rows).insert(row);
+        }
+      }
+  }
+  EXPECT_EQ(plain_rows, bucketed_rows);  // the same rows over an epoch, only grouped differently
+  EXPECT_EQ(plain_valid, bucketed_valid);
+  EXPECT_LT(bucketed_padding * 2, plain_padding) << "bucketed " << bucketed_padding << " vs " << plain_padding;
+  for (int64_t step = 0; step < 3; ++step)  // and still independent of dp
+    for (int dp : {2, 4}) EXPECT_EQ(rows_of_step(reader, step, 2, dp, false, true), rows_of_step(reader, step, 2, 1, false, true));
+  EXPECT_THROW(BatchSampler(reader, options(2, 0, 1, 1234, true, true)), ConfigError);  // bucket needs unpacked rows
 }
 
 TEST(Sampler, RejectsBadConfiguration) {

@@ -1,6 +1,8 @@
 // Document masking: three documents packed into one row (positions restarting at each
 // document, the boundary-crossing targets masked) give the same loss and the same gradients,
 // in fp64, as the three documents in rows of their own, padded (data.packing = false).
+// Bucketing: a micro-batch cut to its longest row trains exactly like the same rows padded to
+// seq_len.
 #include <gtest/gtest.h>
 
 #include "test_util.hpp"
@@ -85,6 +87,46 @@ TEST_P(Packing, PackedRowEqualsOneRowPerDocument) {
   for (size_t k = 0; k < a.size(); ++k)
     EXPECT_LT(testing::relative_error(testing::to_vector(a[k]->grad), testing::to_vector(b[k]->grad), 1e-12), 1e-10)
         << a[k]->spec.name;
+}
+
+TEST_P(Packing, MicroBatchCutToItsLongestRowEqualsFullLength) {
+  auto ops = make_cpu_ops(1);
+  const ModelConfig cfg = tiny_config(GetParam());
+  const int64_t T = cfg.seq_len, L = 8, batch = 2;
+  const std::vector<std::vector<int32_t>> docs = {{3, 9, 4, 1, 30, 2, 8, 5, 2}, {7, 12, 5, 2}};  // <= L + 1 tokens
+  auto rows = [&](int64_t length) {
+    Rows r(batch, length);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < length; ++i) {
+        const auto& doc = docs[static_cast<size_t>(b)];
+        const bool in_doc = i + 1 < static_cast<int64_t>(doc.size());
+        r.tokens.data<int32_t>()[b * length + i] = in_doc ? doc[static_cast<size_t>(i)] : 0;
+        r.targets.data<int32_t>()[b * length + i] = in_doc ? doc[static_cast<size_t>(i + 1)] : -1;
+        r.positions.data<int32_t>()[b * length + i] = static_cast<int32_t>(i);
+      }
+    return r;
+  };
+  GPTModel model(cfg, *ops, DType::kF64, static_cast<int>(batch));
+  model.initialize(7);
+  for (auto& p : model.params().all()) testing::fill_uniform(p->value, std::hash<std::string>{}(p->spec.name), 0.3);
+  std::vector<std::vector<double>> grads[2];
+  double losses[2];
+  int k = 0;
+  for (int64_t length : {T, L}) {
+    const Rows r = rows(length);
+    model.params().zero_grads(*ops);
+    losses[k] = model.forward_backward(r.tokens, r.targets, r.positions, 1.0);
+    for (auto& p : model.params().all()) grads[k].push_back(testing::to_vector(p->grad));
+    ++k;
+  }
+  EXPECT_NEAR(losses[1], losses[0], 1e-12 * std::abs(losses[0]));
+  for (size_t i = 0; i < grads[0].size(); ++i)
+    // floor: attn.k.bias has a gradient of exactly zero (softmax ignores a shift of all scores)
+    EXPECT_LT(testing::relative_error(grads[1][i], grads[0][i], 1e-6), 1e-10) << model.params().all()[i]->spec.name;
+  // and back to full length: the cut left nothing behind
+  const Rows full = rows(T);
+  model.params().zero_grads(*ops);
+  EXPECT_NEAR(model.forward_backward(full.tokens, full.targets, full.positions, 1.0), losses[0], 1e-12 * losses[0]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Packing, ::testing::Values(Arch::kGPT2, Arch::kLlama),

@@ -8,6 +8,9 @@
 namespace trident::data {
 
 struct Batch {
+  // With bucketing the three tensors below are (B, L) views, L <= T the micro-batch's length,
+  // cut from these (B, T) allocations; otherwise they are the allocations themselves.
+  Tensor tokens_buffer, targets_buffer, positions_buffer;
   Tensor tokens;     // (B, T) input token ids
   Tensor targets;    // (B, T) next token ids; -1 = no loss here (prompt tokens before loss start)
   Tensor positions;  // (B, T) position of each token within its document (restarts at 0 at a

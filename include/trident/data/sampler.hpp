@@ -11,6 +11,10 @@
 //   unpacked (false): one document per row from position 0, padded to T (padding tokens have
 //     target -1); a document with more than T + 1 tokens continues in further rows of T targets,
 //     each starting again at position 0.
+//   bucketed (data.bucket, unpacked only): within each window of kBucketWindow global batches
+//     of an epoch's order, rows are sorted by length (longest first), so a micro-batch holds
+//     rows of similar length; it is cut to its longest row (rounded up to length_multiple)
+//     instead of T, and the model computes only that much.
 // Data order is independent of dp (DESIGN.md section 2). With G = global_batch, b = micro_batch,
 // W rows: global sequence g = step * G + j (j in [0, G)) is row perm_e[g % W] of epoch e = g / W,
 // where perm_e is a Fisher-Yates shuffle of [0, W) driven by Philox keyed by (seed, e); dp rank
@@ -38,13 +42,18 @@ struct SamplerOptions {
   int dp_size = 1;
   uint64_t seed = 0;
   bool packing = true;       // data.packing: packed rows with document masking, else one document per row
+  bool bucket = false;       // data.bucket (needs packing = false)
+  int64_t length_multiple = 8;  // bucketed micro-batch lengths are multiples of this (or T)
 };
 
 // What one global batch holds, all dp ranks together (identical for any dp).
 struct GlobalBatchStats {
-  int64_t valid_targets = 0;   // targets >= 0: the loss normaliser
-  int64_t padding_tokens = 0;  // input positions that hold no document token (unpacked rows)
+  int64_t valid_targets = 0;    // targets >= 0: the loss normaliser
+  int64_t padding_tokens = 0;   // input positions computed that hold no document token
+  int64_t computed_tokens = 0;  // input positions computed: G * T, less when bucketed batches are cut
 };
+
+inline constexpr int64_t kBucketWindow = 16;  // global batches sorted together by length
 
 class BatchSampler {
  public:
@@ -75,9 +84,12 @@ class BatchSampler {
     uint32_t length;
   };
   RowSpan row_span(int64_t row) const;
+  // Length of the micro-batch whose first row is global sequence g (T unless bucketed).
+  int64_t micro_batch_length(int64_t first_global_sequence);
   void compute_permutation(int64_t epoch);
-  // Writes row `row` (T tokens, targets, positions); returns its number of targets >= 0.
-  int64_t fill_row(int64_t row, int32_t* tokens, int32_t* targets, int32_t* positions) const;
+  // Writes row `row` cut to length T (>= its length): tokens, targets, positions; returns its
+  // number of targets >= 0.
+  int64_t fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions) const;
 
   const ShardSet& reader_;
   SamplerOptions options_;

@@ -78,6 +78,10 @@ class GPTModel {
   Tensor& output(int chunk, int slot) { return slots_[chunk][slot].residual.back(); }
   Tensor& grad(int chunk, int slot) { return slots_[chunk][slot].dres; }
 
+  // Forward of one chunk without dropout or gradients (evaluation), micro-batch in `slot`; the
+  // last virtual stage returns the loss and accuracy sums, the others empty sums.
+  EvalSums evaluate(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions);
+
   // Whole-model shortcuts (one chunk holding everything): forward, loss and backward of one
   // micro-batch; returns the unscaled sum of token losses.
   double forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions, double grad_scale);
@@ -98,6 +102,7 @@ class GPTModel {
 
  private:
   struct Slot {
+    int64_t length = 0;                 // L <= T of the micro-batch in the slot (bucketed batches)
     Tensor tokens, targets, positions;  // [B*T] on the device
     std::vector<Tensor> residual;       // chunk layers + 1: input, block outputs
     std::vector<BlockActivations> acts;
@@ -112,6 +117,11 @@ class GPTModel {
     bool embeds = false, predicts = false;
   };
   void run_forward(int chunk, int slot, bool train, double grad_scale, double* loss_sum);
+  // Copies a micro-batch of length L = positions.numel() / B into the slot (its prefix).
+  void load_micro_batch(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions);
+  // For one forward or backward call on a slot holding a shorter micro-batch: puts views cut to
+  // its length in place of the slot's and the shared buffers, and restores them afterwards.
+  class LengthScope;
   // Sequence parallelism leaves each rank part of the norms' gradients: sum them over the tp
   // group once they are complete (the step's last pass), before data parallelism reduces them.
   void finish_norm_grads(const std::vector<Tensor>& grads) const;

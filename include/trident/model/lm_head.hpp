@@ -25,6 +25,18 @@ struct HeadBuffers {
   Tensor host_stats;   // [4, N] fp64: max, sum, target logit, this shard's max
 };
 
+// Evaluation sums over the valid targets of some rows: summed token loss, targets the model
+// ranks first (argmax = target; a tie with another logit counts as right) and their count.
+struct EvalSums {
+  double loss_sum = 0;
+  int64_t correct = 0;
+  int64_t count = 0;
+  EvalSums& operator+=(const EvalSums& o) {
+    loss_sum += o.loss_sum, correct += o.correct, count += o.count;
+    return *this;
+  }
+};
+
 class LMHead {
  public:
   // tied: the projection is the token embedding (its gradient accumulates there).
@@ -39,7 +51,14 @@ class LMHead {
   double loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale, HeadBuffers& b,
                        Tensor& dx) const;
 
+  // Loss and accuracy sums after forward(), no gradient (evaluation); the same on every rank
+  // of the tensor-parallel group.
+  EvalSums evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const;
+
  private:
+  // Softmax statistics of the group's full rows into b.host_stats (max, sum of exp relative to
+  // it, target logit); rows of b.row_max/sum_exp hold this shard's values before.
+  void combine_stats(Ops& ops, const Tensor& targets, HeadBuffers& b) const;
   // Loss summed over valid rows, dlogits written into b.logits: vocabulary-parallel path.
   double vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const;
 

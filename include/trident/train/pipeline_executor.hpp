@@ -28,6 +28,11 @@ class PipelineExecutor {
   double run(int64_t step, double grad_scale, const std::function<void(int, data::Batch&)>& fill, data::Batch& batch,
              const std::function<void(int64_t)>& on_final);
 
+  // Forward-only pass over micro-batches [0, micro_batches) for evaluation, one micro-batch at
+  // a time through every virtual stage (slot 0 of each chunk). Returns this rank's sums
+  // (non-empty on the last stage only).
+  model::EvalSums run_eval(int micro_batches, const std::function<void(int, data::Batch&)>& fill, data::Batch& batch);
+
   // Seconds spent waiting for activations or gradients in the last run (the pipeline bubble
   // as this rank sees it), and the whole run.
   double wait_seconds() const { return wait_s_; }

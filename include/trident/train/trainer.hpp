@@ -11,6 +11,7 @@
 #include "trident/model/gpt_model.hpp"
 #include "trident/train/adamw.hpp"
 #include "trident/train/checkpointer.hpp"
+#include "trident/train/evaluator.hpp"
 #include "trident/train/fault_injection.hpp"
 #include "trident/train/optimizer_step.hpp"
 #include "trident/train/run_config.hpp"
@@ -32,6 +33,9 @@ class Trainer {
   // One optimizer step (exposed for tests).
   StepResult train_step(int64_t step);
   model::GPTModel& model() { return *model_; }
+  // Evaluates on data.valid at optimizer step `step` (collective): prints the table and appends
+  // to <run_dir>/eval.jsonl on rank 0.
+  EvalResult evaluate(int64_t step);
   // Seconds spent building micro-batches so far (the data phase of `trident bench step`).
   double data_seconds() const { return data_seconds_; }
   // Memory the run holds per rank, as the trainer accounts it (bytes).
@@ -64,6 +68,7 @@ class Trainer {
   double loss_mean_ = 0;  // running mean of recent losses (spike detection)
   double bubble_theory_ = 0;
   double data_seconds_ = 0;
+  std::unique_ptr<Evaluator> evaluator_;  // built on first use
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;
   double peak_flops_ = 0;

@@ -1,0 +1,73 @@
+// `trident eval`: perplexity and token accuracy of a trained model on data.valid, under any
+// layout, from the run's latest checkpoint (checkpoint.resume = auto) or a given one.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "rank_threads.hpp"
+#include "trident/backend/cpu_ops.hpp"
+#include "trident/cli/commands.hpp"
+#include "trident/cli/config_parser.hpp"
+#include "trident/core/log.hpp"
+#include "trident/dist/mpi_session.hpp"
+#include "trident/dist/watchdog.hpp"
+#include "trident/train/trainer.hpp"
+
+namespace trident::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: trident eval --config FILE [--checkpoint PATH] [--section.key=value ...]\n"
+    "       mpirun -np N trident eval --config FILE --parallel.dp=N ...\n"
+    "Evaluates on data.valid (log.eval_batches global batches) the weights of --checkpoint, else\n"
+    "of the latest checkpoint under log.run_dir (checkpoint.resume = auto); appends the results\n"
+    "to <log.run_dir>/eval.jsonl.";
+
+}  // namespace
+
+int run_eval(int argc, char** argv) {
+  std::vector<char*> args{argv[0]};
+  std::string checkpoint_override;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s\n", config_help(kUsage).c_str());
+      return 0;
+    }
+    if (arg == "--checkpoint" && i + 1 < argc) checkpoint_override = "--checkpoint.resume=" + std::string(argv[++i]);
+    else if (arg.rfind("--checkpoint=", 0) == 0) checkpoint_override = "--checkpoint.resume=" + arg.substr(13);
+    else args.push_back(argv[i]);
+  }
+  if (!checkpoint_override.empty()) args.push_back(checkpoint_override.data());
+  dist::MpiSession mpi(&argc, &argv);
+  Logger log(mpi.world_rank());
+  train::RunConfig cfg;
+  try {
+    cfg = parse_run_config(static_cast<int>(args.size()), args.data(), mpi.world_size());
+    // The training sampler is built on data.train; evaluation alone needs only data.valid.
+    if (cfg.data.train.empty()) cfg.data.train = cfg.data.valid;
+    TRIDENT_CONFIG_CHECK(!cfg.data.valid.empty(), "data.valid: evaluation needs a validation shard prefix");
+  } catch (const ConfigError& e) {
+    if (mpi.world_rank() == 0) std::fprintf(stderr, "trident eval: error: %s\n", e.what());
+    return 2;
+  }
+  try {
+    std::unique_ptr<Ops> ops = make_cpu_ops(compute_threads(cfg.train.threads));
+    dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
+    dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
+    topology.set_watchdog(&watchdog);
+    log.info(topology.describe());
+    train::Trainer trainer(cfg, *ops, topology, log);
+    if (trainer.start_step() == 0)
+      log.warn("no checkpoint found (checkpoint.resume = ", cfg.checkpoint.resume,
+               "): evaluating the freshly initialised model");
+    trainer.evaluate(trainer.start_step());
+    return 0;
+  } catch (const ConfigError& e) {
+    mpi.abort(2, std::string("trident eval: error: ") + e.what());
+  } catch (const std::exception& e) {
+    mpi.abort(1, std::string("trident eval: failed: ") + e.what());
+  }
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""A report of one training run for people: PNG plots and a markdown summary.
+
+    utils/run_report.py RUN_DIR [--output DIR]
+
+Reads RUN_DIR/metrics.jsonl (one object per logged step) and, if present, RUN_DIR/eval.jsonl
+(one line per step, metric, value, dataset) and writes into DIR (default RUN_DIR/report):
+  loss.png         training loss over steps (validation loss on the same axes when evaluated)
+  lr.png           learning rate
+  throughput.png   tokens/s and MFU
+  eval.png         validation perplexity, token accuracy and exact match (those present)
+  report.md        the summary: run configuration, first/last/best figures, the plots
+Needs matplotlib (Debian: python3-matplotlib); nothing else beyond the standard library.
+"""
+import argparse
+import json
+import math
+import pathlib
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_jsonl(path):
+    rows = []
+    if not path.exists():
+        return rows
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            sys.exit(f"run_report: {path}:{number}: not JSON ({e})")
+    return rows
+
+
+def series(rows, key):
+    points = [(r["step"], r[key]) for r in rows if key in r and r[key] is not None]
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def eval_series(evals, metric):
+    points = sorted((e["step"], e["value"]) for e in evals if e.get("metric") == metric)
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir", type=pathlib.Path)
+    ap.add_argument("--output", type=pathlib.Path)
+    args = ap.parse_args()
+    run = args.run_dir
+    metrics = read_jsonl(run / "metrics.jsonl")
+    if not metrics:
+        sys.exit(f"run_report: {run / 'metrics.jsonl'} is missing or empty: is {run} a trident run directory?")
+    evals = read_jsonl(run / "eval.jsonl")
+    out = args.output or run / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    plots = []
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps, loss = series(metrics, "loss")
+    ax.plot(steps, loss, label="training loss")
+    es, el = eval_series(evals, "loss")
+    if es:
+        ax.plot(es, el, "o-", label="validation loss")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (nats per token)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    save(fig, out / "loss.png")
+    plots.append(("Loss", "loss.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 3))
+    ax.plot(*series(metrics, "lr"))
+    ax.set_xlabel("step")
+    ax.set_ylabel("learning rate")
+    ax.grid(alpha=0.3)
+    save(fig, out / "lr.png")
+    plots.append(("Learning rate", "lr.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.plot(*series(metrics, "tokens_per_s"), color="tab:green")
+    ax.set_xlabel("step")
+    ax.set_ylabel("tokens/s", color="tab:green")
+    ax.grid(alpha=0.3)
+    ms, mfu = series(metrics, "mfu")
+    if ms:
+        twin = ax.twinx()
+        twin.plot(ms, [100 * m for m in mfu], color="tab:purple", alpha=0.6)
+        twin.set_ylabel("MFU (%)", color="tab:purple")
+    save(fig, out / "throughput.png")
+    plots.append(("Throughput", "throughput.png"))
+
+    eval_metrics = [m for m in ("perplexity", "accuracy", "exact_match", "f1") if eval_series(evals, m)[0]]
+    if eval_metrics:
+        fig, axes = plt.subplots(1, len(eval_metrics), figsize=(3.6 * len(eval_metrics), 3.2), squeeze=False)
+        for ax, metric in zip(axes[0], eval_metrics):
+            ax.plot(*eval_series(evals, metric), "o-")
+            ax.set_title(metric.replace("_", " "))
+            ax.set_xlabel("step")
+            ax.grid(alpha=0.3)
+        save(fig, out / "eval.png")
+        plots.append(("Evaluation", "eval.png"))
+
+    last = metrics[-1]
+    finite = [m["loss"] for m in metrics if m.get("loss") is not None and math.isfinite(m["loss"])]
+    lines = [f"# Run report: {run.name}", ""]
+    config = run / "config.ini"
+    lines += ["| | |", "|---|---|",
+              f"| steps logged | {len(metrics)} (last step {last['step']}) |",
+              f"| training loss | {metrics[0]['loss']:.4f} at step {metrics[0]['step']} -> {last['loss']:.4f}"
+              f" (best {min(finite):.4f}) |" if finite else "| training loss | none finite |",
+              f"| tokens seen | {last.get('tokens', 0):.0f} |",
+              f"| elapsed | {last.get('elapsed_s', 0):.1f} s |"]
+    tps = [m["tokens_per_s"] for m in metrics[1:] if m.get("tokens_per_s")] or [last.get("tokens_per_s", 0)]
+    lines.append(f"| tokens/s (median after step 1) | {sorted(tps)[len(tps) // 2]:.0f} |")
+    if "mfu" in last:
+        lines.append(f"| MFU (last) | {100 * last['mfu']:.1f}% |")
+    if "mem_mb" in last:
+        lines.append(f"| peak memory per rank | {last['mem_mb']:.0f} MiB |")
+    skipped = sum(1 for m in metrics if m.get("skipped"))
+    if skipped:
+        lines.append(f"| skipped steps (non-finite) | {skipped} |")
+    for metric in eval_metrics + (["loss"] if eval_series(evals, "loss")[0] else []):
+        s, v = eval_series(evals, metric)
+        lines.append(f"| validation {metric.replace('_', ' ')} | {v[0]:.4f} at step {s[0]} -> {v[-1]:.4f} at step {s[-1]} |")
+    lines.append("")
+    for title, png in plots:
+        lines += [f"## {title}", "", f"![{title}]({png})", ""]
+    if config.exists():
+        lines += ["## Configuration", "", "```ini", config.read_text().strip(), "```", ""]
+    (out / "report.md").write_text("\n".join(lines))
+    print(f"run_report: wrote {out / 'report.md'} and {len(plots)} plots")
+
+
+if __name__ == "__main__":
+    main()
