@@ -19,6 +19,15 @@ MPI_Datatype mpi_float_type(const Tensor& x, const char* op) {
   return x.dtype() == DType::kF64 ? MPI_DOUBLE : MPI_FLOAT;
 }
 
+// Element type for operations that only move data (gathers): 16-bit floats travel as 2-byte words.
+MPI_Datatype mpi_element_type(const Tensor& x, const char* op) {
+  if (x.dtype() == DType::kBF16 || x.dtype() == DType::kF16) {
+    TRIDENT_CHECK(x.device() == Device::kCPU, op, ": MPI needs host memory");
+    return MPI_UINT16_T;
+  }
+  return mpi_float_type(x, op);
+}
+
 int checked_count(int64_t n, const char* op) {
   TRIDENT_CHECK(n >= 0 && n <= INT32_MAX, op, ": ", n, " elements do not fit one MPI call");
   return static_cast<int>(n);
@@ -208,7 +217,7 @@ CommRequest Communicator::ireduce_scatter_sum(const Tensor& in, Tensor& out) {
 void Communicator::reduce_scatter_sum(const Tensor& in, Tensor& out) { ireduce_scatter_sum(in, out).wait(); }
 
 CommRequest Communicator::iall_gather_in_place(Tensor& x) {
-  const MPI_Datatype type = mpi_float_type(x, "all_gather");
+  const MPI_Datatype type = mpi_element_type(x, "all_gather");
   std::vector<int> layout = block_layout(*this, x.numel(), "all_gather");
   std::vector<MPI_Request> requests(1);
   MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, type, x.raw(), layout.data(), layout.data() + size_, type, comm_,

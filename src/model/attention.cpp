@@ -23,13 +23,15 @@ Attention::Attention(ParamStore& store, const std::string& prefix, const ModelCo
   cfg.check_tensor_parallel(tp.size());
 }
 
-AttentionActivations Attention::make_activations(Ops& ops, int64_t batch, DType dtype) const {
+AttentionActivations Attention::make_activations(Ops& ops, int64_t batch, DType dtype,
+                                                std::optional<DType> stored) const {
   const int64_t t = cfg_.seq_len, hs = cfg_.head_size();
+  const DType s = stored.value_or(dtype);
   AttentionActivations a;
-  a.q = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
-  a.k = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
-  a.v = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
-  a.out = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
+  a.q = ops.zeros(Shape{batch, t, heads_ * hs}, s);
+  a.k = ops.zeros(Shape{batch, t, kv_heads_ * hs}, s);
+  a.v = ops.zeros(Shape{batch, t, kv_heads_ * hs}, s);
+  a.out = ops.zeros(Shape{batch, t, heads_ * hs}, s);
   a.lse = ops.zeros(Shape{batch, heads_, t}, dtype);
   return a;
 }

@@ -23,21 +23,22 @@ TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConf
       norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
       mlp_(store, block_prefix(index) + ".mlp", cfg, tp) {}
 
-BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DType dtype, bool attention) const {
+BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DType dtype, bool attention,
+                                                    std::optional<DType> stored) const {
   const int64_t rows = batch * cfg_.seq_len, local = tp_.local_rows(rows);
   BlockActivations a;
-  a.norm1 = norm1_.make_activations(ops, local, dtype);
-  if (attention) a.attn = attn_.make_activations(ops, batch, dtype);
+  a.norm1 = norm1_.make_activations(ops, local, dtype, stored);
+  if (attention) a.attn = attn_.make_activations(ops, batch, dtype, stored);
   a.mid = ops.zeros(Shape{local, cfg_.hidden}, dtype);
-  a.norm2 = norm2_.make_activations(ops, local, dtype);
-  a.mlp = mlp_.make_activations(ops, rows, dtype);
+  a.norm2 = norm2_.make_activations(ops, local, dtype, stored);
+  a.mlp = mlp_.make_activations(ops, rows, dtype, stored);
   return a;
 }
 
-BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype) const {
+BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype, std::optional<DType> stored) const {
   const int64_t rows = batch * cfg_.seq_len, local = tp_.local_rows(rows);
   BlockScratch s;
-  if (tp_.splits_rows()) s.gathered = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
+  if (tp_.splits_rows()) s.gathered = ops.zeros(Shape{rows, cfg_.hidden}, stored.value_or(dtype));
   s.partial = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   s.dnorm = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   s.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.dnorm;

@@ -71,7 +71,7 @@ Recompute recompute_from_name(const std::string& name) {
 }
 
 GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple,
-                   TensorParallel tp, StagePlan plan)
+                   TensorParallel tp, StagePlan plan, std::optional<DType> activation_dtype)
     : cfg_(cfg), tp_(tp), plan_(std::move(plan)), ops_(ops), dtype_(dtype), micro_batch_(micro_batch) {
   cfg_.resolve();
   cfg_.check_tensor_parallel(tp.size());
@@ -105,6 +105,8 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
     head_ = std::make_unique<LMHead>(params_, cfg_, tied, tp);
   }
   params_.allocate(ops_, dtype_, pad_multiple);
+  if (activation_dtype && *activation_dtype != dtype_) params_.allocate_low_precision(ops_, *activation_dtype);
+  const std::optional<DType> stored = activation_dtype;
 
   const int64_t rows = int64_t(micro_batch) * cfg_.seq_len, local = tp_.local_rows(rows);
   TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
@@ -115,7 +117,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   // With recompute, the activations rebuilt in backward live once, shared by every block and
   // slot (all blocks have the same shapes); the slots keep views of them.
   if (plan_.recompute != Recompute::kNone && any_block) {
-    shared_acts_ = any_block->make_activations(ops_, micro_batch, dtype_);
+    shared_acts_ = any_block->make_activations(ops_, micro_batch, dtype_, /*attention=*/true, stored);
     activation_bytes_ += plan_.recompute == Recompute::kFull ? activation_bytes_of(shared_acts_)
                                                              : attention_bytes(shared_acts_.attn);
     if (plan_.recompute == Recompute::kFull) {
@@ -137,7 +139,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
           continue;
         }
         const bool selective = plan_.recompute == Recompute::kSelective;
-        BlockActivations a = block->make_activations(ops_, micro_batch, dtype_, /*attention=*/!selective);
+        BlockActivations a = block->make_activations(ops_, micro_batch, dtype_, /*attention=*/!selective, stored);
         activation_bytes_ += activation_bytes_of(a);
         if (selective) a.attn = shared_acts_.attn;  // rebuilt in backward
         s.acts.push_back(std::move(a));
@@ -149,9 +151,9 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
     }
     slots_.push_back(std::move(slots));
   }
-  if (any_block) scratch_ = any_block->make_scratch(ops_, micro_batch, dtype_);
+  if (any_block) scratch_ = any_block->make_scratch(ops_, micro_batch, dtype_, stored);
   if (head_) {
-    head_buffers_ = head_->make_buffers(ops_, rows, dtype_);
+    head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored);
     activation_bytes_ += bytes_of(head_buffers_.logits);
   }
 }

@@ -19,10 +19,10 @@ Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool
 void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate) const {
   if (split_ == Split::kRow) {
     TRIDENT_CHECK(!accumulate, "a row-parallel output is partial until summed over the group");
-    ops.gemm(false, true, 1.0, x, weight_->value, 0.0, y);
+    ops.gemm(false, true, 1.0, x, weight_->gemm_value(), 0.0, y);
     return;
   }
-  ops.gemm(false, true, 1.0, x, weight_->value, accumulate ? 1.0 : 0.0, y);
+  ops.gemm(false, true, 1.0, x, weight_->gemm_value(), accumulate ? 1.0 : 0.0, y);
   if (bias_) ops.add_bias(y, bias_->value);
 }
 
@@ -33,7 +33,7 @@ void Linear::add_bias(Ops& ops, Tensor& y) const {
 void Linear::backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx) const {
   ops.gemm(true, false, 1.0, dy, x, 1.0, weight_->grad);  // [out, N] @ [N, in]
   if (bias_) ops.bias_backward(dy, bias_->grad);
-  if (dx) ops.gemm(false, false, 1.0, dy, weight_->value, accumulate_dx ? 1.0 : 0.0, *dx);  // [N, out] @ [out, in]
+  if (dx) ops.gemm(false, false, 1.0, dy, weight_->gemm_value(), accumulate_dx ? 1.0 : 0.0, *dx);  // [N, out] @ [out, in]
 }
 
 }  // namespace trident::model

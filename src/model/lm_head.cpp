@@ -20,11 +20,11 @@ LMHead::LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, Tenso
   TRIDENT_CHECK(weight_->local_shape[0] == local_vocab_, "head rows ", weight_->local_shape[0], " vs ", local_vocab_);
 }
 
-HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype) const {
+HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored) const {
   HeadBuffers b;
   const int64_t local = tp_.local_rows(rows), hidden = weight_->local_shape[1];
-  b.norm = norm_.make_activations(ops, local, dtype);
-  if (tp_.splits_rows()) b.gathered = ops.zeros(Shape{rows, hidden}, dtype);
+  b.norm = norm_.make_activations(ops, local, dtype, stored);
+  if (tp_.splits_rows()) b.gathered = ops.zeros(Shape{rows, hidden}, stored.value_or(dtype));
   b.dnorm = ops.zeros(Shape{rows, hidden}, dtype);
   b.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, hidden}, dtype) : b.dnorm;
   b.logits = ops.zeros(Shape{rows, weight_->local_shape[0]}, dtype);
@@ -39,7 +39,7 @@ HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype) const {
 
 void LMHead::forward(Ops& ops, const Tensor& x, HeadBuffers& b) const {
   norm_.forward(ops, x, b.norm);
-  ops.gemm(false, true, 1.0, tp_.gather_rows(ops, b.norm.y, b.gathered), weight_->value, 0.0, b.logits);
+  ops.gemm(false, true, 1.0, tp_.gather_rows(ops, b.norm.y, b.gathered), weight_->gemm_value(), 0.0, b.logits);
 }
 
 void LMHead::combine_stats(Ops& ops, const Tensor& targets, HeadBuffers& b) const {
@@ -116,7 +116,7 @@ double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, d
   const Tensor& dlogits = b.logits;
   const Tensor& normed = tp_.splits_rows() ? b.gathered : b.norm.y;  // all rows, from forward
   ops.gemm(true, false, 1.0, dlogits, normed, 1.0, weight_->grad);  // [V, N] @ [N, C]
-  ops.gemm(false, false, 1.0, dlogits, weight_->value, 0.0, b.dnorm);
+  ops.gemm(false, false, 1.0, dlogits, weight_->gemm_value(), 0.0, b.dnorm);
   // Each vocabulary shard contributes part of d(norm output).
   const Tensor& dnorm = tp_.reduce_to_rows(b.dnorm, b.dnorm_rows);
   ops.fill(dx, 0.0);

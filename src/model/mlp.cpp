@@ -19,7 +19,8 @@ Mlp::Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, T
                                      Split::kColumn, tp);
 }
 
-MlpActivations Mlp::make_activations(Ops& ops, int64_t rows, DType dtype) const {
+MlpActivations Mlp::make_activations(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored) const {
+  dtype = stored.value_or(dtype);
   MlpActivations a;
   a.up = ops.zeros(Shape{rows, ffn_}, dtype);
   if (gate_) a.gate = ops.zeros(Shape{rows, ffn_}, dtype);

@@ -9,9 +9,9 @@ Norm::Norm(ParamStore& store, const std::string& name, int hidden, bool layernor
   if (layernorm) bias_ = &store.add({.name = name + ".bias", .global_shape = Shape{hidden}, .init = Init::kZeros});
 }
 
-NormActivations Norm::make_activations(Ops& ops, int64_t rows, DType dtype) const {
+NormActivations Norm::make_activations(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored) const {
   NormActivations a;
-  a.y = ops.zeros(Shape{rows, hidden_}, dtype);
+  a.y = ops.zeros(Shape{rows, hidden_}, stored.value_or(dtype));
   if (bias_) a.mean = ops.zeros(Shape{rows}, dtype);
   a.rstd = ops.zeros(Shape{rows}, dtype);
   return a;

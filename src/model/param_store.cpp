@@ -38,6 +38,20 @@ void ParamStore::allocate(Ops& ops, DType dtype, int64_t pad_multiple) {
   }
 }
 
+void ParamStore::allocate_low_precision(Ops& ops, DType dtype) {
+  TRIDENT_CHECK(values_.defined(), "allocate() before allocate_low_precision()");
+  TRIDENT_CHECK(dtype == DType::kBF16 || dtype == DType::kF16, "low-precision copy in ", dtype_name(dtype));
+  values_low_ = ops.zeros(values_.shape(), dtype);
+  for (auto& p : params_) {
+    const int64_t n = p->local_shape.numel();
+    p->value_low = values_low_.narrow(p->offset, p->offset + n).view(p->local_shape);
+  }
+}
+
+void ParamStore::refresh_low_precision(Ops& ops) {
+  if (values_low_.defined()) ops.copy(values_, values_low_);
+}
+
 int64_t ParamStore::global_index(const Parameter& p, int64_t i) {
   const ParamSpec& s = p.spec;
   if (s.split_dim < 0) return i;

@@ -27,6 +27,7 @@ StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step
   const double grad_scale = loss_scale / static_cast<double>(valid_targets);
   std::function<void(int64_t)> on_final;
   if (parts.reducer.overlap()) on_final = [&](int64_t offset) { parts.reducer.grads_final_from(offset); };
+  parts.model.refresh_weights();  // mixed precision: the 16-bit weights of this step's masters
   double loss_sum = parts.pipeline.run(step, grad_scale, fill, batch, on_final);
 
   // A table tied across the first and last stage got gradient on both: sum it there.

@@ -60,8 +60,11 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   const int micro_batches = sampler_->micro_batches_per_step();
   std::string pipeline_text;
   const model::StagePlan plan = make_stage_plan(cfg, topology.pp_rank(), micro_batches, &pipeline_text);
-  model_ = std::make_unique<model::GPTModel>(cfg.model, ops, DType::kF32, cfg.train.micro_batch,
-                                             GradReducer::pad_multiple(topology.layout().dp), tp, plan);
+  // The GEMM precision decides the activations' storage (fp32 where the processor lacks the type).
+  const DType matmul = ops.set_matmul_precision(cfg.train.precision);
+  model_ = std::make_unique<model::GPTModel>(
+      cfg.model, ops, DType::kF32, cfg.train.micro_batch, GradReducer::pad_multiple(topology.layout().dp), tp, plan,
+      matmul != DType::kF32 ? std::optional<DType>(matmul) : std::nullopt);
   model_->initialize(cfg.train.seed);
   pipeline_ = std::make_unique<PipelineExecutor>(*model_, topology.pp(), cfg.schedule, micro_batches,
                                                  cfg.virtual_stages);
@@ -78,14 +81,14 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   scaler_ = std::make_unique<LossScaler>(cfg.train.loss_scale, cfg.train.precision == DType::kF16);
   parts_ = std::make_unique<StepParts>(StepParts{*model_, *optimizer_, *reducer_, *pipeline_, ops, topology.dp(),
                                                  topology.pp(), topology.embedding(), scaler_.get()});
-  const DType matmul = ops.set_matmul_precision(cfg.train.precision);
   if (matmul != cfg.train.precision)
     log_.info("train.precision = ", dtype_name(cfg.train.precision), ": this processor has no ",
               dtype_name(cfg.train.precision), " instructions; computing in ", dtype_name(matmul));
-  if (cfg.train.precision != DType::kF32)
-    log_.info("mixed precision: GEMM inputs in ", dtype_name(matmul), " with fp32 accumulation; fp32 master weights, ",
-              "optimizer state, reductions and activations", cfg.train.precision == DType::kF16
-                  ? "; fp16 is emulated on this CPU (inputs rounded to fp16, fp32 arithmetic); loss scale " + cfg.train.loss_scale
+  if (matmul != DType::kF32)
+    log_.info("mixed precision: weights (a copy refreshed each step) and the activations kept for backward in ",
+              dtype_name(matmul), ", GEMMs accumulating in fp32; fp32 master weights, gradients, optimizer state, ",
+              "residual stream, norm statistics, softmax and loss", matmul == DType::kF16
+                  ? "; fp16 is storage only on this CPU (fp32 arithmetic); loss scale " + cfg.train.loss_scale
                   : std::string());
   // MFU against the peak of the arithmetic the GEMMs use (bf16 dot products: twice fp32).
   peak_flops_ = ops.peak_flops(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32);
@@ -154,6 +157,7 @@ StepResult Trainer::train_step(int64_t step) {
 
 EvalResult Trainer::evaluate(int64_t step) {
   if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(cfg_, topology_, *pipeline_);
+  model_->refresh_weights();  // the 16-bit copy lags the last optimizer step
   const EvalResult r = evaluator_->run(step);
   log_.info(format_eval(r, evaluator_->dataset()));
   if (topology_.world_rank() == 0)

@@ -4,6 +4,7 @@
 // column-parallel, o row-parallel). Shapes below are per rank, NH and NKV the local counts.
 // x: [N, C] (normalised input), q: [B, T, NH*HS], k, v: [B, T, NKV*HS], lse: [B, NH, T].
 #pragma once
+#include <optional>
 #include <string>
 
 #include "trident/model/linear.hpp"
@@ -25,7 +26,8 @@ struct AttentionScratch {
 class Attention {
  public:
   Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp = {});
-  AttentionActivations make_activations(Ops& ops, int64_t batch, DType dtype) const;
+  // q, k, v, out in `stored` (16 bits under mixed precision), lse in dtype.
+  AttentionActivations make_activations(Ops& ops, int64_t batch, DType dtype, std::optional<DType> stored = {}) const;
   AttentionScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
 
   // out = o(attention(x)), or out += o(attention(x)) when accumulate (onto the residual stream).

@@ -3,6 +3,7 @@
 // dropout then work on this rank's rows; attention and MLP see all N rows).
 // GPT-2 (LayerNorm, GELU MLP) or Llama (RMSNorm, RoPE, GQA, SwiGLU).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,12 @@ class TransformerBlock {
  public:
   TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp = {});
   // attention = false leaves a.attn empty (selective recompute shares one set).
-  BlockActivations make_activations(Ops& ops, int64_t batch, DType dtype, bool attention = true) const;
-  BlockScratch make_scratch(Ops& ops, int64_t batch, DType dtype) const;
+  // stored: the dtype of the activations kept for backward that feed GEMMs and attention
+  // (16 bits under mixed precision); the residual stream and statistics stay in dtype.
+  BlockActivations make_activations(Ops& ops, int64_t batch, DType dtype, bool attention = true,
+                                    std::optional<DType> stored = {}) const;
+  // gathered (the all-gathered norm output, sequence parallelism) in `stored` like the norm output.
+  BlockScratch make_scratch(Ops& ops, int64_t batch, DType dtype, std::optional<DType> stored = {}) const;
 
   // Dropout applies to each branch before it joins the residual stream (when the site is active).
   struct Dropout {

@@ -5,6 +5,7 @@
 // activations, allocated once (no heap allocation per step). tokens, targets, positions:
 // [B, T] int32 host tensors; activations between chunks are [B*T, C].
 #pragma once
+#include <optional>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -44,8 +45,15 @@ class GPTModel {
   // dtype: fp32 for training, fp64 for finite-difference checks. The flat parameter buffers are
   // padded to a multiple of pad_multiple elements (data-parallel sharding). tp: the
   // tensor-parallel group the weights are split over. plan: the layers this rank holds.
+  // activation_dtype (bf16 or fp16: mixed precision): the activations kept for backward that
+  // feed GEMMs and attention are stored in it, and GEMMs use a 16-bit copy of the weights
+  // (refresh_weights()); master weights, gradients, the residual stream, norm statistics and
+  // the loss stay in dtype.
   GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple = 1,
-           TensorParallel tp = {}, StagePlan plan = {});
+           TensorParallel tp = {}, StagePlan plan = {}, std::optional<DType> activation_dtype = {});
+  // Mixed precision: copies the master weights into the 16-bit copy GEMMs use (after every
+  // change of the masters: initialisation, loading, an optimizer step). No-op otherwise.
+  void refresh_weights() { params_.refresh_low_precision(ops_); }
 
   // Initialises every parameter and keys the dropout masks, both from the seed.
   void initialize(uint64_t seed);

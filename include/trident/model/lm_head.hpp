@@ -5,6 +5,7 @@
 // each rank holds V/tp logits per row and the softmax statistics are combined over the group,
 // so the full logits are never gathered.
 #pragma once
+#include <optional>
 #include "trident/model/model_config.hpp"
 #include "trident/model/norm.hpp"
 #include "trident/model/tensor_parallel.hpp"
@@ -41,7 +42,8 @@ class LMHead {
  public:
   // tied: the projection is the token embedding (its gradient accumulates there).
   LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, TensorParallel tp = {});
-  HeadBuffers make_buffers(Ops& ops, int64_t rows, DType dtype) const;
+  // The norm output (the head GEMM's input) and its gathered form in `stored` when given.
+  HeadBuffers make_buffers(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored = {}) const;
   std::vector<Tensor> norm_grads() const { return norm_.grads(); }
 
   // logits = norm(x) @ W^T into b.logits (x: [R, C]).

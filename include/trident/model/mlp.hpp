@@ -2,6 +2,7 @@
 // added onto the residual stream. Tensor-parallel: up/gate column-parallel, down row-parallel,
 // so each rank holds F/tp hidden features. x: [N, C], hidden activations [N, F/tp].
 #pragma once
+#include <optional>
 #include <string>
 
 #include "trident/model/linear.hpp"
@@ -22,7 +23,8 @@ struct MlpScratch {
 class Mlp {
  public:
   Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp = {});
-  MlpActivations make_activations(Ops& ops, int64_t rows, DType dtype) const;
+  // All in `stored` (16 bits under mixed precision) when given, else dtype.
+  MlpActivations make_activations(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored = {}) const;
   MlpScratch make_scratch(Ops& ops, int64_t rows, DType dtype) const;
 
   // out = mlp(x), or out += mlp(x) when accumulate (onto the residual stream). Under tensor

@@ -1,6 +1,7 @@
 // Normalisation layer: LayerNorm (gpt2: weight + bias) or RMSNorm (llama: weight only).
 // x, y: [N, C]; the saved statistics mean/rstd are [N].
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,8 @@ struct NormActivations {
 class Norm {
  public:
   Norm(ParamStore& store, const std::string& name, int hidden, bool layernorm, double eps);
-  NormActivations make_activations(Ops& ops, int64_t rows, DType dtype) const;
+  // y (a GEMM input) in `stored` (16 bits under mixed precision), the statistics in dtype.
+  NormActivations make_activations(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored = {}) const;
   void forward(Ops& ops, const Tensor& x, NormActivations& a) const;
   // dx += d(norm)/dx applied to dy; parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const NormActivations& a, const Tensor& dy, Tensor& dx) const;

@@ -33,6 +33,9 @@ struct Parameter {
   int64_t offset = 0;  // elements into the flat buffers
   Tensor value;        // view of the flat value buffer
   Tensor grad;         // view of the flat gradient buffer
+  Tensor value_low;    // view of the 16-bit copy (mixed precision), else undefined
+  // What GEMMs multiply by: the 16-bit copy under mixed precision, the master value otherwise.
+  const Tensor& gemm_value() const { return value_low.defined() ? value_low : value; }
 };
 
 class ParamStore {
@@ -45,6 +48,10 @@ class ParamStore {
   // Fills every parameter from (seed, name, global index) by its Init rule.
   void initialize(Ops& ops, uint64_t seed);
   void zero_grads(Ops& ops);
+  // Mixed precision: a 16-bit copy of every value (Parameter::value_low, what GEMMs use),
+  // refreshed from the fp32 masters by refresh_low_precision() once per step.
+  void allocate_low_precision(Ops& ops, DType dtype);
+  void refresh_low_precision(Ops& ops);
 
   std::vector<std::unique_ptr<Parameter>>& all() { return params_; }
   const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
@@ -63,6 +70,7 @@ class ParamStore {
   int64_t numel_ = 0;
   Tensor values_;
   Tensor grads_;
+  Tensor values_low_;  // 16-bit copy of values_ (mixed precision), else undefined
 };
 
 }  // namespace trident::model
