@@ -124,6 +124,15 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
                        c.comm.topk_ratio, ")");
   TRIDENT_CONFIG_CHECK(c.comm.powersgd_rank >= 1 && c.comm.powersgd_rank <= 64,
                        "comm.powersgd_rank must be in 1..64 (got ", c.comm.powersgd_rank, ")");
+  {
+    const std::string grad_dtype = v.str("comm.grad_dtype");
+    TRIDENT_CONFIG_CHECK(grad_dtype == "fp32" || grad_dtype == "bf16" || grad_dtype == "fp16",
+                         "comm.grad_dtype must be fp32, bf16 or fp16 (got '", grad_dtype, "')");
+    c.comm.grad_dtype = dtype_from_name(grad_dtype);
+    TRIDENT_CONFIG_CHECK(c.comm.grad_dtype == DType::kF32 || c.comm.compression == dist::CompressionKind::kNone,
+                         "comm.grad_dtype = ", grad_dtype,
+                         " and comm.compression both shrink the gradient traffic: choose one");
+  }
   TRIDENT_CONFIG_CHECK(c.comm.timeout_s >= 0, "comm.timeout_s must be >= 0 (0 turns the watchdog off)");
   TRIDENT_CONFIG_CHECK(c.comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", c.comm.bucket_mb, ")");
 

@@ -63,7 +63,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"comm.powersgd_rank", "4", "rank of PowerSGD's approximation of each 2-D gradient (vectors go uncompressed)"},
       {"comm.bucket_mb", "25", "gradient bucket size in MiB"},
       {"comm.overlap", "true", "start each gradient bucket's reduction during backward as soon as it is complete"},
-      {"comm.grad_dtype", "fp32", "dtype of reduced gradients"},
+      {"comm.grad_dtype", "fp32", "dtype gradients are reduced in across data-parallel ranks: fp32 (exact) | bf16 | fp16 (half the bytes; each reduction step adds in fp32 and rounds once)"},
       {"comm.timeout_s", "600", "watchdog: a communication waiting this long is reported (op, group, peers, step) and the job aborted (0 = off)"},
       {"checkpoint.dir", "", "checkpoint directory (default <run_dir>/checkpoints)"},
       {"checkpoint.interval", "0", "steps between checkpoints (0 = none; SIGTERM/SIGUSR1 still save one and exit)"},

@@ -19,6 +19,28 @@ MPI_Datatype mpi_float_type(const Tensor& x, const char* op) {
   return x.dtype() == DType::kF64 ? MPI_DOUBLE : MPI_FLOAT;
 }
 
+// Sums of 16-bit floats (comm.grad_dtype): MPI has no bf16/fp16 type, so they travel as 2-byte
+// words and a user operation adds each pair in fp32 and rounds once (RNE).
+template <float (*Widen)(uint16_t), uint16_t (*Round)(float)>
+void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = Round(Widen(a[i]) + Widen(b[i]));
+}
+
+// The MPI datatype and sum operation for a reduction over x's elements.
+std::pair<MPI_Datatype, MPI_Op> mpi_sum(const Tensor& x, const char* op) {
+  if (x.dtype() != DType::kBF16 && x.dtype() != DType::kF16) return {mpi_float_type(x, op), MPI_SUM};
+  TRIDENT_CHECK(x.device() == Device::kCPU, op, ": MPI needs host memory");
+  static MPI_Op bf16_sum = MPI_OP_NULL, fp16_sum = MPI_OP_NULL;  // created once, live until MPI_Finalize
+  MPI_Op& sum = x.dtype() == DType::kBF16 ? bf16_sum : fp16_sum;
+  if (sum == MPI_OP_NULL)
+    MPI_CHECK(MPI_Op_create(x.dtype() == DType::kBF16 ? &sum_16bit<bf16_bits_to_fp32, fp32_to_bf16_bits>
+                                                      : &sum_16bit<fp16_bits_to_fp32, fp32_to_fp16_bits>,
+                            /*commute=*/1, &sum));
+  return {MPI_UINT16_T, sum};
+}
+
 // Element type for operations that only move data (gathers): 16-bit floats travel as 2-byte words.
 MPI_Datatype mpi_element_type(const Tensor& x, const char* op) {
   if (x.dtype() == DType::kBF16 || x.dtype() == DType::kF16) {
@@ -141,7 +163,7 @@ uint64_t Communicator::bytes_moved() const { return std::accumulate(bytes_.begin
 double Communicator::seconds() const { return std::accumulate(seconds_.begin(), seconds_.end(), 0.0); }
 
 CommRequest Communicator::iall_reduce_sum(Tensor& x) {
-  const MPI_Datatype type = mpi_float_type(x, "all_reduce_sum");
+  const auto [type, sum] = mpi_sum(x, "all_reduce_sum");
   std::vector<MPI_Request> requests;
   if (size_ > 1 && x.numel() > 0) {
     const size_t elem = dtype_size(x.dtype()), chunk = kMaxChunkBytes / elem, n = static_cast<size_t>(x.numel());
@@ -149,7 +171,7 @@ CommRequest Communicator::iall_reduce_sum(Tensor& x) {
     for (size_t begin = 0; begin < n; begin += chunk) {
       requests.emplace_back();
       MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, base + begin * elem, static_cast<int>(std::min(chunk, n - begin)), type,
-                               MPI_SUM, comm_, &requests.back()));
+                               sum, comm_, &requests.back()));
     }
     account(CommOp::kAllReduce, x.bytes(), 0);
   }
@@ -157,7 +179,7 @@ CommRequest Communicator::iall_reduce_sum(Tensor& x) {
 }
 
 void Communicator::all_reduce_sum(Tensor& x) {
-  const MPI_Datatype type = mpi_float_type(x, "all_reduce_sum");
+  const auto [type, sum] = mpi_sum(x, "all_reduce_sum");
   if (size_ == 1 || x.numel() == 0) return;
   WatchdogScope watch(watchdog_, "all_reduce", description_);
   const double t0 = MPI_Wtime();
@@ -165,7 +187,7 @@ void Communicator::all_reduce_sum(Tensor& x) {
   char* base = static_cast<char*>(x.raw());
   for (size_t begin = 0; begin < n; begin += chunk)
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, base + begin * elem, static_cast<int>(std::min(chunk, n - begin)), type,
-                            MPI_SUM, comm_));
+                            sum, comm_));
   account(CommOp::kAllReduce, x.bytes(), MPI_Wtime() - t0);
 }
 
@@ -203,13 +225,13 @@ std::vector<int> block_layout(const Communicator& c, int64_t n, const char* op) 
 }  // namespace
 
 CommRequest Communicator::ireduce_scatter_sum(const Tensor& in, Tensor& out) {
-  const MPI_Datatype type = mpi_float_type(in, "reduce_scatter_sum");
+  const auto [type, sum] = mpi_sum(in, "reduce_scatter_sum");
   const Block mine = block(in.numel(), rank_);
   TRIDENT_CHECK(out.dtype() == in.dtype() && out.numel() == mine.end - mine.begin, "reduce_scatter_sum: rank ",
                 rank_, " owns ", mine.end - mine.begin, " of ", in.numel(), " elements, out has ", out.numel());
   std::vector<int> layout = block_layout(*this, in.numel(), "reduce_scatter_sum");
   std::vector<MPI_Request> requests(1);
-  MPI_CHECK(MPI_Ireduce_scatter(in.raw(), out.raw(), layout.data(), type, MPI_SUM, comm_, &requests[0]));
+  MPI_CHECK(MPI_Ireduce_scatter(in.raw(), out.raw(), layout.data(), type, sum, comm_, &requests[0]));
   account(CommOp::kReduceScatter, in.bytes(), 0);
   return CommRequest(this, CommOp::kReduceScatter, std::move(requests), std::move(layout));
 }

@@ -22,10 +22,18 @@ GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator
     b.begin = begin;
     b.end = std::min(total, begin + bucket);
     if (options.zero && dp.size() > 1) b.shard_grad = ops.zeros(Shape{(b.end - b.begin) / dp.size()}, params.flat_grads().dtype());
+    if (options.grad_dtype != params.flat_grads().dtype() && dp.size() > 1) {
+      b.low = ops.zeros(Shape{b.end - b.begin}, options.grad_dtype);
+      if (options.zero) b.shard_low = ops.zeros(Shape{(b.end - b.begin) / dp.size()}, options.grad_dtype);
+    }
     buckets_.push_back(std::move(b));
   }
   next_to_start_ = buckets_.size();
   segments_ = optimizer_segments();
+  TRIDENT_CONFIG_CHECK(options.grad_dtype == params.flat_grads().dtype() ||
+                           options.compression.kind == dist::CompressionKind::kNone,
+                       "comm.grad_dtype = ", dtype_name(options.grad_dtype),
+                       " and comm.compression both shrink the gradient traffic: choose one");
   if (options.compression.kind != dist::CompressionKind::kNone && dp.size() > 1) make_compressor();
 }
 
@@ -53,10 +61,16 @@ void GradReducer::start(size_t i) {
   if (dp_.size() == 1) return;
   if (compressor_) return compressor_->start(i);
   Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
-  const uint64_t wire = options_.zero ? dist::wire_reduce_scatter(grads.bytes(), dp_.size())
-                                      : dist::wire_all_reduce(grads.bytes(), dp_.size());
-  step_wire_bytes_ += wire;
-  step_raw_bytes_ += wire;
+  const uint64_t raw = options_.zero ? dist::wire_reduce_scatter(grads.bytes(), dp_.size())
+                                     : dist::wire_all_reduce(grads.bytes(), dp_.size());
+  step_raw_bytes_ += raw;
+  if (b.low.defined()) {  // 16-bit on the wire
+    ops_.copy(grads, b.low);
+    step_wire_bytes_ += raw * dtype_size(b.low.dtype()) / dtype_size(grads.dtype());
+    b.request = options_.zero ? dp_.ireduce_scatter_sum(b.low, b.shard_low) : dp_.iall_reduce_sum(b.low);
+    return;
+  }
+  step_wire_bytes_ += raw;
   b.request = options_.zero ? dp_.ireduce_scatter_sum(grads, b.shard_grad) : dp_.iall_reduce_sum(grads);
 }
 
@@ -76,7 +90,16 @@ void GradReducer::finish() {
     step_wire_bytes_ += compressor_->take_wire_bytes();
     step_raw_bytes_ += compressor_->take_raw_bytes();
   }
-  for (Bucket& b : buckets_) b.request.wait();
+  for (Bucket& b : buckets_) {
+    b.request.wait();
+    if (!b.low.defined()) continue;
+    if (options_.zero) {
+      ops_.copy(b.shard_low, b.shard_grad);
+    } else {
+      Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
+      ops_.copy(b.low, grads);
+    }
+  }
 }
 
 double GradReducer::grad_norm() {

@@ -29,6 +29,9 @@ struct ReducerOptions {
   bool overlap = true;
   bool zero = false;
   dist::CompressionOptions compression;
+  // comm.grad_dtype: kBF16/kF16 reduce each bucket as 16-bit values (half the bytes; each
+  // reduction step adds in fp32 and rounds once), converted back to fp32 afterwards. fp32: exact.
+  DType grad_dtype = DType::kF32;
 };
 
 class GradReducer {
@@ -74,6 +77,7 @@ class GradReducer {
   struct Bucket {
     int64_t begin = 0, end = 0;  // flat element range, length a multiple of dp
     Tensor shard_grad;           // ZeRO: this rank's block of the reduced gradient
+    Tensor low, shard_low;       // comm.grad_dtype 16-bit: the bucket and its reduced block on the wire
     dist::CommRequest request;
     bool started = false;
   };

@@ -49,6 +49,7 @@ struct CommConfig {
   dist::CompressionKind compression = dist::CompressionKind::kNone;  // dp gradient compression
   double topk_ratio = 0.01;
   int powersgd_rank = 4;
+  DType grad_dtype = DType::kF32;  // dtype gradients are reduced in across dp (fp32, bf16, fp16)
 };
 
 struct CheckpointConfig {
