@@ -248,7 +248,7 @@ void print_table(const std::vector<plan::StepEstimate>& rows, const plan::Cluste
               "MFU", "mem GB");
   for (size_t i = 0; i < rows.size(); ++i) {
     const plan::StepEstimate& e = rows[i];
-    std::printf("  %-3zu %-64s %10.4g %12.5g %9.2f %9.2f %5.1f%% %8.2f%s\n", i + 1, e.layout.describe().c_str(), e.step_s,
+    std::printf("  %-3zu %-64s %10.4g %12.5g %9.4g %9.4g %5.1f%% %8.4g%s\n", i + 1, e.layout.describe().c_str(), e.step_s,
                 e.tokens_per_s, e.tflops_per_gpu, e.model_tflops_per_gpu, 100 * e.mfu, e.memory.total() / 1e9,
                 e.fits ? "" : "  (does not fit)");
   }

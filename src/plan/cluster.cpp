@@ -2,6 +2,8 @@
 // kernels and collectives on a cluster.
 #include "trident/plan/cluster.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -103,7 +105,8 @@ Cluster local_cluster(const LocalCalibration& cal, int ranks_per_node, bool bf16
   c.gemm_overhead_s = cal.gemm_overhead_s;
   const double attention = cal.attention_fp32 > 0 ? rate(cal.attention_fp32, cal.attention_fp32_1) : 0.3 * gemm;
   c.attention_efficiency = attention / c.peak_flops;
-  c.memory_bytes = 1e12;  // the planner does not limit host memory: it reports it
+  // Host memory shared by the ranks (no allocator slack model: the heap returns what it frees).
+  c.memory_bytes = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE)) / ranks;
   c.memory_reserved_bytes = cal.base_rss_bytes;
   c.memory_bandwidth = rate(cal.memory_bandwidth, cal.memory_bandwidth_1);
   c.devices_per_node = std::max(1, ranks_per_node);
