@@ -60,8 +60,12 @@ int run_train(int argc, char** argv) {
     train::Trainer trainer(cfg, *ops, topology, log, train::FaultInjection::from_environment());
     Stopwatch watch;
     const train::StepResult last = trainer.run();
-    log.info("done: ", cfg.train.steps, " steps in ", watch.seconds(), " s, final loss ", last.loss,
-             "; run directory ", cfg.log.run_dir);
+    if (trainer.preempted())
+      log.info("stopped at step ", trainer.steps_done(), " of ", cfg.train.steps, " (preempted) after ", watch.seconds(),
+               " s; resume with checkpoint.resume = auto; run directory ", cfg.log.run_dir);
+    else
+      log.info("done: ", cfg.train.steps, " steps in ", watch.seconds(), " s, final loss ", last.loss,
+               "; run directory ", cfg.log.run_dir);
     return 0;
   } catch (const ConfigError& e) {
     mpi.abort(2, std::string("trident train: error: ") + e.what());

@@ -175,6 +175,7 @@ StepResult Trainer::run() {
       std::this_thread::sleep_for(std::chrono::hours(1));  // test hook: a rank that stops responding
     if (dist::Watchdog* dog = topology_.watchdog()) dog->set_step(step + 1);
     last = train_step(step);
+    steps_done_ = step + 1;
     elapsed_ += last.seconds;
     check_health(step, last);
     // A preemption signal may reach any rank: agree on it, then checkpoint and stop together.
@@ -191,6 +192,7 @@ StepResult Trainer::run() {
     if (cfg_.log.eval_interval > 0 && ((step + 1) % cfg_.log.eval_interval == 0 || step + 1 == cfg_.train.steps))
       evaluate(step + 1);
     if (preempt > 0) {
+      preempted_ = true;
       checkpointer_->wait();
       log_.info("preempted: checkpoint of step ", step + 1, " written to ", checkpointer_->directory(),
                 "; exiting (resume with checkpoint.resume = auto)");

@@ -10,6 +10,7 @@ cfg="--config input/configs/tiny.ini"
 "$trident" train $cfg --checkpoint.interval=10 --log.run_dir="$work/straight" > "$work/straight.log"
 TRIDENT_TEST_PREEMPT=10 "$trident" train $cfg --log.run_dir="$work/split" > "$work/split1.log" || fail "preempted run exited non-zero"
 grep -q "preempted: checkpoint of step 10" "$work/split1.log" || fail "no preemption message"
+grep -q "stopped at step 10 of 20 (preempted)" "$work/split1.log" || fail "the end line does not say the run stopped early"
 "$trident" train $cfg --checkpoint.interval=10 --log.run_dir="$work/split" > "$work/split2.log"
 grep -q "resumed from .*step_00000010.h5: 10 steps done" "$work/split2.log" || fail "did not resume from step 10"
 h5diff "$work/straight/checkpoints/step_00000020.h5" "$work/split/checkpoints/step_00000020.h5" /model /model \

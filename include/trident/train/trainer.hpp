@@ -29,6 +29,10 @@ class Trainer {
   // Returns the last step's result.
   StepResult run();
   int64_t start_step() const { return start_step_; }
+  // run() stopped early on a preemption signal (after writing a checkpoint); steps_done() is
+  // the optimizer steps completed, resumed ones included.
+  bool preempted() const { return preempted_; }
+  int64_t steps_done() const { return steps_done_; }
   Checkpointer& checkpointer() { return *checkpointer_; }
   // One optimizer step (exposed for tests).
   StepResult train_step(int64_t step);
@@ -68,6 +72,8 @@ class Trainer {
   double loss_mean_ = 0;  // running mean of recent losses (spike detection)
   double bubble_theory_ = 0;
   double data_seconds_ = 0;
+  bool preempted_ = false;
+  int64_t steps_done_ = 0;
   std::unique_ptr<Evaluator> evaluator_;  // built on first use
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;
