@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `trident plan` end to end: a search prints ranked layouts that fit, --json gives one object
+# per layout with the promised keys, --layout scores one layout (the SC21 1.7B row, trained
+# with dropout, within 15%), and
+# bad input is exit 2 with a message.
+set -euo pipefail
+source "$(dirname "$0")/../support/cli_common.sh"
+
+"$trident" plan --model layers=24,hidden=2304,heads=24,vocab=51200 --ranks 32 --cluster a100-80g \
+  --global-batch 512 --seq 2048 > "$work/search.txt" || fail "plan search failed"
+grep -qi "tflop" "$work/search.txt" || fail "no TFLOP/s column: $(head -20 "$work/search.txt")"
+
+"$trident" plan --model layers=24,hidden=2304,heads=24,vocab=51200 --ranks 32 --cluster a100-80g \
+  --global-batch 512 --seq 2048 --json > "$work/search.jsonl" || fail "plan --json failed"
+"$trident" plan --model layers=24,hidden=2304,heads=24,vocab=51200,dropout=1 --cluster a100-80g --global-batch 512 \
+  --seq 2048 --recompute full --layout 32,1,1,16 --json > "$work/row.jsonl" || fail "plan --layout failed"
+"$trident" plan --model input/configs/bench-small.ini --ranks 2 --cluster h100-sxm --json > "$work/config.jsonl" \
+  || fail "plan with a config file failed"
+
+python3 - "$work" <<'PY'
+import json, pathlib, sys
+work = pathlib.Path(sys.argv[1])
+keys = ("step_s", "tokens_per_s", "tflops_per_gpu", "model_tflops_per_gpu", "mfu", "mem_gb_per_gpu")
+for name in ("search.jsonl", "row.jsonl", "config.jsonl"):
+    rows = [json.loads(l) for l in (work / name).read_text().splitlines() if l.strip()]
+    assert rows, f"{name}: no layouts"
+    for r in rows:
+        assert all(k in r for k in keys), f"{name}: missing keys in {r}"
+        assert r["step_s"] > 0 and 0 < r["mfu"] < 1 and r["mem_gb_per_gpu"] > 0, r
+steps = [json.loads(l)["step_s"] for l in (work / "search.jsonl").read_text().splitlines() if l.strip()]
+assert steps == sorted(steps), "search results are not ranked by step time"
+row = json.loads((work / "row.jsonl").read_text().splitlines()[0])
+assert abs(row["tflops_per_gpu"] - 137) / 137 < 0.15, f"SC21 1.7B row: {row['tflops_per_gpu']} TFLOP/s vs 137"
+print(f"1.7B row: {row['tflops_per_gpu']:.1f} TFLOP/s per GPU predicted, 137 published")
+PY
+
+for bad in "--model layers=2,hidden=64 --ranks 2" "--model layers=4,hidden=64,heads=4,vocab=100 --ranks 2 --cluster moon" \
+           "--model layers=4,hidden=64,heads=4,vocab=100 --ranks 0"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$trident" plan $bad --global-batch 8 --seq 64 > "$work/err" 2>&1; code=$?
+  set -e
+  [ "$code" -eq 2 ] || fail "plan $bad: exit $code, want 2: $(cat "$work/err")"
+  [ -s "$work/err" ] || fail "plan $bad: no message"
+done
+echo "plan: ok"
