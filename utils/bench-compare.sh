@@ -17,6 +17,16 @@ done
 [ -x build/trident ] || ./utils/build.sh
 python=/usr/bin/python3
 "$python" -c "import torch" 2>/dev/null || { echo "bench-compare: PyTorch not found for $python (apt install python3-torch)" >&2; exit 2; }
+# Debian's PyTorch multiplies through whatever libblas.so.3 is selected; the reference BLAS
+# would make it ~20x slower than it can be, so insist on OpenBLAS (the fair reference).
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)
+case "$blas" in
+  *openblas*) ;;
+  *) echo "bench-compare: libblas.so.3 is $blas, not OpenBLAS: PyTorch would be measured on the reference" \
+          "BLAS. apt-get install libopenblas0-pthread first." >&2; exit 2 ;;
+esac
+# Some OpenBLAS builds compute wrong results with their AVX-512 kernels on this processor.
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
 
 precision=fp32
 for arg in "${extra[@]+"${extra[@]}"}"; do
