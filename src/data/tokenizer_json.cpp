@@ -99,10 +99,13 @@ void read_model(const Json& model, BpeConfig& config) {
   std::unordered_map<std::string_view, uint32_t> id_of;
   const Json::Object& vocab = model.at("vocab").as_object();
   id_of.reserve(vocab.size());
+  // Real vocabularies number their tokens 0..n-1; a bound on the ids keeps a corrupt file from
+  // sizing the id table at billions of entries (found by fuzzing).
+  const int64_t id_limit = 2 * static_cast<int64_t>(vocab.size()) + 1024;
   for (const auto& [token, id_json] : vocab) {
     const int64_t id = id_json.as_int();
-    TRIDENT_CONFIG_CHECK(id >= 0 && id < (int64_t{1} << 31), "vocab token ", json_quote(token), " has id ", id,
-                         " (ids must be in 0..2^31)");
+    TRIDENT_CONFIG_CHECK(id >= 0 && id < id_limit, "vocab token ", json_quote(token), " has id ", id,
+                         " (ids of a vocabulary of ", vocab.size(), " tokens must be below ", id_limit, ")");
     if (static_cast<size_t>(id) >= config.vocab.size()) config.vocab.resize(id + 1);
     config.vocab[id] = token;
   }
@@ -142,10 +145,14 @@ void read_model(const Json& model, BpeConfig& config) {
 
 void read_added_tokens(const Json* added, BpeConfig& config) {
   if (!added || added->is_null()) return;
+  // As for the vocabulary: ids near the tokens that exist, so the id table stays that size.
+  const int64_t id_limit =
+      2 * static_cast<int64_t>(config.vocab.size() + added->as_array().size()) + 1024;
   for (const Json& t : added->as_array()) {
     BpeAddedToken token;
     const int64_t id = t.at("id").as_int();
-    TRIDENT_CONFIG_CHECK(id >= 0 && id < (int64_t{1} << 31), "added token id ", id, " is out of range");
+    TRIDENT_CONFIG_CHECK(id >= 0 && id < id_limit, "added token id ", id, " is out of range (below ", id_limit,
+                         " expected for ", config.vocab.size(), " vocabulary tokens)");
     token.id = static_cast<uint32_t>(id);
     token.content = t.at("content").as_string();
     TRIDENT_CONFIG_CHECK(!token.content.empty(), "added token ", id, " has empty content");
