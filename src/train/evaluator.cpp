@@ -10,25 +10,14 @@
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
 #include "trident/core/timer.hpp"
+#include "trident/train/data_source.hpp"
 
 namespace trident::train {
 
 Evaluator::Evaluator(const RunConfig& cfg, dist::Topology& topology, PipelineExecutor& pipeline)
     : cfg_(cfg), topology_(topology), pipeline_(pipeline), dataset_(cfg.data.valid) {
-  TRIDENT_CONFIG_CHECK(!dataset_.empty(), "data.valid: evaluation needs a validation shard prefix");
-  try {
-    shards_ = std::make_unique<data::ShardSet>(dataset_);
-  } catch (const ConfigError& e) {
-    throw ConfigError(detail::concat("data.valid: ", e.what()));
-  }
-  TRIDENT_CONFIG_CHECK(shards_->vocab() <= static_cast<uint64_t>(cfg.model.vocab), "data.valid: shard ", dataset_,
-                       " was written for vocab ", shards_->vocab(), " but model.vocab = ", cfg.model.vocab);
-  const data::SamplerOptions options{.seq_len = cfg.model.seq_len, .global_batch = cfg.train.global_batch,
-                                     .micro_batch = cfg.train.micro_batch, .dp_rank = topology.dp_rank(),
-                                     .dp_size = topology.layout().dp, .seed = cfg.train.seed,
-                                     .packing = cfg.data.packing, .bucket = cfg.data.bucket,
-                                     .length_multiple = std::lcm<int64_t>(8, topology.layout().tp)};
-  sampler_ = std::make_unique<data::BatchSampler>(*shards_, options);
+  shards_ = open_run_shards(cfg, "data.valid", dataset_);
+  sampler_ = std::make_unique<data::BatchSampler>(*shards_, run_sampler_options(cfg, topology));
   batch_ = sampler_->make_batch();
   // The first eval_batches global batches of the fixed epoch-0 order; never a row twice.
   batches_ = std::clamp<int64_t>(cfg.log.eval_batches, 1, sampler_->num_rows() / cfg.train.global_batch);

@@ -13,6 +13,7 @@
 #include "trident/core/timer.hpp"
 #include "trident/model/hf_config.hpp"
 #include "trident/train/hf_weights.hpp"
+#include "trident/train/data_source.hpp"
 #include "trident/train/preemption.hpp"
 #include "trident/train/stage_plan.hpp"
 
@@ -37,21 +38,8 @@ double padding_share(const data::GlobalBatchStats& s) {
 
 Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log, FaultInjection fault)
     : cfg_(cfg), ops_(ops), topology_(topology), log_(log), fault_(fault) {
-  TRIDENT_CONFIG_CHECK(!cfg.data.train.empty(), "data.train: no training shard prefix given");
-  try {
-    reader_ = std::make_unique<data::ShardSet>(cfg.data.train);  // one shard or a set of them
-  } catch (const ConfigError& e) {
-    throw ConfigError(detail::concat("data.train: ", e.what()));
-  }
-  TRIDENT_CONFIG_CHECK(reader_->vocab() <= static_cast<uint64_t>(cfg.model.vocab), "data.train: shard ",
-                       cfg.data.train, " was written for vocab ", reader_->vocab(), " but model.vocab = ",
-                       cfg.model.vocab);
-  sampler_ = std::make_unique<data::BatchSampler>(
-      *reader_, data::SamplerOptions{.seq_len = cfg.model.seq_len, .global_batch = cfg.train.global_batch,
-                                     .micro_batch = cfg.train.micro_batch, .dp_rank = topology.dp_rank(),
-                                     .dp_size = topology.layout().dp, .seed = cfg.train.seed,
-                                     .packing = cfg.data.packing, .bucket = cfg.data.bucket,
-                                     .length_multiple = std::lcm<int64_t>(8, topology.layout().tp)});
+  reader_ = open_run_shards(cfg, "data.train", cfg.data.train);
+  sampler_ = std::make_unique<data::BatchSampler>(*reader_, run_sampler_options(cfg, topology));
   batch_ = sampler_->make_batch();
 
   model::TensorParallel tp;
