@@ -147,6 +147,64 @@ TYPED_TEST(CpuAttentionTest, DocumentMaskingMatchesNaiveReference) {
   check_against_reference<TypeParam>(*this->ops_, /*document_masking=*/true);
 }
 
+// Generation: queries against a key/value cache give the causal attention's rows. The cache is
+// longer than the sequence (junk past it must stay unseen); queries come all at once
+// (prefill), one row at a time (decode) and in a chunk starting at a different position per
+// sequence.
+TYPED_TEST(CpuAttentionTest, CachedAttentionMatchesCausalRows) {
+  using T = TypeParam;
+  constexpr DType dt = DTypeOf<T>::value;
+  Ops& ops = *this->ops_;
+  uint64_t seed = 900;
+  for (const AttnCase& s : kCases) {
+    SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " NH=" << s.NH << " NKV=" << s.NKV);
+    const int64_t L = s.T + 3, qw = s.NH * s.HS, kw = s.NKV * s.HS;
+    Tensor q = randn<T>(Shape{s.B, s.T, qw}, seed++, 1.5), k = randn<T>(Shape{s.B, s.T, kw}, seed++, 1.5);
+    Tensor v = randn<T>(Shape{s.B, s.T, kw}, seed++);
+    RefAttention ref{s, to_vec(q), to_vec(k), to_vec(v), {}};
+    Vec want, lse;
+    ref.forward(want, lse);
+    // The cache: the sequence's keys and values, then junk.
+    Tensor kc = randn<T>(Shape{s.B, L, kw}, seed++, 100.0), vc = randn<T>(Shape{s.B, L, kw}, seed++, 100.0);
+    for (int64_t b = 0; b < s.B; ++b)
+      for (int64_t i = 0; i < s.T * kw; ++i) {
+        kc.data<T>()[b * L * kw + i] = k.data<T>()[b * s.T * kw + i];
+        vc.data<T>()[b * L * kw + i] = v.data<T>()[b * s.T * kw + i];
+      }
+    // Queries rows [start[b], start[b] + S) of each sequence.
+    auto run = [&](const std::vector<int32_t>& start, int64_t S) {
+      Tensor qs = ops.zeros(Shape{s.B, S, qw}, dt), out = ops.zeros(Shape{s.B, S, qw}, dt);
+      Tensor st = Tensor::zeros(Shape{s.B}, DType::kI32);
+      Vec expect(static_cast<size_t>(s.B * S * qw));
+      for (int64_t b = 0; b < s.B; ++b) {
+        st.data<int32_t>()[b] = start[b];
+        for (int64_t r = 0; r < S; ++r)
+          for (int64_t i = 0; i < qw; ++i) {
+            const int64_t from = (b * s.T + start[b] + r) * qw + i, to = (b * S + r) * qw + i;
+            qs.data<T>()[to] = q.data<T>()[from];
+            expect[to] = want[from];
+          }
+      }
+      ops.attention_cached(qs, kc, vc, int(s.NH), int(s.NKV), st, out);
+      EXPECT_CLOSE(out, expect, T, 1);
+    };
+    run(std::vector<int32_t>(s.B, 0), s.T);  // prefill
+    for (int32_t t = 0; t < s.T; ++t) run(std::vector<int32_t>(s.B, t), 1);  // decode
+    std::vector<int32_t> chunk_start(s.B);
+    for (int64_t b = 0; b < s.B; ++b) chunk_start[b] = int32_t((b * 3) % s.T / 2);
+    const int64_t S = s.T - *std::max_element(chunk_start.begin(), chunk_start.end());
+    run(chunk_start, S);
+  }
+}
+
+TEST_F(CpuOpsTest, CachedAttentionRejectsStartsPastTheCache) {
+  Tensor q = ops_->zeros(Shape{1, 2, 8}, DType::kF32), kc = ops_->zeros(Shape{1, 4, 8}, DType::kF32);
+  Tensor vc = ops_->zeros(Shape{1, 4, 8}, DType::kF32), out = ops_->zeros(Shape{1, 2, 8}, DType::kF32);
+  Tensor start = Tensor::zeros(Shape{1}, DType::kI32);
+  start.data<int32_t>()[0] = 3;  // rows 3 and 4 of a 4-position cache
+  EXPECT_THROW(ops_->attention_cached(q, kc, vc, 2, 2, start, out), Error);
+}
+
 TEST_F(CpuOpsTest, AttentionRejectsPositionsThatDoNotRestartAtDocuments) {
   Tensor q = Tensor::zeros(Shape{1, 4, 8}, DType::kF32), out = Tensor::zeros(Shape{1, 4, 8}, DType::kF32);
   Tensor lse = Tensor::zeros(Shape{1, 1, 4}, DType::kF32), pos = Tensor::zeros(Shape{4}, DType::kI32);

@@ -123,6 +123,12 @@ class Ops {
   virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                   const Tensor& lse, const Tensor& dout, int heads, int kv_heads,
                                   const Tensor& positions, Tensor& dq, Tensor& dk, Tensor& dv) = 0;
+  // Generation: attention of S new queries per sequence against a key/value cache that already
+  // holds their keys and values. q, out: [B, S, NH*HS]; k_cache, v_cache: [B, L, NKV*HS];
+  // start: int32 [B] on the host, the position of sequence b's first new token. Query s of
+  // sequence b sees cache positions 0 .. start[b] + s (causal). fp32 or fp64, all alike.
+  virtual void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads,
+                                int kv_heads, const Tensor& start, Tensor& out) = 0;
 
   // Fused softmax + cross-entropy over logits[N, V]: losses[n] = -log softmax(logits[n])[t]
   // for targets t >= 0, 0 where targets[n] < 0 (ignored: prompt or padding). Writes

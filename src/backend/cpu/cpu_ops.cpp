@@ -126,6 +126,10 @@ class CpuOps final : public Ops {
                           Tensor& dq, Tensor& dk, Tensor& dv) override {
     cpu::attention_backward(q, k, v, out, lse, dout, heads, kv_heads, positions, dq, dk, dv);
   }
+  void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
+                        const Tensor& start, Tensor& out) override {
+    cpu::attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out);
+  }
 
   void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,
                                       Tensor& losses, Tensor& dlogits) override {

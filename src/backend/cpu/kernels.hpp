@@ -75,6 +75,9 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int he
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         const Tensor& dout, int heads, int kv_heads, const Tensor& positions, Tensor& dq,
                         Tensor& dk, Tensor& dv);
+// attention_cached.cpp
+void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
+                      const Tensor& start, Tensor& out);
 
 // cross_entropy.cpp
 void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,

@@ -91,6 +91,10 @@ class ProfilingOps final : public Ops {
     timed(KernelPhase::kAttention,
           [&] { inner_.attention_backward(q, k, v, out, lse, dout, heads, kv_heads, positions, dq, dk, dv); });
   }
+  void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
+                        const Tensor& start, Tensor& out) override {
+    timed(KernelPhase::kAttention, [&] { inner_.attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out); });
+  }
   void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale, Tensor& losses,
                                       Tensor& dlogits) override {
     timed(KernelPhase::kLoss,
