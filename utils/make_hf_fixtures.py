@@ -3,6 +3,7 @@
 
   make_hf_fixtures.py [OUT_DIR]          write the fixtures (default tests/data/hf)
   make_hf_fixtures.py --bad tests/data/bad   the malformed *.hf model directories
+  make_hf_fixtures.py --generation [OUT_DIR]   only (re)write every fixture's generate.json
   make_hf_fixtures.py --check-load DIR FIXTURE
                                          load DIR (trident's `convert --to hf` output) with
                                          transformers' from_pretrained and compare its logits
@@ -10,7 +11,8 @@
 
 Each fixture directory holds config.json, model.safetensors (or shards and
 model.safetensors.index.json), expected.json (input_ids, targets, mean cross-entropy) and
-expected_logits.safetensors ([B, T, V] float32, computed in float32 from the stored weights).
+expected_logits.safetensors ([B, T, V] float32, computed in float32 from the stored weights)
+and generate.json (prompts of different lengths and transformers' greedy continuations).
 
 Needs transformers, safetensors and torch, e.g. Debian's python3-torch and a venv:
   /usr/bin/python3 -m venv --system-site-packages /opt/trident-hf-venv
@@ -69,6 +71,62 @@ def write_fixture(out, name, model, dtype, seed, shard_size=None):
     files = sorted(os.listdir(d))
     size = sum(os.path.getsize(os.path.join(d, f)) for f in files)
     print(f"{name}: {files} ({size} bytes), loss {loss:.6f}")
+    write_generation(d)
+
+
+GEN_PROMPT_LENGTHS, GEN_NEW_TOKENS = (3, 7, 5), 8  # prompt + new tokens stay within T = 16
+
+
+def write_generation(d):
+    """Greedy generate (no end-of-text stop) of prompts of several lengths, one at a time, with
+    the smallest gap between the two best logits seen, so a tie-break can be told from a bug."""
+    model = transformers.AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32,
+                                                              attn_implementation="eager").eval()
+    g = torch.Generator().manual_seed(7)
+    config = transformers.GenerationConfig(max_new_tokens=GEN_NEW_TOKENS, do_sample=False, num_beams=1,
+                                           eos_token_id=None, pad_token_id=0)
+    prompts, outputs, margin = [], [], float("inf")
+    for n in GEN_PROMPT_LENGTHS:
+        prompt = torch.randint(0, model.config.vocab_size, (1, n), generator=g)
+        with torch.no_grad():
+            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), generation_config=config,
+                                 output_scores=True, return_dict_in_generate=True)
+        new = out.sequences[0, n:].tolist()
+        assert len(new) == GEN_NEW_TOKENS, new
+        for scores in out.scores:
+            top = scores[0].topk(2).values
+            margin = min(margin, float(top[0] - top[1]))
+        prompts.append(prompt[0].tolist())
+        outputs.append(new)
+    with open(os.path.join(d, "generate.json"), "w") as f:
+        json.dump({"prompts": prompts, "max_new_tokens": GEN_NEW_TOKENS, "outputs": outputs,
+                   "min_top2_margin": margin}, f)
+    print(f"  generate.json: {outputs}, smallest top-2 logit gap {margin:.2e}")
+
+
+def write_task(d, max_new=6):
+    """task.jsonl for `trident eval --eval.task`: text prompts whose "output" is transformers'
+    greedy continuation (stopped at <|endoftext|>, decoded with the fixture's tokenizer), so
+    trident's exact match on it must be 100%."""
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+    eot = tok.token_to_id("<|endoftext|>")
+    model = transformers.AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32,
+                                                              attn_implementation="eager").eval()
+    config = transformers.GenerationConfig(max_new_tokens=max_new, do_sample=False, num_beams=1,
+                                           eos_token_id=eot, pad_token_id=0)
+    lines = []
+    for prompt in ["def main(", "import os\n", "return x + ", "The fixture ", "for i in range("]:
+        ids = torch.tensor([tok.encode(prompt, add_special_tokens=False).ids])
+        with torch.no_grad():
+            new = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)[0, ids.shape[1]:]
+        new = [i for i in new.tolist() if i != eot]
+        assert all(i < tok.get_vocab_size() for i in new), new
+        lines.append({"input": prompt, "output": tok.decode(new, skip_special_tokens=False)})
+    with open(os.path.join(d, "task.jsonl"), "w") as f:
+        for line in lines:
+            f.write(json.dumps(line) + "\n")
+    print(f"  task.jsonl: {[line['output'] for line in lines]}")
 
 
 def write_tokenizer(d, vocab):
@@ -96,6 +154,7 @@ def make_all(out):
     randomize(gpt2, 1)
     write_fixture(out, "gpt2", gpt2, torch.float32, 10)
     write_tokenizer(os.path.join(out, "gpt2"), 300)
+    write_task(os.path.join(out, "gpt2"))
     # Llama with grouped-query attention (4 heads, 2 KV heads), untied head, RoPE theta 5e5.
     llama_cfg = transformers.LlamaConfig(
         vocab_size=260, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -184,6 +243,13 @@ def check_load(directory, fixture):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--bad":
         make_bad(sys.argv[2])
+        sys.exit(0)
+    if len(sys.argv) >= 2 and sys.argv[1] == "--generation":
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "tests", "data", "hf")
+        for name in sorted(os.listdir(out)):
+            write_generation(os.path.join(out, name))
+        write_task(os.path.join(out, "gpt2"))
         sys.exit(0)
     if len(sys.argv) == 4 and sys.argv[1] == "--check-load":
         sys.exit(check_load(sys.argv[2], sys.argv[3]))

@@ -76,6 +76,47 @@ void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, con
   v_.backward(ops, x, s.dv, &dx, /*accumulate_dx=*/true);
 }
 
+KvCache Attention::make_cache(Ops& ops, int64_t batch, int64_t length, DType dtype) const {
+  const int64_t width = kv_heads_ * cfg_.head_size();
+  return {ops.zeros(Shape{batch, length, width}, dtype), ops.zeros(Shape{batch, length, width}, dtype)};
+}
+
+DecodeAttention Attention::make_decode_scratch(Ops& ops, int64_t rows, DType dtype) const {
+  const int64_t hs = cfg_.head_size();
+  return {ops.zeros(Shape{rows, heads_ * hs}, dtype), ops.zeros(Shape{rows, kv_heads_ * hs}, dtype),
+          ops.zeros(Shape{rows, kv_heads_ * hs}, dtype), ops.zeros(Shape{rows, heads_ * hs}, dtype)};
+}
+
+void Attention::decode(Ops& ops, const Tensor& x, const Tensor& positions, const Tensor& start, KvCache& cache,
+                       DecodeAttention& s, Tensor& out) const {
+  q_.forward(ops, x, s.q);
+  k_.forward(ops, x, s.k);
+  v_.forward(ops, x, s.v);
+  if (cfg_.arch == Arch::kLlama) {
+    ops.rope_forward(s.q, positions, cfg_.head_size(), cfg_.rope_theta);
+    ops.rope_forward(s.k, positions, cfg_.head_size(), cfg_.rope_theta);
+  }
+  // The new keys and values join the cache at their sequences' positions.
+  const int64_t batch = cache.k.dim(0), length = cache.k.dim(1), width = cache.k.dim(2);
+  const int64_t rows = x.dim(0), steps = rows / batch;
+  const int32_t* first = start.data<int32_t>();
+  Tensor k_rows = cache.k.view(Shape{batch * length, width}), v_rows = cache.v.view(Shape{batch * length, width});
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t at = b * length + first[b];
+    Tensor k_dst = k_rows.narrow(at, at + steps), v_dst = v_rows.narrow(at, at + steps);
+    ops.copy(s.k.narrow(b * steps, (b + 1) * steps), k_dst);
+    ops.copy(s.v.narrow(b * steps, (b + 1) * steps), v_dst);
+  }
+  const Shape q_shape{batch, steps, s.q.dim(1)};
+  Tensor attended = s.out.view(q_shape);
+  ops.attention_cached(s.q.view(q_shape), cache.k, cache.v, heads_, kv_heads_, start, attended);
+  o_.forward(ops, s.out, out);
+  if (tp_.size() > 1) {
+    tp_.all_reduce(out);
+    o_.add_bias(ops, out);
+  }
+}
+
 Tensor& Attention::finish_output(Ops& ops, Tensor& partial, Tensor& rows) const {
   Tensor& out = tp_.reduce_to_rows(partial, rows);
   o_.add_bias(ops, out);

@@ -99,6 +99,35 @@ void TransformerBlock::recompute_attention(Ops& ops, const Tensor& positions, Bl
   attn_.recompute(ops, tp_.gather_rows(ops, a.norm1.y, s.gathered), positions, a.attn);
 }
 
+DecodeScratch DecodeScratch::rows(int64_t n) const {
+  auto cut = [n](const Tensor& t) { return t.defined() ? t.narrow(0, n) : t; };
+  DecodeScratch s;
+  s.norm = {cut(norm.y), cut(norm.mean), cut(norm.rstd)};
+  s.attn = {cut(attn.q), cut(attn.k), cut(attn.v), cut(attn.out)};
+  s.mlp = {cut(mlp.up), cut(mlp.gate), cut(mlp.act)};
+  s.branch = cut(branch);
+  return s;
+}
+
+DecodeScratch TransformerBlock::make_decode_scratch(Ops& ops, int64_t rows, DType dtype) const {
+  DecodeScratch s;
+  s.norm = norm1_.make_activations(ops, rows, dtype);
+  s.attn = attn_.make_decode_scratch(ops, rows, dtype);
+  s.mlp = mlp_.make_activations(ops, rows, dtype);
+  s.branch = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
+  return s;
+}
+
+void TransformerBlock::decode(Ops& ops, Tensor& x, const Tensor& positions, const Tensor& start, KvCache& cache,
+                              DecodeScratch& s) const {
+  norm1_.forward(ops, x, s.norm);
+  attn_.decode(ops, s.norm.y, positions, start, cache, s.attn, s.branch);
+  ops.add(x, s.branch, x);
+  norm2_.forward(ops, x, s.norm);
+  mlp_.decode(ops, s.norm.y, s.mlp, s.branch);
+  ops.add(x, s.branch, x);
+}
+
 std::vector<Tensor> TransformerBlock::norm_grads() const {
   std::vector<Tensor> out = norm1_.grads();
   for (const Tensor& t : norm2_.grads()) out.push_back(t);

@@ -26,6 +26,12 @@ void Embedding::forward(Ops& ops, const Tensor& tokens, const Tensor& positions,
   TRIDENT_CHECK(&summed == &out, "embedding output must land in out");
 }
 
+void Embedding::forward_whole(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out) const {
+  const bool add_positions = pos_ && tp_.rank() == 0;
+  ops.embedding_forward(tokens, positions, tok_->value, add_positions ? pos_->value : Tensor(), vocab_offset_, out);
+  tp_.all_reduce(out);
+}
+
 void Embedding::backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout,
                          Tensor& full) const {
   // The whole gradient on every rank (gathered from rows under sequence parallelism), so the

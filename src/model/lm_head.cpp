@@ -81,6 +81,55 @@ EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const
   return sums;
 }
 
+GreedyBuffers LMHead::make_greedy_buffers(Ops& ops, int64_t rows, DType dtype) const {
+  return {norm_.make_activations(ops, rows, dtype), ops.zeros(Shape{rows, local_vocab_}, dtype),
+          Tensor::zeros(Shape{rows, local_vocab_}, dtype)};
+}
+
+namespace {
+// (best logit, its global id) of each row over columns [0, valid) of this shard.
+template <typename T>
+std::vector<double> row_argmax(const Tensor& logits, int64_t valid, int64_t id_offset) {
+  const int64_t rows = logits.dim(0), width = logits.dim(1);
+  const T* x = logits.data<T>();
+  std::vector<double> best(2 * rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t arg = 0;
+    for (int64_t j = 1; j < valid; ++j)
+      if (x[r * width + j] > x[r * width + arg]) arg = j;
+    best[2 * r] = valid > 0 ? double(x[r * width + arg]) : -INFINITY;
+    best[2 * r + 1] = double(id_offset + arg);
+  }
+  return best;
+}
+}  // namespace
+
+std::vector<int32_t> LMHead::greedy(Ops& ops, const Tensor& x, GreedyBuffers& b) const {
+  norm_.forward(ops, x, b.norm);
+  ops.gemm(false, true, 1.0, b.norm.y, weight_->gemm_value(), 0.0, b.logits);
+  ops.copy(b.logits, b.host_logits);
+  const int64_t rows = x.dim(0);
+  const int64_t valid = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
+  std::vector<double> best = b.host_logits.dtype() == DType::kF64
+                                 ? row_argmax<double>(b.host_logits, valid, vocab_offset_)
+                                 : row_argmax<float>(b.host_logits, valid, vocab_offset_);
+  if (tp_.size() > 1) {
+    // Shards hold ascending ids in rank order: a later shard wins only with a strictly larger logit.
+    std::vector<double> all(best.size() * tp_.size());
+    tp_.comm->all_gather_bytes(best.data(), all.data(), static_cast<int64_t>(best.size() * sizeof(double)));
+    best.assign(all.begin(), all.begin() + 2 * rows);
+    for (int r = 1; r < tp_.size(); ++r)
+      for (int64_t i = 0; i < rows; ++i)
+        if (all[r * 2 * rows + 2 * i] > best[2 * i]) {
+          best[2 * i] = all[r * 2 * rows + 2 * i];
+          best[2 * i + 1] = all[r * 2 * rows + 2 * i + 1];
+        }
+  }
+  std::vector<int32_t> ids(rows);
+  for (int64_t i = 0; i < rows; ++i) ids[i] = static_cast<int32_t>(best[2 * i + 1]);
+  return ids;
+}
+
 double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const {
   const int64_t n = b.row_max.numel();
   const int64_t valid_columns = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);

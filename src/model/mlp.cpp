@@ -60,6 +60,14 @@ void Mlp::backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Ten
   }
 }
 
+void Mlp::decode(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out) const {
+  forward(ops, x, a, out, /*accumulate=*/false);
+  if (tp_.size() > 1) {
+    tp_.all_reduce(out);
+    down_.add_bias(ops, out);
+  }
+}
+
 Tensor& Mlp::finish_output(Ops& ops, Tensor& partial, Tensor& rows) const {
   Tensor& out = tp_.reduce_to_rows(partial, rows);
   down_.add_bias(ops, out);

@@ -70,6 +70,28 @@ inline double logits_error(const std::vector<float>& a, int64_t cols, const std:
   return diff / scale;
 }
 
+// generate.json: prompts of different lengths and transformers' greedy continuations.
+struct HfGeneration {
+  std::vector<std::vector<int32_t>> prompts, outputs;
+  int max_new = 0;
+};
+
+inline HfGeneration load_hf_generation(const std::string& name) {
+  std::ifstream in(std::string(TRIDENT_TEST_DATA) + "/hf/" + name + "/generate.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json j = Json::parse(text.str());
+  auto rows = [](const Json& a) {
+    std::vector<std::vector<int32_t>> out;
+    for (const Json& row : a.as_array()) {
+      out.emplace_back();
+      for (const Json& id : row.as_array()) out.back().push_back(int32_t(id.as_int()));
+    }
+    return out;
+  };
+  return {rows(j.at("prompts")), rows(j.at("outputs")), int(j.at("max_new_tokens").as_int())};
+}
+
 inline const char* const kHfFixtures[] = {"gpt2", "llama", "llama_sharded", "qwen2"};
 
 }  // namespace trident::testing

@@ -13,6 +13,7 @@
 #include "temp_dir.hpp"
 #include "trident/backend/cpu_ops.hpp"
 #include "trident/dist/communicator.hpp"
+#include "trident/train/generator.hpp"
 #include "trident/train/hf_convert.hpp"
 #include "trident/train/hf_weights.hpp"
 
@@ -73,6 +74,32 @@ TEST_P(HfParallel, PipelineLoss) {
   const double err = std::abs(loss - f.loss) / f.loss;
   if (stage == 0) std::cout << "[hf] " << GetParam() << " pp=2: loss " << loss << " vs " << f.loss << ", relative error " << err << "\n";
   EXPECT_LT(err, 1e-4);
+}
+
+// Greedy generation with the KV cache under tp = 2 (heads, MLP and vocabulary split; the argmax
+// combined over the shards) and under pp = 2 (hidden rows passed between the stages, tokens
+// broadcast back) equals transformers' generate, on both ranks.
+TEST_P(HfParallel, TensorParallelGeneration) {
+  const testing::HfFixture f = testing::load_hf_fixture(GetParam());
+  const testing::HfGeneration g = testing::load_hf_generation(GetParam());
+  dist::Communicator world(MPI_COMM_WORLD);
+  model::TensorParallel tp{.comm = &world};
+  model::GPTModel model(f.config, *ops_, DType::kF32, 1, 1, tp);
+  load_hf_model(model.params(), *ops_, f.config, f.dir);
+  Generator gen(model, *ops_, nullptr, int(g.prompts.size()), 7, 7 + g.max_new);
+  EXPECT_EQ(gen.generate(g.prompts, g.max_new, {}), g.outputs);
+}
+
+TEST_P(HfParallel, PipelineGeneration) {
+  const testing::HfFixture f = testing::load_hf_fixture(GetParam());
+  const testing::HfGeneration g = testing::load_hf_generation(GetParam());
+  const int stage = world_rank();
+  model::StagePlan plan{.chunks = {{stage, stage + 1}}, .embedding = stage == 0, .head = stage == 1};
+  model::GPTModel model(f.config, *ops_, DType::kF32, 1, 1, {}, plan);
+  load_hf_model(model.params(), *ops_, f.config, f.dir);
+  dist::Communicator world(MPI_COMM_WORLD);
+  Generator gen(model, *ops_, &world, int(g.prompts.size()), 7, 7 + g.max_new);
+  EXPECT_EQ(gen.generate(g.prompts, g.max_new, {}), g.outputs);
 }
 
 // HF -> trident checkpoint -> HF on each rank alone (MPI_COMM_SELF): the same tensors.

@@ -10,6 +10,7 @@
 
 #include "hf_fixture.hpp"
 #include "trident/backend/cpu_ops.hpp"
+#include "trident/train/generator.hpp"
 #include "trident/train/hf_convert.hpp"
 #include "trident/train/hf_weights.hpp"
 
@@ -53,6 +54,22 @@ TEST_P(HfModel, ExportGivesBackTheImportedTensors) {
     io::read_block(v, 0, rows, 0, v.shape.back(), false, original.data());
     EXPECT_EQ(t.values, original) << t.name;
   }
+}
+
+// Greedy generation with the KV cache equals transformers' generate token for token: all
+// prompts in one right-padded batch, and each alone.
+TEST_P(HfModel, GreedyGenerationMatchesTransformers) {
+  const testing::HfFixture f = testing::load_hf_fixture(GetParam());
+  const testing::HfGeneration g = testing::load_hf_generation(GetParam());
+  model::GPTModel model(f.config, *ops_, DType::kF32, 1);
+  load_hf_model(model.params(), *ops_, f.config, f.dir);
+  int longest = 0;
+  for (const auto& p : g.prompts) longest = std::max(longest, int(p.size()));
+  Generator together(model, *ops_, nullptr, int(g.prompts.size()), longest, longest + g.max_new);
+  EXPECT_EQ(together.generate(g.prompts, g.max_new, {}), g.outputs);
+  Generator alone(model, *ops_, nullptr, 1, longest, longest + g.max_new);
+  for (size_t i = 0; i < g.prompts.size(); ++i)
+    EXPECT_EQ(alone.generate({g.prompts[i]}, g.max_new, {}), std::vector<std::vector<int32_t>>{g.outputs[i]});
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfModel, ::testing::Values("gpt2", "llama", "llama_sharded", "qwen2"));

@@ -18,6 +18,18 @@ struct AttentionActivations {
   Tensor lse;      // [B, NH, T]
 };
 
+// Generation: the keys and values (after rotary embedding) of every position so far, per layer.
+// k, v: [B, L, NKV*HS], L the longest sequence the decoder serves.
+struct KvCache {
+  Tensor k, v;
+};
+
+// Generation temporaries for N = B*S new rows, shared by all layers: q, attention output
+// [N, NH*HS], the new keys and values [N, NKV*HS].
+struct DecodeAttention {
+  Tensor q, k, v, out;
+};
+
 // Backward temporaries, shared by all blocks.
 struct AttentionScratch {
   Tensor dout, dq, dk, dv;
@@ -37,6 +49,15 @@ class Attention {
   // The activations of forward without the output projection: q, k, v, rotary, attention
   // (selective recompute rebuilds them during backward).
   void recompute(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a) const;
+  // Generation: S new tokens per sequence (x: [N = B*S, C], whole rows, no sequence
+  // parallelism) at positions (int32 [N], device) start[b] + s (start: int32 [B], host).
+  // Their keys and values go into the cache, the queries attend over it; out = the complete
+  // output [N, C] (summed over the tensor-parallel group, bias added).
+  void decode(Ops& ops, const Tensor& x, const Tensor& positions, const Tensor& start, KvCache& cache,
+              DecodeAttention& s, Tensor& out) const;
+  KvCache make_cache(Ops& ops, int64_t batch, int64_t length, DType dtype) const;
+  DecodeAttention make_decode_scratch(Ops& ops, int64_t rows, DType dtype) const;
+
   // Sums the partial outputs over the group into this rank's rows and adds the bias; returns
   // where the result is (rows, or partial itself without sequence parallelism).
   Tensor& finish_output(Ops& ops, Tensor& partial, Tensor& rows) const;

@@ -33,6 +33,16 @@ struct BlockScratch {
   MlpScratch mlp;
 };
 
+// Generation temporaries for N new rows, shared by all blocks (whole rows, compute dtype).
+struct DecodeScratch {
+  NormActivations norm;    // [N, C]
+  DecodeAttention attn;
+  MlpActivations mlp;      // [N, F/tp]
+  Tensor branch;           // [N, C] a branch's complete output
+  // The first `rows` rows of every buffer (a call with fewer new tokens).
+  DecodeScratch rows(int64_t rows) const;
+};
+
 class TransformerBlock {
  public:
   TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp = {});
@@ -53,6 +63,14 @@ class TransformerBlock {
                const Dropout& dropout) const;
   // Selective recompute: rebuilds a.attn (q, k, v, attention output, lse) from a.norm1.
   void recompute_attention(Ops& ops, const Tensor& positions, BlockActivations& a, BlockScratch& s) const;
+  // Generation: x [N = B*S, C] (whole rows) becomes the block's output for S new tokens per
+  // sequence at positions start[b] + s; their keys and values join the layer's cache.
+  void decode(Ops& ops, Tensor& x, const Tensor& positions, const Tensor& start, KvCache& cache,
+              DecodeScratch& s) const;
+  KvCache make_cache(Ops& ops, int64_t batch, int64_t length, DType dtype) const {
+    return attn_.make_cache(ops, batch, length, dtype);
+  }
+  DecodeScratch make_decode_scratch(Ops& ops, int64_t rows, DType dtype) const;
   // The norms' parameter gradients: with sequence parallelism each rank holds a part of them
   // (from its rows), summed over the tp group once per step.
   std::vector<Tensor> norm_grads() const;

@@ -15,6 +15,8 @@ class Embedding {
   // out: [R, C], this rank's rows under sequence parallelism; full: an [N, C] scratch buffer
   // for the shards' partial sums (used with sequence parallelism only).
   void forward(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out, Tensor& full) const;
+  // Generation: all rows [N, C] on every rank (no sequence parallelism).
+  void forward_whole(Ops& ops, const Tensor& tokens, const Tensor& positions, Tensor& out) const;
   void backward(Ops& ops, const Tensor& tokens, const Tensor& positions, const Tensor& dout, Tensor& full) const;
   Parameter& token_weight() const { return *tok_; }
   // Registers the token table "embed.tok.weight" (vocabulary-parallel under tp): the

@@ -107,6 +107,13 @@ class GPTModel {
   int64_t untied_offset() const { return tied_end_; }
 
   size_t activation_bytes() const { return activation_bytes_; }
+  DType dtype() const { return dtype_; }
+
+  // The layers this rank holds, for generation (Decoder): the embedding (first virtual stage
+  // only, else nullptr), the blocks of each chunk, the head (last virtual stage, else nullptr).
+  const Embedding* embedding() const { return embedding_.get(); }
+  const std::vector<std::unique_ptr<TransformerBlock>>& blocks(int chunk) const { return chunks_[chunk].blocks; }
+  const LMHead* head() const { return head_.get(); }
 
  private:
   struct Slot {

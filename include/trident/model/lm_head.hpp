@@ -6,6 +6,7 @@
 // so the full logits are never gathered.
 #pragma once
 #include <optional>
+#include <vector>
 #include "trident/model/model_config.hpp"
 #include "trident/model/norm.hpp"
 #include "trident/model/tensor_parallel.hpp"
@@ -38,6 +39,13 @@ struct EvalSums {
   }
 };
 
+// Generation: the head's buffers for B rows (one per sequence).
+struct GreedyBuffers {
+  NormActivations norm;  // [B, C]
+  Tensor logits;         // [B, V/tp]
+  Tensor host_logits;    // [B, V/tp] on the host, where the argmax is taken
+};
+
 class LMHead {
  public:
   // tied: the projection is the token embedding (its gradient accumulates there).
@@ -56,6 +64,12 @@ class LMHead {
   // Loss and accuracy sums after forward(), no gradient (evaluation); the same on every rank
   // of the tensor-parallel group.
   EvalSums evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const;
+
+  // Generation: the greedy next token of each row of x [B, C] (whole rows): the highest logit
+  // over the real vocabulary, the lowest id on ties (as torch.argmax), the same on every rank
+  // of the tensor-parallel group.
+  std::vector<int32_t> greedy(Ops& ops, const Tensor& x, GreedyBuffers& b) const;
+  GreedyBuffers make_greedy_buffers(Ops& ops, int64_t rows, DType dtype) const;
 
  private:
   // Softmax statistics of the group's full rows into b.host_stats (max, sum of exp relative to

@@ -30,6 +30,9 @@ class Mlp {
   // out = mlp(x), or out += mlp(x) when accumulate (onto the residual stream). Under tensor
   // parallelism out is this rank's partial sum [N, C]: finish_output completes it.
   void forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out, bool accumulate) const;
+  // Generation (whole rows, no sequence parallelism): out = the complete mlp(x), summed over
+  // the tensor-parallel group.
+  void decode(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out) const;
   // Sums the partial outputs over the group into this rank's rows and adds the bias.
   Tensor& finish_output(Ops& ops, Tensor& partial, Tensor& rows) const;
   // dx = d(x) from dout (overwritten; under tensor parallelism this rank's partial sum);

@@ -1,0 +1,55 @@
+// Decoder: KV-cache generation over this rank's part of a GPTModel. Forward only, whole rows
+// under tensor parallelism (a decode step has one row per sequence: sequence parallelism
+// would not pay), the keys and values of every past position kept per layer, so each new
+// token costs one row per sequence instead of the whole sequence again.
+//
+// A call handles S new tokens per sequence of a batch of B: the prompts (prefill, right-padded
+// to the longest; the padding rows compute values nothing attends to before a real token
+// overwrites them) or one generated token each. Pipeline stages run their chunks in order and
+// pass the hidden rows on (train::Generator drives that); the last stage picks the tokens.
+#pragma once
+#include <vector>
+
+#include "trident/model/gpt_model.hpp"
+
+namespace trident::model {
+
+class Decoder {
+ public:
+  // batch: sequences decoded together; length: the longest sequence (prompt + new tokens,
+  // <= seq_len); max_new_rows: the most tokens one call adds per sequence (the longest prompt).
+  Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max_new_rows);
+
+  int batch() const { return batch_; }
+  int length() const { return length_; }
+
+  // Sets the call's S new tokens per sequence at positions start[b] .. start[b] + S - 1
+  // (tokens: [B*S] row-major; used by the first virtual stage, positions by all).
+  void begin(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int new_rows);
+  // The hidden rows [B*S, C] of the current call: received into by a stage that does not
+  // embed, passed on after run_chunk.
+  Tensor& hidden() { return hidden_view_; }
+  // Embeds the tokens into hidden() (the first virtual stage).
+  void embed();
+  // The blocks of this rank's chunk on hidden(), adding their keys and values to the cache.
+  void run_chunk(int chunk);
+  // The last virtual stage: the greedy next token of each sequence from its row pick[b] < S.
+  std::vector<int32_t> greedy(const std::vector<int32_t>& pick);
+
+  size_t cache_bytes() const;
+
+ private:
+  const GPTModel& model_;
+  Ops& ops_;
+  int batch_, length_, max_rows_;
+  int new_rows_ = 0;
+  std::vector<std::vector<KvCache>> caches_;  // [chunk][block]
+  DecodeScratch scratch_;
+  GreedyBuffers greedy_;
+  Tensor hidden_, hidden_view_;  // [B*max_new_rows, C] and the current call's [B*S, C]
+  Tensor tokens_, positions_;    // [B*max_new_rows] int32 on the device
+  Tensor host_tokens_, host_positions_, start_;  // host int32; start_ [B]
+  Tensor picked_;                // [B, C] the rows greedy() reads
+};
+
+}  // namespace trident::model

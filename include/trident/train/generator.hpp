@@ -1,0 +1,44 @@
+// Generator: greedy generation with a KV cache across the model-parallel group. Every rank of
+// a pipeline stage runs its chunks for the call's rows (the tensor-parallel group in step),
+// stages pass the hidden rows on in virtual-stage order by point-to-point messages, the last
+// stage picks the tokens and broadcasts them over the pipeline group, so all ranks of the
+// model-parallel group see the same sequences and stop together.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "trident/dist/communicator.hpp"
+#include "trident/model/decoder.hpp"
+
+namespace trident::train {
+
+class Generator {
+ public:
+  // pp: the pipeline group (nullptr: the model is whole on this rank, or split only over
+  // tensor-parallel ranks). batch: prompts generated together; max_prompt: the longest
+  // prompt; length: the longest prompt + new tokens (<= seq_len). The KV cache holds batch x
+  // length positions per layer.
+  Generator(const model::GPTModel& model, Ops& ops, dist::Communicator* pp, int batch, int max_prompt, int length);
+
+  // Greedy continuations of up to batch prompts (collective over the model-parallel group, which
+  // must pass the same prompts): for each, the generated ids up to, not including, the first
+  // id in stop, or max_new of them. Every prompt non-empty, its length + max_new <= length.
+  std::vector<std::vector<int32_t>> generate(const std::vector<std::vector<int32_t>>& prompts, int max_new,
+                                             const std::vector<int32_t>& stop);
+
+  // Tokens computed so far (prompt rows and generated rows, real sequences only).
+  int64_t tokens_processed() const { return tokens_processed_; }
+  size_t cache_bytes() const { return decoder_.cache_bytes(); }
+
+ private:
+  // One call through the pipeline; returns the next token of every sequence on every rank.
+  std::vector<int32_t> step(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int rows,
+                            const std::vector<int32_t>& pick);
+
+  model::Decoder decoder_;
+  dist::Communicator* pp_;
+  int chunks_;
+  int64_t tokens_processed_ = 0;
+};
+
+}  // namespace trident::train

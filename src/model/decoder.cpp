@@ -1,0 +1,88 @@
+// KV-cache generation over this rank's chunks: per-layer caches, one set of shared buffers cut
+// to the call's rows, embedding / blocks / greedy head in the order of the model.
+#include "trident/model/decoder.hpp"
+
+#include <cstring>
+
+namespace trident::model {
+
+Decoder::Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max_new_rows)
+    : model_(model), ops_(ops), batch_(batch), length_(length), max_rows_(max_new_rows) {
+  const ModelConfig& cfg = model.config();
+  TRIDENT_CHECK(batch >= 1 && max_new_rows >= 1 && max_new_rows <= length && length <= cfg.seq_len,
+                "decoder: batch ", batch, ", ", max_new_rows, " new rows and length ", length,
+                " must be positive with rows <= length <= seq_len ", cfg.seq_len);
+  const DType dtype = model.dtype();
+  const int64_t rows = int64_t(batch) * max_new_rows;
+  caches_.resize(model.num_chunks());
+  for (int c = 0; c < model.num_chunks(); ++c)
+    for (const auto& block : model.blocks(c)) caches_[c].push_back(block->make_cache(ops, batch, length, dtype));
+  for (int c = 0; c < model.num_chunks() && !scratch_.branch.defined(); ++c)
+    if (!model.blocks(c).empty()) scratch_ = model.blocks(c).front()->make_decode_scratch(ops, rows, dtype);
+  if (model.head()) {
+    greedy_ = model.head()->make_greedy_buffers(ops, batch, dtype);
+    picked_ = ops.zeros(Shape{batch, cfg.hidden}, dtype);
+  }
+  hidden_ = ops.zeros(Shape{rows, cfg.hidden}, dtype);
+  tokens_ = ops.zeros(Shape{rows}, DType::kI32);
+  positions_ = ops.zeros(Shape{rows}, DType::kI32);
+  host_tokens_ = Tensor::zeros(Shape{rows}, DType::kI32);
+  host_positions_ = Tensor::zeros(Shape{rows}, DType::kI32);
+  start_ = Tensor::zeros(Shape{batch}, DType::kI32);
+}
+
+void Decoder::begin(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int new_rows) {
+  TRIDENT_CHECK(new_rows >= 1 && new_rows <= max_rows_ && start.size() == size_t(batch_) &&
+                    tokens.size() == size_t(batch_) * new_rows,
+                "decoder: a call of ", new_rows, " rows per sequence (", tokens.size(), " tokens, ", start.size(),
+                " starts) for batch ", batch_, " and at most ", max_rows_, " rows");
+  new_rows_ = new_rows;
+  const int64_t n = int64_t(batch_) * new_rows;
+  int32_t* pos = host_positions_.data<int32_t>();
+  for (int b = 0; b < batch_; ++b) {
+    TRIDENT_CHECK(start[b] >= 0 && start[b] + new_rows <= length_, "decoder: sequence ", b, " at ", start[b], " + ",
+                  new_rows, " passes its length ", length_);
+    for (int s = 0; s < new_rows; ++s) pos[b * new_rows + s] = start[b] + s;
+  }
+  std::memcpy(start_.data<int32_t>(), start.data(), start.size() * sizeof(int32_t));
+  std::memcpy(host_tokens_.data<int32_t>(), tokens.data(), tokens.size() * sizeof(int32_t));
+  Tensor pos_dst = positions_.narrow(0, n), tok_dst = tokens_.narrow(0, n);
+  ops_.copy(host_positions_.narrow(0, n), pos_dst);
+  ops_.copy(host_tokens_.narrow(0, n), tok_dst);
+  hidden_view_ = hidden_.narrow(0, n);
+}
+
+void Decoder::embed() {
+  TRIDENT_CHECK(model_.embedding(), "decoder: this rank holds no embedding");
+  const int64_t n = hidden_view_.dim(0);
+  model_.embedding()->forward_whole(ops_, tokens_.narrow(0, n), positions_.narrow(0, n), hidden_view_);
+}
+
+void Decoder::run_chunk(int chunk) {
+  const int64_t n = hidden_view_.dim(0);
+  DecodeScratch s = scratch_.rows(n);
+  const Tensor positions = positions_.narrow(0, n);
+  const auto& blocks = model_.blocks(chunk);
+  for (size_t l = 0; l < blocks.size(); ++l) blocks[l]->decode(ops_, hidden_view_, positions, start_, caches_[chunk][l], s);
+}
+
+std::vector<int32_t> Decoder::greedy(const std::vector<int32_t>& pick) {
+  TRIDENT_CHECK(model_.head(), "decoder: this rank holds no output head");
+  TRIDENT_CHECK(pick.size() == size_t(batch_), "decoder: ", pick.size(), " picked rows for batch ", batch_);
+  for (int b = 0; b < batch_; ++b) {
+    TRIDENT_CHECK(pick[b] >= 0 && pick[b] < new_rows_, "decoder: row ", pick[b], " of ", new_rows_);
+    const int64_t row = int64_t(b) * new_rows_ + pick[b];
+    Tensor dst = picked_.narrow(b, b + 1);
+    ops_.copy(hidden_view_.narrow(row, row + 1), dst);
+  }
+  return model_.head()->greedy(ops_, picked_, greedy_);
+}
+
+size_t Decoder::cache_bytes() const {
+  size_t n = 0;
+  for (const auto& chunk : caches_)
+    for (const KvCache& c : chunk) n += c.k.bytes() + c.v.bytes();
+  return n;
+}
+
+}  // namespace trident::model
