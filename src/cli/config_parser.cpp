@@ -175,8 +175,20 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
                        "support yet: it needs parallel.pp = 1");
   TRIDENT_CONFIG_CHECK(c.log.eval_interval >= 0, "log.eval_interval must be >= 0 (0: no evaluation)");
   TRIDENT_CONFIG_CHECK(c.log.eval_batches >= 1, "log.eval_batches must be >= 1");
-  TRIDENT_CONFIG_CHECK(c.log.eval_interval == 0 || !c.data.valid.empty(),
-                       "log.eval_interval = ", c.log.eval_interval, " needs data.valid (a validation shard prefix)");
+  c.eval = {.task = v.str("eval.task"), .prompt_template = v.str("eval.template"),
+            .tokenizer = v.str("eval.tokenizer"), .max_new_tokens = v.int32("eval.max_new_tokens"),
+            .examples = v.int32("eval.examples"), .batch = v.int32("eval.batch")};
+  TRIDENT_CONFIG_CHECK(c.log.eval_interval == 0 || !c.data.valid.empty() || !c.eval.task.empty(),
+                       "log.eval_interval = ", c.log.eval_interval,
+                       " needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");
+  TRIDENT_CONFIG_CHECK(c.eval.examples >= 0, "eval.examples must be >= 0 (0: all)");
+  TRIDENT_CONFIG_CHECK(c.eval.batch >= 1, "eval.batch must be >= 1");
+  if (!c.eval.task.empty()) {
+    TRIDENT_CONFIG_CHECK(std::filesystem::is_regular_file(c.eval.task), "eval.task: no such file '", c.eval.task, "'");
+    TRIDENT_CONFIG_CHECK(c.eval.max_new_tokens >= 1 && c.eval.max_new_tokens < c.model.seq_len,
+                         "eval.max_new_tokens must be in [1, model.seq_len = ", c.model.seq_len, ") (got ",
+                         c.eval.max_new_tokens, ")");
+  }
 
   // Types of keys whose features come later are still checked now.
   (void)v.boolean("lora.enabled");

@@ -74,6 +74,12 @@ const std::vector<ConfigKey>& config_schema() {
       {"log.interval", "1", "steps between metrics lines"},
       {"log.eval_interval", "0", "steps between evaluations on data.valid (0 = none); also after the last step"},
       {"log.eval_batches", "8", "batches per evaluation"},
+      {"eval.task", "", "JSONL task (input/output or chat lines): greedy generation scored by exact match and token F1 at each evaluation"},
+      {"eval.template", "auto", "prompt template of eval.task lines (plain | alpaca | chatml | custom; auto: the one data.train's prep.json names, else plain)"},
+      {"eval.tokenizer", "auto", "tokenizer for eval.task (auto: model.init_from's tokenizer.json, else the one data.train's prep.json names, else byte)"},
+      {"eval.max_new_tokens", "32", "most tokens generated per answer"},
+      {"eval.examples", "0", "eval.task lines used (0 = all)"},
+      {"eval.batch", "8", "prompts generated together per data-parallel rank"},
   };
   return keys;
 }

@@ -19,9 +19,11 @@ namespace {
 constexpr const char* kUsage =
     "usage: trident eval --config FILE [--checkpoint PATH] [--section.key=value ...]\n"
     "       mpirun -np N trident eval --config FILE --parallel.dp=N ...\n"
-    "Evaluates on data.valid (log.eval_batches global batches) the weights of --checkpoint, else\n"
-    "of the latest checkpoint under log.run_dir (checkpoint.resume = auto); appends the results\n"
-    "to <log.run_dir>/eval.jsonl.";
+    "Evaluates the weights of --checkpoint, else of the latest checkpoint under log.run_dir\n"
+    "(checkpoint.resume = auto), else of model.init_from: perplexity and token accuracy on\n"
+    "data.valid (log.eval_batches global batches) and/or exact match and F1 of greedy generation\n"
+    "on eval.task (JSONL prompt/answer or chat lines); appends the results to\n"
+    "<log.run_dir>/eval.jsonl.";
 
 }  // namespace
 
@@ -44,9 +46,10 @@ int run_eval(int argc, char** argv) {
   train::RunConfig cfg;
   try {
     cfg = parse_run_config(static_cast<int>(args.size()), args.data(), mpi.world_size());
-    // The training sampler is built on data.train; evaluation alone needs only data.valid.
-    if (cfg.data.train.empty()) cfg.data.train = cfg.data.valid;
-    TRIDENT_CONFIG_CHECK(!cfg.data.valid.empty(), "data.valid: evaluation needs a validation shard prefix");
+    // Evaluation reads no training data.
+    cfg.data.train.clear();
+    TRIDENT_CONFIG_CHECK(!cfg.data.valid.empty() || !cfg.eval.task.empty(),
+                         "evaluation needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");
   } catch (const ConfigError& e) {
     if (mpi.world_rank() == 0) std::fprintf(stderr, "trident eval: error: %s\n", e.what());
     return 2;
@@ -58,7 +61,7 @@ int run_eval(int argc, char** argv) {
     topology.set_watchdog(&watchdog);
     log.info(topology.describe());
     train::Trainer trainer(cfg, *ops, topology, log);
-    if (trainer.start_step() == 0)
+    if (trainer.start_step() == 0 && cfg.init_from.empty())
       log.warn("no checkpoint found (checkpoint.resume = ", cfg.checkpoint.resume,
                "): evaluating the freshly initialised model");
     trainer.evaluate(trainer.start_step());

@@ -89,18 +89,14 @@ void print_statistics(const data::ShardSet& reader) {
 // the vocabulary is its 257, else none.
 std::unique_ptr<data::Tokenizer> shard_tokenizer(const std::string& prefix, const std::string& spec, uint64_t vocab) {
   if (!spec.empty()) return data::load_tokenizer(spec);
-  std::string json_path = data::prep_json_path(prefix);
-  constexpr std::string_view kValid = "-valid";
-  if (!std::filesystem::exists(json_path) && std::string_view(prefix).ends_with(kValid))
-    json_path = data::prep_json_path(prefix.substr(0, prefix.size() - kValid.size()));
-  std::ifstream in(json_path, std::ios::binary);
-  if (!in) return vocab == 257 ? data::load_tokenizer("byte") : nullptr;
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string named;
   try {
-    return data::load_tokenizer(Json::parse(text).at("tokenizer").as_string());
+    named = data::prep_json_field(prefix, "tokenizer");
   } catch (const ConfigError& e) {
-    throw ConfigError(detail::concat(json_path, ": ", e.what(), "; pass --tokenizer"));
+    throw ConfigError(detail::concat(e.what(), "; pass --tokenizer"));
   }
+  if (named.empty()) return vocab == 257 ? data::load_tokenizer("byte") : nullptr;
+  return data::load_tokenizer(named);
 }
 
 // Text through the tokenizer; without one, the ids.

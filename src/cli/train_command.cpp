@@ -43,6 +43,7 @@ int run_train(int argc, char** argv) {
   train::RunConfig cfg;
   try {
     cfg = parse_run_config(argc, argv, mpi.world_size());
+    TRIDENT_CONFIG_CHECK(!cfg.data.train.empty(), "data.train: no shard prefix given (training needs data)");
   } catch (const ConfigError& e) {
     // Every rank parsed the same input and failed the same way: rank 0 reports, all exit 2.
     if (mpi.world_rank() == 0) std::fprintf(stderr, "trident train: error: %s\n", e.what());

@@ -13,6 +13,7 @@
 #include "prep_inputs.hpp"
 #include "prep_output.hpp"
 #include "trident/core/error.hpp"
+#include "trident/core/json.hpp"
 #include "trident/data/prep_record.hpp"
 #include "trident/data/shard_set.hpp"
 #include "trident/data/tokenizer.hpp"
@@ -199,6 +200,21 @@ int owner_of_hash(uint64_t hash, int ranks) {
 
 std::string valid_shard_prefix(const std::string& output) { return output + "-valid"; }
 std::string prep_json_path(const std::string& output) { return output + ".prep.json"; }
+
+std::string prep_json_field(const std::string& prefix, const std::string& field) {
+  std::string path = prep_json_path(prefix);
+  constexpr std::string_view kValid = "-valid";
+  if (!std::filesystem::exists(path) && std::string_view(prefix).ends_with(kValid))
+    path = prep_json_path(prefix.substr(0, prefix.size() - kValid.size()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    return Json::parse(text).at(field).as_string();
+  } catch (const ConfigError& e) {
+    throw ConfigError(detail::concat(path, ": ", e.what()));
+  }
+}
 
 PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenizer, const PrepComm& comm) {
   const auto start = std::chrono::steady_clock::now();

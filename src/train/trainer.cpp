@@ -38,14 +38,19 @@ double padding_share(const data::GlobalBatchStats& s) {
 
 Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log, FaultInjection fault)
     : cfg_(cfg), ops_(ops), topology_(topology), log_(log), fault_(fault) {
-  reader_ = open_run_shards(cfg, "data.train", cfg.data.train);
-  sampler_ = std::make_unique<data::BatchSampler>(*reader_, run_sampler_options(cfg, topology));
-  batch_ = sampler_->make_batch();
+  // Without data.train the trainer can only evaluate (`trident eval` on an eval.task alone).
+  if (!cfg.data.train.empty()) {
+    reader_ = open_run_shards(cfg, "data.train", cfg.data.train);
+    sampler_ = std::make_unique<data::BatchSampler>(*reader_, run_sampler_options(cfg, topology));
+    batch_ = sampler_->make_batch();
+  }
 
   model::TensorParallel tp;
   if (topology.layout().tp > 1) tp.comm = &topology.tp();
   tp.sequence_parallel = cfg.sequence_parallel;
-  const int micro_batches = sampler_->micro_batches_per_step();
+  const int micro_batches = cfg.micro_batches_per_step();
+  TRIDENT_CHECK(!sampler_ || sampler_->micro_batches_per_step() == micro_batches, "sampler and config disagree on ",
+                "micro-batches per step");
   std::string pipeline_text;
   const model::StagePlan plan = make_stage_plan(cfg, topology.pp_rank(), micro_batches, &pipeline_text);
   // The GEMM precision decides the activations' storage (fp32 where the processor lacks the type).
@@ -98,7 +103,8 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   log_.info("data parallel: dp ", topology.layout().dp, ", ", reducer_->num_buckets(), " gradient buckets of <= ",
             cfg.comm.bucket_mb, " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero,
             ", compression ", dist::compression_name(reducer_->compressor() ? cfg.comm.compression : dist::CompressionKind::kNone));
-  log_.info("data: ", reader_->num_tokens(), " tokens in ", reader_->num_documents(), " documents, ",
+  if (reader_)
+    log_.info("data: ", reader_->num_tokens(), " tokens in ", reader_->num_documents(), " documents, ",
             sampler_->num_rows(), cfg.data.packing ? " packed rows of " : " one-document rows of ", m.seq_len,
             "; global batch ", cfg.train.global_batch,
             " = dp ", topology.layout().dp, " x ", sampler_->micro_batches_per_step(), " micro-batches x ",
@@ -134,6 +140,7 @@ size_t Trainer::parameter_bytes() const { return 2 * model_->params().flat_value
 size_t Trainer::optimizer_state_bytes() const { return optimizer_->state_bytes(); }
 
 StepResult Trainer::train_step(int64_t step) {
+  TRIDENT_CONFIG_CHECK(sampler_, "data.train: no shard prefix given (training needs data)");
   return optimizer_step(*parts_, cfg_.train, step, sampler_->count_valid_targets(step),
                         [&](int k, data::Batch& batch) {
                           Stopwatch watch;
@@ -145,12 +152,21 @@ StepResult Trainer::train_step(int64_t step) {
 }
 
 EvalResult Trainer::evaluate(int64_t step) {
-  if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(cfg_, topology_, *pipeline_);
   model_->refresh_weights();  // the 16-bit copy lags the last optimizer step
-  const EvalResult r = evaluator_->run(step);
-  log_.info(format_eval(r, evaluator_->dataset()));
-  if (topology_.world_rank() == 0)
-    append_eval_jsonl((std::filesystem::path(cfg_.log.run_dir) / "eval.jsonl").string(), r, evaluator_->dataset());
+  const std::string eval_jsonl = (std::filesystem::path(cfg_.log.run_dir) / "eval.jsonl").string();
+  EvalResult r;
+  if (!cfg_.data.valid.empty()) {
+    if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(cfg_, topology_, *pipeline_);
+    r = evaluator_->run(step);
+    log_.info(format_eval(r, evaluator_->dataset()));
+    if (topology_.world_rank() == 0) append_eval_jsonl(eval_jsonl, r, evaluator_->dataset());
+  }
+  if (!cfg_.eval.task.empty()) {
+    if (!task_evaluator_) task_evaluator_ = std::make_unique<TaskEvaluator>(cfg_, topology_, *model_, ops_);
+    last_task_ = task_evaluator_->run(step);
+    log_.info(format_task(last_task_, task_evaluator_->dataset()));
+    if (topology_.world_rank() == 0) append_task_jsonl(eval_jsonl, last_task_, task_evaluator_->dataset());
+  }
   return r;
 }
 

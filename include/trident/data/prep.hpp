@@ -74,6 +74,10 @@ PrepSummary prepare_shards(const PrepOptions& options);
 std::string valid_shard_prefix(const std::string& output);
 // Where prep writes its summary: <output>.prep.json.
 std::string prep_json_path(const std::string& output);
+// A string field of the prep.json beside the shards PREFIX (a PREFIX-valid split shares its
+// train split's): "tokenizer" or "template". Empty when there is no prep.json; ConfigError
+// naming the file when it is unreadable or lacks the field.
+std::string prep_json_field(const std::string& prefix, const std::string& field);
 // The summary as prep.json's object (also what the command prints from).
 std::string prep_json_text(const PrepOptions& options, const std::string& tokenizer, const PrepSummary& summary);
 

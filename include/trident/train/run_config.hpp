@@ -67,6 +67,17 @@ struct LogConfig {
   int eval_batches = 8;
 };
 
+// Generation tasks (eval.*): JSONL prompt/answer or chat lines, greedy generation scored by
+// exact match and token F1 against the answers.
+struct EvalConfig {
+  std::string task;                 // JSONL path ("" = none)
+  std::string prompt_template = "auto";  // auto: the one data.train's prep.json names, else plain
+  std::string tokenizer = "auto";   // auto: model.init_from's tokenizer.json, else data.train's prep.json, else byte
+  int max_new_tokens = 32;
+  int examples = 0;                 // the first N lines (0 = all)
+  int batch = 8;                    // prompts generated together per dp rank
+};
+
 struct RunConfig {
   model::ModelConfig model;
   dist::Layout layout;
@@ -82,6 +93,7 @@ struct RunConfig {
   CommConfig comm;
   CheckpointConfig checkpoint;
   LogConfig log;
+  EvalConfig eval;
   std::string init_from;    // model.init_from: HF model directory or trident checkpoint ("" = none)
   std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
 

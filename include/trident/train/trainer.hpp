@@ -12,6 +12,7 @@
 #include "trident/train/adamw.hpp"
 #include "trident/train/checkpointer.hpp"
 #include "trident/train/evaluator.hpp"
+#include "trident/train/task_evaluator.hpp"
 #include "trident/train/fault_injection.hpp"
 #include "trident/train/optimizer_step.hpp"
 #include "trident/train/run_config.hpp"
@@ -27,7 +28,7 @@ class Trainer {
   // Runs the optimizer steps from the resumed step to train.steps, writing metrics on rank 0 and
   // checkpoints every checkpoint.interval steps (and on preemption, then returns early).
   // Returns the last step's result.
-  StepResult run();
+  StepResult run();  // needs data.train
   int64_t start_step() const { return start_step_; }
   // run() stopped early on a preemption signal (after writing a checkpoint); steps_done() is
   // the optimizer steps completed, resumed ones included.
@@ -37,9 +38,11 @@ class Trainer {
   // One optimizer step (exposed for tests).
   StepResult train_step(int64_t step);
   model::GPTModel& model() { return *model_; }
-  // Evaluates on data.valid at optimizer step `step` (collective): prints the table and appends
-  // to <run_dir>/eval.jsonl on rank 0.
+  // Evaluates at optimizer step `step` (collective): perplexity on data.valid and exact match /
+  // F1 on eval.task, whichever are set; prints the tables and appends to <run_dir>/eval.jsonl on
+  // rank 0. Returns the validation result (empty without data.valid); last_task() the task's.
   EvalResult evaluate(int64_t step);
+  const TaskResult& last_task() const { return last_task_; }
   // Seconds spent building micro-batches so far (the data phase of `trident bench step`).
   double data_seconds() const { return data_seconds_; }
   // Memory the run holds per rank, as the trainer accounts it (bytes).
@@ -75,6 +78,8 @@ class Trainer {
   bool preempted_ = false;
   int64_t steps_done_ = 0;
   std::unique_ptr<Evaluator> evaluator_;  // built on first use
+  std::unique_ptr<TaskEvaluator> task_evaluator_;
+  TaskResult last_task_;
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;
   double peak_flops_ = 0;
