@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iomanip>
 #include <sstream>
 
 #include "trident/core/error.hpp"
@@ -112,27 +114,77 @@ void write_number_attribute(hid_t file, const std::string& name, double value) {
   TRIDENT_CHECK(attr.get() >= 0 && H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value) >= 0, "cannot write attribute ", name);
 }
 
-// Reads every root attribute: numbers as doubles, strings as text.
-CheckpointAttributes read_attributes(hid_t file) {
+// The text of a string attribute, fixed-length (as trident writes it) or variable-length (as
+// h5py writes it).
+std::string read_text_attribute(hid_t attr, hid_t type, const std::string& path, const std::string& name) {
+  if (H5Tis_variable_str(type) > 0) {
+    H5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type));
+    char* text = nullptr;
+    TRIDENT_CONFIG_CHECK(H5Aread(attr, mem.get(), &text) >= 0, "checkpoint ", path, ": cannot read root attribute ",
+                         name, " as text");
+    std::string out = text ? text : "";
+    H5free_memory(text);
+    return out;
+  }
+  constexpr size_t kMaxText = size_t(64) << 20;
+  const size_t size = H5Tget_size(type);
+  TRIDENT_CONFIG_CHECK(size > 0 && size <= kMaxText, "checkpoint ", path, ": root attribute ", name, " is a text of ",
+                       size, " bytes (corrupt?)");
+  std::string text(size, '\0');
+  TRIDENT_CONFIG_CHECK(H5Aread(attr, type, text.data()) >= 0, "checkpoint ", path, ": cannot read root attribute ", name,
+                       " as text");
+  return text.substr(0, text.find('\0'));
+}
+
+// Reads every root attribute: numbers as doubles, strings as text. Each must be one value (a
+// scalar, or an array of one) of an integer, float or string type (ConfigError otherwise).
+CheckpointAttributes read_attributes(hid_t file, const std::string& path) {
   CheckpointAttributes out;
   H5O_info_t info;
-  H5Oget_info(file, &info);
+  TRIDENT_CONFIG_CHECK(H5Oget_info(file, &info) >= 0, "checkpoint ", path, ": cannot list its root attributes (corrupt?)");
   for (hsize_t i = 0; i < info.num_attrs; ++i) {
     H5Handle attr(H5Aopen_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-    char name[256] = {};
-    H5Aget_name(attr.get(), sizeof name, name);
+    TRIDENT_CONFIG_CHECK(attr.get() >= 0, "checkpoint ", path, ": cannot open root attribute ", i, " (corrupt?)");
+    const ssize_t length = H5Aget_name(attr.get(), 0, nullptr);
+    TRIDENT_CONFIG_CHECK(length >= 0, "checkpoint ", path, ": cannot read the name of root attribute ", i);
+    std::string name(static_cast<size_t>(length) + 1, '\0');
+    H5Aget_name(attr.get(), name.size(), name.data());
+    name.resize(static_cast<size_t>(length));
+    H5Handle space(H5Aget_space(attr.get()), H5Sclose);
+    const hssize_t values = H5Sget_simple_extent_npoints(space.get());
+    TRIDENT_CONFIG_CHECK(values == 1, "checkpoint ", path, ": root attribute ", name, " holds ", values,
+                         " values; trident stores one");
     H5Handle type(H5Aget_type(attr.get()), H5Tclose);
-    if (H5Tget_class(type.get()) == H5T_STRING) {
-      std::string text(H5Tget_size(type.get()), '\0');
-      H5Aread(attr.get(), type.get(), text.data());
-      out.texts[name] = text.substr(0, text.find('\0'));
+    const H5T_class_t type_class = H5Tget_class(type.get());
+    if (type_class == H5T_STRING) {
+      out.texts[name] = read_text_attribute(attr.get(), type.get(), path, name);
     } else {
+      TRIDENT_CONFIG_CHECK(type_class == H5T_INTEGER || type_class == H5T_FLOAT, "checkpoint ", path,
+                           ": root attribute ", name, " is neither a number nor text");
       double v = 0;
-      H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v);
+      TRIDENT_CONFIG_CHECK(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v) >= 0, "checkpoint ", path,
+                           ": cannot read root attribute ", name, " as a number");
       out.numbers[name] = v;
     }
   }
   return out;
+}
+
+// A dataset's shape, which in a checkpoint is a vector or a matrix (ConfigError otherwise).
+Shape dataset_shape(hid_t dataset, const std::string& path, const std::string& name) {
+  H5Handle space(H5Dget_space(dataset), H5Sclose);
+  const int nd = H5Sget_simple_extent_ndims(space.get());
+  TRIDENT_CONFIG_CHECK(nd == 1 || nd == 2, "checkpoint ", path, ": tensor ", name, " has ", nd,
+                       " dimensions; a checkpoint holds vectors and matrices");
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  constexpr hsize_t kMaxDim = hsize_t(1) << 40, kMaxElements = hsize_t(1) << 48;
+  const hsize_t cols = nd == 2 ? dims[1] : 1;
+  TRIDENT_CONFIG_CHECK(dims[0] <= kMaxDim && cols <= kMaxDim && dims[0] * cols <= kMaxElements, "checkpoint ", path,
+                       ": tensor ", name, " claims ", dims[0], " x ", cols, " elements (corrupt?)");
+  return nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
 }
 
 // Checksum of a tensor, independent of how it is sharded: the sum (mod 2^64) over its elements
@@ -179,18 +231,26 @@ void fsync_path(const std::string& path) {
 }  // namespace
 
 namespace {
+// H5Ovisit's callback (C code: no exception may leave it): the shape of every dataset, or the
+// first error.
+struct Collected {
+  std::string path;
+  std::map<std::string, Shape> datasets;
+  std::string error;
+};
 herr_t collect_dataset(hid_t object, const char* name, const H5O_info_t* info, void* out) {
-  if (info->type != H5O_TYPE_DATASET) return 0;
-  H5Handle ds(H5Dopen2(object, name, H5P_DEFAULT), H5Dclose);
-  H5Handle space(H5Dget_space(ds.get()), H5Sclose);
-  hsize_t dims[2] = {0, 0};
-  const int nd = H5Sget_simple_extent_ndims(space.get());
-  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-  auto& datasets = *static_cast<std::map<std::string, Shape>*>(out);
-  std::string path(1, '/');
-  path.append(name);
-  datasets[path] = nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
-  return 0;
+  auto& collected = *static_cast<Collected*>(out);
+  try {
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    const std::string dataset = std::string("/") + name;
+    H5Handle ds(H5Dopen2(object, name, H5P_DEFAULT), H5Dclose);
+    TRIDENT_CONFIG_CHECK(ds.get() >= 0, "checkpoint ", collected.path, ": cannot open tensor ", dataset, " (corrupt?)");
+    collected.datasets[dataset] = dataset_shape(ds.get(), collected.path, dataset);
+    return 0;
+  } catch (const std::exception& e) {
+    collected.error = e.what();
+    return -1;
+  }
 }
 }  // namespace
 
@@ -200,9 +260,64 @@ CheckpointListing list_checkpoint(const std::string& path) {
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   TRIDENT_CONFIG_CHECK(file.get() >= 0, "checkpoint ", path, " cannot be opened as HDF5 (truncated or corrupt?)");
   CheckpointListing out;
-  out.attributes = read_attributes(file.get());
-  H5Ovisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &out.datasets);
+  out.attributes = read_attributes(file.get(), path);
+  Collected collected{.path = path};
+  const herr_t visited = H5Ovisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &collected);
+  if (!collected.error.empty()) throw ConfigError(collected.error);
+  TRIDENT_CONFIG_CHECK(visited >= 0, "checkpoint ", path, ": cannot list its tensors (corrupt?)");
+  out.datasets = std::move(collected.datasets);
   return out;
+}
+
+namespace {
+// A root attribute that must be a whole number in [lo, hi) (counts stay exact in the double
+// they are stored as up to 2^53).
+double whole_attribute(const CheckpointAttributes& attributes, const std::string& path, const std::string& name,
+                       double lo, double hi) {
+  const double v = attributes.numbers.at(name);
+  TRIDENT_CONFIG_CHECK(std::isfinite(v) && v == std::floor(v) && v >= lo && v < hi, "checkpoint ", path,
+                       ": root attribute ", name, " = ", v, " is not a whole number from ", std::fixed,
+                       std::setprecision(0), lo, " below ", hi, " (corrupt?)");
+  return v;
+}
+}  // namespace
+
+int checkpoint_format_version(const CheckpointAttributes& attributes, const std::string& path) {
+  TRIDENT_CONFIG_CHECK(attributes.numbers.count("format_version"), "checkpoint ", path,
+                       " has no format_version: not a trident checkpoint");
+  const double v = attributes.numbers.at("format_version");
+  TRIDENT_CONFIG_CHECK(std::isfinite(v) && v == std::floor(v) && v >= 1, "checkpoint ", path, ": format_version ", v,
+                       " is not a format version (corrupt, or not a trident checkpoint)");
+  TRIDENT_CONFIG_CHECK(v <= kCheckpointFormatVersion, "checkpoint ", path, " was written by format version ", v,
+                       "; this trident reads up to version ", kCheckpointFormatVersion, " (upgrade trident)");
+  return static_cast<int>(v);
+}
+
+CheckpointState checkpoint_state(const CheckpointAttributes& attributes, const std::string& path) {
+  constexpr double kMaxCount = 0x1p53;  // counts stay exact in the double they are stored as
+  constexpr double kMaxRanks = 1 << 24;
+  CheckpointState s;
+  s.format_version = checkpoint_format_version(attributes, path);
+  for (const char* required : {"step", "layout_dp", "layout_tp", "layout_pp"})
+    TRIDENT_CONFIG_CHECK(attributes.numbers.count(required), "checkpoint ", path, " has no ", required,
+                         " attribute (not a training checkpoint of trident)");
+  auto has = [&](const char* name) { return attributes.numbers.count(name) > 0; };
+  s.step = static_cast<int64_t>(whole_attribute(attributes, path, "step", 0, kMaxCount));
+  if (has("tokens")) s.tokens = static_cast<int64_t>(whole_attribute(attributes, path, "tokens", 0, kMaxCount));
+  if (has("sampler_step"))
+    s.sampler_step = static_cast<int64_t>(whole_attribute(attributes, path, "sampler_step", 0, kMaxCount));
+  if (has("seed")) s.seed = static_cast<uint64_t>(whole_attribute(attributes, path, "seed", 0, 0x1p64));
+  s.layout_dp = static_cast<int>(whole_attribute(attributes, path, "layout_dp", 1, kMaxRanks));
+  s.layout_tp = static_cast<int>(whole_attribute(attributes, path, "layout_tp", 1, kMaxRanks));
+  s.layout_pp = static_cast<int>(whole_attribute(attributes, path, "layout_pp", 1, kMaxRanks));
+  if (has("layout_zero")) s.layout_zero = static_cast<int>(whole_attribute(attributes, path, "layout_zero", 0, 2));
+  if (has("loss_scale")) {
+    s.loss_scale = attributes.numbers.at("loss_scale");
+    TRIDENT_CONFIG_CHECK(std::isfinite(s.loss_scale) && s.loss_scale > 0, "checkpoint ", path, ": root attribute ",
+                         "loss_scale = ", s.loss_scale, " is not a positive number (corrupt?)");
+  }
+  if (const auto config = attributes.texts.find("config"); config != attributes.texts.end()) s.config = config->second;
+  return s;
 }
 
 std::map<std::string, Shape> gather_datasets(MPI_Comm comm, const std::map<std::string, Shape>& mine) {
@@ -338,8 +453,13 @@ void verify_checksums(hid_t file, const std::string& path, MPI_Comm comm, const 
     H5Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
     uint64_t want = 0;
     H5Handle attr(H5Aopen(ds.get(), "checksum", H5P_DEFAULT), H5Aclose);
-    TRIDENT_CONFIG_CHECK(attr.get() >= 0 && H5Aread(attr.get(), H5T_NATIVE_UINT64, &want) >= 0, "checkpoint ", path,
-                         ": tensor ", name, " has no checksum (not written by trident, or corrupt)");
+    H5Handle attr_space(H5Aget_space(attr.get()), H5Sclose);
+    H5Handle attr_type(H5Aget_type(attr.get()), H5Tclose);
+    // One unsigned integer: reading an array or another type into `want` would overrun it.
+    TRIDENT_CONFIG_CHECK(attr.get() >= 0 && H5Sget_simple_extent_npoints(attr_space.get()) == 1 &&
+                             H5Tget_class(attr_type.get()) == H5T_INTEGER &&
+                             H5Aread(attr.get(), H5T_NATIVE_UINT64, &want) >= 0,
+                         "checkpoint ", path, ": tensor ", name, " has no checksum (not written by trident, or corrupt)");
     stored.push_back(want);
     // Rows [first, last) of this rank (a vector is one row, split by columns instead).
     const bool matrix = shape.ndim() > 1;
@@ -385,24 +505,15 @@ CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, con
   H5Handle fapl = file_access(comm);
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   TRIDENT_CONFIG_CHECK(file.get() >= 0, "checkpoint ", path, " cannot be opened as HDF5 (truncated or corrupt?)");
-  CheckpointAttributes attributes = read_attributes(file.get());
-  TRIDENT_CONFIG_CHECK(attributes.numbers.count("format_version"), "checkpoint ", path,
-                       " has no format_version: not a trident checkpoint");
-  const int version = static_cast<int>(attributes.numbers["format_version"]);
-  TRIDENT_CONFIG_CHECK(version <= kCheckpointFormatVersion, "checkpoint ", path, " was written by format version ",
-                       version, "; this trident reads up to version ", kCheckpointFormatVersion, " (upgrade trident)");
+  CheckpointAttributes attributes = read_attributes(file.get(), path);
+  checkpoint_format_version(attributes, path);
   // Names and shapes first, then the checksums of everything, then this rank's pieces.
   for (const auto& [name, shape] : expected) {
     H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
     TRIDENT_CONFIG_CHECK(ds.get() >= 0, "checkpoint ", path, " has no tensor ", name,
                          " (written for another model or layout?)");
-    H5Handle space(H5Dget_space(ds.get()), H5Sclose);
-    hsize_t dims[2] = {0, 0};
-    const int nd = H5Sget_simple_extent_ndims(space.get());
-    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-    const bool same = nd == shape.ndim() && int64_t(dims[0]) == shape[0] && (nd < 2 || int64_t(dims[1]) == shape[1]);
-    Shape found = nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
-    TRIDENT_CONFIG_CHECK(same, "checkpoint ", path, ": tensor ", name, " has shape ", found.str(),
+    const Shape found = dataset_shape(ds.get(), path, name);
+    TRIDENT_CONFIG_CHECK(found == shape, "checkpoint ", path, ": tensor ", name, " has shape ", found.str(),
                          " but the model needs ", shape.str(), " (a checkpoint of another model shape)");
   }
   verify_checksums(file.get(), path, comm, expected);

@@ -304,13 +304,13 @@ int64_t Checkpointer::resume() {
     log_.info("warning: ", path, " holds no gradient-compression state for this layout and comm.compression; ",
               "error-feedback residuals start at zero");
   }
-  const io::CheckpointAttributes attrs = io::read_checkpoint(path, topology_.world().comm(), expected, wanted);
-  const int64_t steps = static_cast<int64_t>(attrs.numbers.at("step"));
-  optimizer_.set_steps_taken(steps);
-  if (attrs.numbers.count("loss_scale")) restored_loss_scale_ = attrs.numbers.at("loss_scale");
-  log_.info("resumed from ", path, ": ", steps, " steps done (written by dp ", attrs.numbers.at("layout_dp"), " tp ",
-            attrs.numbers.at("layout_tp"), " pp ", attrs.numbers.at("layout_pp"), ")");
-  return steps;
+  const io::CheckpointState state =
+      io::checkpoint_state(io::read_checkpoint(path, topology_.world().comm(), expected, wanted), path);
+  optimizer_.set_steps_taken(state.step);
+  restored_loss_scale_ = state.loss_scale;
+  log_.info("resumed from ", path, ": ", state.step, " steps done (written by dp ", state.layout_dp, " tp ",
+            state.layout_tp, " pp ", state.layout_pp, ")");
+  return state.step;
 }
 
 }  // namespace trident::train

@@ -6,6 +6,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,6 +43,27 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
 // the expected global shape (ConfigError naming the tensor otherwise), then reads the pieces.
 CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& expected,
                                      std::vector<ShardPiece>& pieces);
+
+// The training state in a checkpoint's root attributes, validated by checkpoint_state.
+struct CheckpointState {
+  int format_version = 0;
+  int64_t step = 0;
+  int64_t tokens = 0, sampler_step = 0;  // 0 when absent
+  uint64_t seed = 0;                     // 0 when absent
+  double loss_scale = 0;                 // 0 when absent
+  int layout_dp = 1, layout_tp = 1, layout_pp = 1, layout_zero = 0;
+  std::string config;                    // the resolved config text ("" when absent)
+};
+
+// The format version of a checkpoint's attributes: ConfigError when it is missing, not a whole
+// number from 1 up, or newer than this trident reads. read_checkpoint checks it.
+int checkpoint_format_version(const CheckpointAttributes& attributes, const std::string& path);
+
+// Validates the root attributes a resume uses and returns them: the format version, step and
+// layout_dp/tp/pp must be present; tokens, sampler_step, seed, loss_scale, layout_zero and
+// config may be absent. Every one present must be in range (whole and non-negative counts,
+// positive layout sizes, a positive finite loss scale); otherwise a ConfigError naming it.
+CheckpointState checkpoint_state(const CheckpointAttributes& attributes, const std::string& path);
 
 // Every dataset of a checkpoint with its shape, and the root attributes (serial; any process).
 struct CheckpointListing {
