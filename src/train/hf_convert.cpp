@@ -1,6 +1,8 @@
 // Conversion between HF model directories and trident checkpoint files.
 #include "trident/train/hf_convert.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,6 +45,13 @@ model::ModelConfig model_config_from_ini(const std::string& ini, std::string* in
     TRIDENT_CONFIG_CHECK(!v.empty() && *end == '\0', "model.", key, ": expected a number, got '", v, "'");
     return d;
   };
+  // Converting a double outside int's range (1e300, nan) to int is undefined: reject it.
+  auto integer = [&](const std::string& key, const std::string& v) {
+    const double d = number(key, v);
+    TRIDENT_CONFIG_CHECK(d == std::floor(d) && d >= INT32_MIN && d <= INT32_MAX, "model.", key,
+                         ": expected a whole number in int32 range, got '", v, "'");
+    return static_cast<int>(d);
+  };
   while (std::getline(in, line)) {
     line = trim(line);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
@@ -54,13 +63,13 @@ model::ModelConfig model_config_from_ini(const std::string& ini, std::string* in
     if (section != "[model]" || eq == std::string::npos) continue;
     const std::string key = trim(line.substr(0, eq)), v = trim(line.substr(eq + 1));
     if (key == "arch") m.arch = model::arch_from_name(v);
-    else if (key == "layers") m.layers = int(number(key, v));
-    else if (key == "hidden") m.hidden = int(number(key, v));
-    else if (key == "heads") m.heads = int(number(key, v));
-    else if (key == "kv_heads") m.kv_heads = int(number(key, v));
-    else if (key == "ffn_hidden") m.ffn_hidden = int(number(key, v));
-    else if (key == "vocab") m.vocab = int(number(key, v));
-    else if (key == "seq_len") m.seq_len = int(number(key, v));
+    else if (key == "layers") m.layers = integer(key, v);
+    else if (key == "hidden") m.hidden = integer(key, v);
+    else if (key == "heads") m.heads = integer(key, v);
+    else if (key == "kv_heads") m.kv_heads = integer(key, v);
+    else if (key == "ffn_hidden") m.ffn_hidden = integer(key, v);
+    else if (key == "vocab") m.vocab = integer(key, v);
+    else if (key == "seq_len") m.seq_len = integer(key, v);
     else if (key == "tie_embeddings") m.tie_embeddings = v == "true" || v == "1";
     else if (key == "qkv_bias") m.qkv_bias = v == "true" || v == "1";
     else if (key == "norm_eps") m.norm_eps = number(key, v);
