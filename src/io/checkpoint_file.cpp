@@ -182,8 +182,9 @@ Shape dataset_shape(hid_t dataset, const std::string& path, const std::string& n
   H5Sget_simple_extent_dims(space.get(), dims, nullptr);
   constexpr hsize_t kMaxDim = hsize_t(1) << 40, kMaxElements = hsize_t(1) << 48;
   const hsize_t cols = nd == 2 ? dims[1] : 1;
-  TRIDENT_CONFIG_CHECK(dims[0] <= kMaxDim && cols <= kMaxDim && dims[0] * cols <= kMaxElements, "checkpoint ", path,
-                       ": tensor ", name, " claims ", dims[0], " x ", cols, " elements (corrupt?)");
+  // Divided, not multiplied: dims[0] * cols wraps around (2^32 x 2^32 is 0 in hsize_t).
+  TRIDENT_CONFIG_CHECK(dims[0] <= kMaxDim && cols <= kMaxDim && (cols == 0 || dims[0] <= kMaxElements / cols),
+                       "checkpoint ", path, ": tensor ", name, " claims ", dims[0], " x ", cols, " elements (corrupt?)");
   return nd == 1 ? Shape{int64_t(dims[0])} : Shape{int64_t(dims[0]), int64_t(dims[1])};
 }
 
