@@ -82,9 +82,19 @@ void H5File::write(const std::string& dataset, const std::vector<double>& values
                 path_, ": cannot write ", dataset);
 }
 
+namespace {
+// An attribute read into one value must hold one: H5Aread writes every element it has.
+void check_single(hid_t attr, const std::string& path, const std::string& name) {
+  H5Handle space(H5Aget_space(attr), H5Sclose);
+  const hssize_t values = H5Sget_simple_extent_npoints(space.get());
+  TRIDENT_CONFIG_CHECK(values == 1, path, ": attribute ", name, " holds ", values, " values, expected one");
+}
+}  // namespace
+
 double H5File::read_attribute(const std::string& name) const {
   TRIDENT_CONFIG_CHECK(H5Aexists(file_.get(), name.c_str()) > 0, path_, ": attribute ", name, " is missing");
   H5Handle attr(H5Aopen(file_.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+  check_single(attr.get(), path_, name);
   double v = 0;
   TRIDENT_CHECK(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v) >= 0, path_, ": cannot read attribute ", name);
   return v;
@@ -93,6 +103,7 @@ double H5File::read_attribute(const std::string& name) const {
 std::string H5File::read_string_attribute(const std::string& name) const {
   TRIDENT_CONFIG_CHECK(H5Aexists(file_.get(), name.c_str()) > 0, path_, ": attribute ", name, " is missing");
   H5Handle attr(H5Aopen(file_.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+  check_single(attr.get(), path_, name);
   H5Handle type(H5Aget_type(attr.get()), H5Tclose);
   TRIDENT_CONFIG_CHECK(H5Tget_class(type.get()) == H5T_STRING, path_, ": attribute ", name, " is not a string");
   if (H5Tis_variable_str(type.get()) > 0) {
