@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes trident's readers of outside input with libFuzzer (clang, AddressSanitizer and
 # UndefinedBehaviorSanitizer): config files, JSON / JSONL lines, tokenizer.json, shard indexes,
-# safetensors. Builds into build-fuzz/ and runs every target (or those named) for SECONDS each,
-# starting from a scratch copy of its committed corpus (tests/fuzz/corpus/<target>/).
+# safetensors, checkpoint attributes and tensor shapes. Builds into build-fuzz/ and runs every
+# target (or those named) for SECONDS each, starting from a scratch copy of its committed corpus
+# (tests/fuzz/corpus/<target>/).
 #   ./utils/fuzz.sh [--seconds N] [target ...]        (default 600 s each)
 # A crash leaves its input as build-fuzz/findings/<target>/crash-*; add the fixed case to the
 # corpus so the replay test in the normal build keeps it fixed.
