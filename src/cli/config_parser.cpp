@@ -100,6 +100,15 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   m.rope_theta = v.number("model.rope_theta");
   TRIDENT_CONFIG_CHECK(m.norm_eps > 0, "model.norm_eps must be > 0 (got ", m.norm_eps, ")");
   TRIDENT_CONFIG_CHECK(m.rope_theta > 0, "model.rope_theta must be > 0 (got ", m.rope_theta, ")");
+  if (v.boolean("lora.enabled")) {
+    m.lora.r = v.int32("lora.r");
+    m.lora.alpha = v.number("lora.alpha");
+    m.lora.targets = v.str("lora.targets");
+    TRIDENT_CONFIG_CHECK(m.lora.r >= 1, "lora.r must be >= 1 (got ", m.lora.r, ")");
+    const double dropout = v.number("lora.dropout");
+    TRIDENT_CONFIG_CHECK(dropout == 0, "lora.dropout = ", dropout,
+                         ": dropout on the adapters' input is not supported yet (use 0, PEFT's default)");
+  }
   m.resolve();
   c.init_from = v.str("model.init_from");
 
@@ -191,11 +200,9 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   }
 
   // Types of keys whose features come later are still checked now.
-  (void)v.boolean("lora.enabled");
   (void)v.boolean("lisa.enabled");
 
   // Features of later versions: their keys are known, but only their defaults are accepted.
-  v.require_default("lora.enabled", "LoRA");
   v.require_default("lisa.enabled", "LISA");
 
   // Rules across keys.

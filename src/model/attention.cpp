@@ -15,11 +15,14 @@ Attention::Attention(ParamStore& store, const std::string& prefix, const ModelCo
       tp_(tp),
       heads_(cfg.heads / tp.size()),
       kv_heads_(cfg.kv_heads / tp.size()),
-      q_(store, prefix + ".q", cfg.hidden, cfg.heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp),
-      k_(store, prefix + ".k", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp),
-      v_(store, prefix + ".v", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp),
+      q_(store, prefix + ".q", cfg.hidden, cfg.heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
+         cfg.lora.rank_for("q"), cfg.lora.scale()),
+      k_(store, prefix + ".k", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
+         cfg.lora.rank_for("k"), cfg.lora.scale()),
+      v_(store, prefix + ".v", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
+         cfg.lora.rank_for("v"), cfg.lora.scale()),
       o_(store, prefix + ".o", cfg.heads * cfg.head_size(), cfg.hidden, cfg.has_bias(), output_init_std(cfg),
-         Split::kRow, tp) {
+         Split::kRow, tp, cfg.lora.rank_for("o"), cfg.lora.scale()) {
   cfg.check_tensor_parallel(tp.size());
 }
 

@@ -36,6 +36,7 @@ void Embedding::backward(Ops& ops, const Tensor& tokens, const Tensor& positions
                          Tensor& full) const {
   // The whole gradient on every rank (gathered from rows under sequence parallelism), so the
   // replicated position gradient is the same on all ranks.
+  if (!tok_->trainable() && !(pos_ && pos_->trainable())) return;  // frozen (LoRA)
   const Tensor& all_rows = tp_.gather_rows(ops, dout, full);
   Tensor dpos = pos_ ? pos_->grad : Tensor();
   ops.embedding_backward(tokens, positions, all_rows, vocab_offset_, tok_->grad, dpos);

@@ -81,12 +81,15 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   // Parameters are laid out in forward order, so backward completes them from the end down.
   // A tied table shared with another stage comes first on both stages: its gradient waits
   // for the embedding group, the rest can be reduced as soon as it is final.
+  // LoRA: every weight but the adapters is frozen (no gradient, optimizer state or reduction).
+  if (cfg_.lora.enabled()) params_.freeze_base();
   if (plan_.embedding) embedding_ = std::make_unique<Embedding>(params_, cfg_, tp);
   if (plan_.tied_copy() && cfg_.tie_embeddings) {
     tied_copy_ = &Embedding::add_token_weight(params_, cfg_, tp);
     tied_copy_->spec.counted_in_norm = false;  // the first stage counts the table
   }
-  if (!(plan_.embedding && plan_.head) && cfg_.tie_embeddings && (plan_.embedding || plan_.head))
+  if (!(plan_.embedding && plan_.head) && cfg_.tie_embeddings && (plan_.embedding || plan_.head) &&
+      !cfg_.lora.enabled())
     tied_end_ = (embedding_ ? embedding_->token_weight() : *tied_copy_).local_shape.numel();
   for (size_t c = 0; c < plan_.chunks.size(); ++c) {
     Chunk chunk;
@@ -206,7 +209,8 @@ void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, d
 
 void GPTModel::finish_norm_grads(const std::vector<Tensor>& grads) const {
   if (!tp_.splits_rows()) return;
-  for (Tensor g : grads) tp_.all_reduce(g);
+  for (Tensor g : grads)
+    if (g.defined()) tp_.all_reduce(g);  // undefined: frozen
 }
 
 void GPTModel::load_micro_batch(int chunk, int slot, const Tensor& tokens, const Tensor& targets,

@@ -10,13 +10,14 @@ Mlp::Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, T
     : cfg_(cfg),
       tp_(tp),
       ffn_(cfg.ffn_hidden / tp.size()),
-      up_(store, prefix + ".up", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02, Split::kColumn, tp),
+      up_(store, prefix + ".up", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02, Split::kColumn, tp,
+          cfg.lora.rank_for("up"), cfg.lora.scale()),
       down_(store, prefix + ".down", cfg.ffn_hidden, cfg.hidden, cfg.has_bias(), 0.02 / std::sqrt(2.0 * cfg.layers),
-            Split::kRow, tp) {
+            Split::kRow, tp, cfg.lora.rank_for("down"), cfg.lora.scale()) {
   cfg.check_tensor_parallel(tp.size());
   if (cfg.gated_mlp())
     gate_ = std::make_unique<Linear>(store, prefix + ".gate", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02,
-                                     Split::kColumn, tp);
+                                     Split::kColumn, tp, cfg.lora.rank_for("gate"), cfg.lora.scale());
 }
 
 MlpActivations Mlp::make_activations(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored) const {

@@ -1,6 +1,8 @@
 // Model configuration rules and parameter / FLOP counts.
 #include "trident/model/model_config.hpp"
 
+#include <algorithm>
+
 #include "trident/core/error.hpp"
 
 namespace trident::model {
@@ -31,6 +33,16 @@ void ModelConfig::resolve() {
   TRIDENT_CONFIG_CHECK(vocab >= 2, "model.vocab must be >= 2 (got ", vocab, ")");
   TRIDENT_CONFIG_CHECK(seq_len >= 1, "model.seq_len must be >= 1 (got ", seq_len, ")");
   TRIDENT_CONFIG_CHECK(dropout >= 0.0 && dropout < 1.0, "model.dropout must be in [0, 1) (got ", dropout, ")");
+  if (lora.enabled()) {
+    TRIDENT_CONFIG_CHECK(lora.alpha > 0, "lora.alpha must be > 0 (got ", lora.alpha, ")");
+    int targeted = 0;
+    for (const char* t : {"q", "k", "v", "o", "up", "down", "gate"}) targeted += lora.rank_for(t) > 0;
+    size_t names = lora.targets.empty() ? 0 : size_t(std::count(lora.targets.begin(), lora.targets.end(), ',')) + 1;
+    TRIDENT_CONFIG_CHECK(targeted > 0 && size_t(targeted) == names, "lora.targets = '", lora.targets,
+                         "': a comma list of distinct names among q, k, v, o, up, down, gate");
+    TRIDENT_CONFIG_CHECK(gated_mlp() || lora.rank_for("gate") == 0,
+                         "lora.targets: gate needs arch = llama (gpt2 has no gate projection)");
+  }
 }
 
 void ModelConfig::check_tensor_parallel(int tp) const {
@@ -53,15 +65,42 @@ int64_t ModelConfig::total_params() const {
   per_layer += (has_bias() ? 2 : 1) * 2 * c;                         // two norms
   if (has_bias()) per_layer += q + 2 * kv + c + ffn_hidden + c;      // projection biases
   else if (qkv_bias) per_layer += q + 2 * kv;                        // q, k, v biases only
-  int64_t total = layers * per_layer + int64_t(vocab) * c;           // token embedding
+  int64_t total = layers * per_layer + int64_t(vocab) * c + lora_params();  // token embedding, adapters
   if (learned_positions()) total += int64_t(seq_len) * c;
   total += (has_bias() ? 2 : 1) * c;                                 // final norm
   if (!tie_embeddings) total += int64_t(vocab) * c;                  // separate head
   return total;
 }
 
+int64_t ModelConfig::lora_params() const {
+  if (!lora.enabled()) return 0;
+  const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size(), f = ffn_hidden;
+  const std::pair<const char*, int64_t> shapes[] = {{"q", c + q}, {"k", c + kv}, {"v", c + kv}, {"o", q + c},
+                                                    {"up", c + f},  {"gate", c + f}, {"down", f + c}};
+  int64_t per_layer = 0;
+  for (const auto& [name, in_plus_out] : shapes) per_layer += lora.rank_for(name) * in_plus_out;
+  return layers * per_layer;
+}
+
 double ModelConfig::train_flops_per_token() const {
-  return 6.0 * static_cast<double>(matmul_params()) + 12.0 * layers * double(seq_len) * hidden;
+  const double attention = 12.0 * layers * double(seq_len) * hidden;
+  if (lora.enabled())  // frozen weights: forward and input gradient only
+    return 4.0 * static_cast<double>(matmul_params()) + 6.0 * static_cast<double>(lora_params()) + attention;
+  return 6.0 * static_cast<double>(matmul_params()) + attention;
+}
+
+int LoraConfig::rank_for(const std::string& name) const {
+  if (!enabled()) return 0;
+  size_t start = 0;
+  while (start <= targets.size()) {
+    const size_t end = std::min(targets.find(',', start), targets.size());
+    std::string t = targets.substr(start, end - start);
+    t.erase(0, t.find_first_not_of(' '));
+    t.erase(t.find_last_not_of(' ') + 1);
+    if (t == name) return r;
+    start = end + 1;
+  }
+  return 0;
 }
 
 }  // namespace trident::model

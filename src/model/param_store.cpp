@@ -19,8 +19,10 @@ Parameter& ParamStore::add(ParamSpec spec) {
                   " not divisible into ", spec.split_parts, " shards");
     p->local_shape[spec.split_dim] = extent / spec.split_parts;
   }
-  p->offset = numel_;
-  numel_ += p->local_shape.numel();
+  if (freeze_base_ && !spec.adapter) spec.trainable = false;
+  int64_t& region = spec.trainable ? numel_ : frozen_numel_;
+  p->offset = region;
+  region += p->local_shape.numel();
   p->spec = std::move(spec);
   params_.push_back(std::move(p));
   return *params_.back();
@@ -31,8 +33,13 @@ void ParamStore::allocate(Ops& ops, DType dtype, int64_t pad_multiple) {
   const int64_t padded = (numel_ + pad_multiple - 1) / pad_multiple * pad_multiple;
   values_ = ops.zeros(Shape{padded}, dtype);
   grads_ = ops.zeros(Shape{padded}, dtype);
+  if (frozen_numel_ > 0) frozen_values_ = ops.zeros(Shape{frozen_numel_}, dtype);
   for (auto& p : params_) {
     const int64_t n = p->local_shape.numel();
+    if (!p->trainable()) {
+      p->value = frozen_values_.narrow(p->offset, p->offset + n).view(p->local_shape);
+      continue;
+    }
     p->value = values_.narrow(p->offset, p->offset + n).view(p->local_shape);
     p->grad = grads_.narrow(p->offset, p->offset + n).view(p->local_shape);
   }
@@ -42,14 +49,20 @@ void ParamStore::allocate_low_precision(Ops& ops, DType dtype) {
   TRIDENT_CHECK(values_.defined(), "allocate() before allocate_low_precision()");
   TRIDENT_CHECK(dtype == DType::kBF16 || dtype == DType::kF16, "low-precision copy in ", dtype_name(dtype));
   values_low_ = ops.zeros(values_.shape(), dtype);
+  if (frozen_numel_ > 0) frozen_low_ = ops.zeros(frozen_values_.shape(), dtype);
   for (auto& p : params_) {
     const int64_t n = p->local_shape.numel();
-    p->value_low = values_low_.narrow(p->offset, p->offset + n).view(p->local_shape);
+    const Tensor& region = p->trainable() ? values_low_ : frozen_low_;
+    p->value_low = region.narrow(p->offset, p->offset + n).view(p->local_shape);
   }
 }
 
 void ParamStore::refresh_low_precision(Ops& ops) {
-  if (values_low_.defined()) ops.copy(values_, values_low_);
+  if (!values_low_.defined()) return;
+  ops.copy(values_, values_low_);
+  // Frozen values change only when loaded; copying them every step keeps that simple and
+  // costs one pass over the weights (small beside a step's GEMMs).
+  if (frozen_numel_ > 0) ops.copy(frozen_values_, frozen_low_);
 }
 
 int64_t ParamStore::global_index(const Parameter& p, int64_t i) {
@@ -80,6 +93,12 @@ void ParamStore::initialize(Ops& ops, uint64_t seed) {
         const int64_t g = global_index(*p, i);
         const bool padding = p->spec.init_rows >= 0 && g / row_elems >= p->spec.init_rows;
         host[i] = padding ? 0.0 : static_cast<float>(p->spec.init_std * rng_normal(key, static_cast<uint64_t>(g)));
+      }
+    } else if (p->spec.init == Init::kUniform) {
+      const uint64_t key = rng_key(seed, p->spec.name);
+      for (int64_t i = 0; i < n; ++i) {
+        const double u = rng_uniform(key, static_cast<uint64_t>(ParamStore::global_index(*p, i)));
+        host[i] = static_cast<float>(p->spec.init_std * (2.0 * u - 1.0));
       }
     } else {
       std::fill(host.begin(), host.end(), p->spec.init == Init::kOnes ? 1.0 : 0.0);

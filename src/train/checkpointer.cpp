@@ -108,6 +108,7 @@ std::map<std::string, Shape> Checkpointer::my_datasets() const {
   for (const auto& p : const_cast<model::GPTModel&>(model_).params().all()) {
     const Shape s = stored_shape(*p);
     out["/model/" + p->spec.name] = s;
+    if (!p->trainable()) continue;  // frozen: no optimizer state
     out["/optim/exp_avg/" + p->spec.name] = s;
     out["/optim/exp_avg_sq/" + p->spec.name] = s;
   }
@@ -176,7 +177,7 @@ std::vector<io::ShardPiece> Checkpointer::pieces(const std::function<Tensor(cons
     const OptimSegment& s = segments[i];
     for (const auto& p : store.all()) {
       const int64_t lo = s.begin - p->offset, hi = s.end - p->offset;
-      if (lo < 0 || hi > p->local_shape.numel()) continue;
+      if (!p->trainable() || lo < 0 || hi > p->local_shape.numel()) continue;
       const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
       const bool write = owner && (sharded_moments || dp_writer);
       out.push_back(piece_of(*p, "/optim/exp_avg/" + p->spec.name, lo, hi, moment(i, false), write));
@@ -246,7 +247,9 @@ double Checkpointer::save(int64_t steps_done) {
   if (snapshot_comm_.defined())
     std::copy_n(compressor_->state().data<float>(), snapshot_comm_.numel(), snapshot_comm_.data<float>());
   std::vector<io::ShardPiece> snapshot = pieces(
-      [&](const model::Parameter& p) { return snapshot_values_.narrow(p.offset, p.offset + p.local_shape.numel()); },
+      [&](const model::Parameter& p) {  // frozen values never change: written from where they live
+        return p.trainable() ? snapshot_values_.narrow(p.offset, p.offset + p.local_shape.numel()) : p.value.flat();
+      },
       [&](size_t i, bool second) {
         const Tensor& buffer = second ? snapshot_exp_avg_sq_ : snapshot_exp_avg_;
         return buffer.narrow(moment_offsets_[i], moment_offsets_[i] + optimizer_.exp_avg(i).numel());
@@ -284,8 +287,12 @@ void Checkpointer::prune() {
 void Checkpointer::load_model(const std::string& path) {
   std::vector<io::ShardPiece> wanted = live_pieces();
   std::map<std::string, Shape> expected = datasets_;
-  std::erase_if(wanted, [](const io::ShardPiece& p) { return p.dataset.rfind("/model/", 0) != 0; });
-  std::erase_if(expected, [](const auto& d) { return d.first.rfind("/model/", 0) != 0; });
+  // The model's weights; LoRA adapters keep their initialisation (a base model has none).
+  auto unwanted = [](const std::string& name) {
+    return name.rfind("/model/", 0) != 0 || name.find(".lora_") != std::string::npos;
+  };
+  std::erase_if(wanted, [&](const io::ShardPiece& p) { return unwanted(p.dataset); });
+  std::erase_if(expected, [&](const auto& d) { return unwanted(d.first); });
   io::read_checkpoint(path, topology_.world().comm(), expected, wanted);
 }
 

@@ -43,7 +43,7 @@ void GradReducer::make_compressor() {
     buckets.push_back({b.begin, b.end, params_.flat_grads().narrow(b.begin, b.end), b.shard_grad});
   std::vector<dist::GradMatrix> matrices;  // this rank's shard of every 2-D parameter
   for (const auto& p : params_.all())
-    if (p->local_shape.ndim() == 2)
+    if (p->local_shape.ndim() == 2 && p->trainable())
       matrices.push_back({p->offset, p->local_shape[0], p->local_shape[1],
                           rng_key(options_.compression.seed, "powersgd/" + p->spec.name)});
   compressor_ = dist::make_compressor(options_.compression, dp_, params_.flat_grads(), std::move(buckets), matrices);
@@ -115,6 +115,7 @@ std::vector<OptimSegment> GradReducer::optimizer_segments() const {
   std::vector<OptimSegment> segments;
   const bool sharded = options_.zero && dp_.size() > 1;
   for (const auto& p : params_.all()) {
+    if (!p->trainable()) continue;  // frozen: no gradient, no optimizer state
     const int64_t p_begin = p->offset, p_end = p->offset + p->local_shape.numel();
     // A parameter replicated over the tensor-parallel group has the same gradient on every
     // rank of it: rank 0 counts it in the norm.

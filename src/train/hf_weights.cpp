@@ -64,6 +64,7 @@ void check_hf_matches(const model::ModelConfig& cfg, const model::HfModelInfo& i
 void load_hf_weights(model::ParamStore& store, Ops& ops, const model::HfModelInfo& info,
                      const io::SafetensorsModel& weights) {
   for (auto& p : store.all()) {
+    if (p->spec.adapter) continue;  // LoRA adapters keep their initialisation
     const model::HfSource src = model::hf_source(info, p->spec.name);
     const io::SafetensorsView& view = find_source(weights, info, src);
     Tensor staged = Tensor::zeros(p->local_shape, DType::kF32);

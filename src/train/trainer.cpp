@@ -90,7 +90,13 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   const model::ModelConfig& m = model_->config();
   log_.info("model: ", model::arch_name(m.arch), ", ", m.layers, " layers, hidden ", m.hidden, ", heads ", m.heads,
             "/", m.kv_heads, ", ffn ", m.ffn_hidden, ", vocab ", m.vocab, ", seq ", m.seq_len, ": ",
-            model_->params().numel(), " parameters (", m.total_params(), " counted)");
+            model_->params().numel() + model_->params().frozen_numel(), " parameters on this rank (",
+            m.total_params(), " in the model)");
+  if (m.lora.enabled())
+    log_.info("LoRA: rank ", m.lora.r, ", alpha ", m.lora.alpha, " on ", m.lora.targets, ": ", trainable_params(),
+              " trainable parameters (", 100.0 * double(trainable_params()) / double(m.total_params()),
+              "% of ", m.total_params(), "), the base frozen; optimizer state ",
+              double(optimizer_->state_bytes()) / (1 << 20), " MiB per rank");
   log_.info("memory per rank: parameters+gradients ", 2 * model_->params().flat_values().bytes() >> 20,
             " MiB, optimizer state ", double(optimizer_->state_bytes()) / (1 << 20), " MiB", cfg.zero ? " (ZeRO-1 share)" : "",
             ", activations ", double(model_->activation_bytes()) / (1 << 20), " MiB (recompute ",
@@ -138,6 +144,11 @@ Trainer::~Trainer() = default;
 
 size_t Trainer::parameter_bytes() const { return 2 * model_->params().flat_values().bytes(); }  // values + grads
 size_t Trainer::optimizer_state_bytes() const { return optimizer_->state_bytes(); }
+
+int64_t Trainer::trainable_params() const {
+  const model::ModelConfig& m = model_->config();
+  return m.lora.enabled() ? m.lora_params() : m.total_params();
+}
 
 StepResult Trainer::train_step(int64_t step) {
   TRIDENT_CONFIG_CHECK(sampler_, "data.train: no shard prefix given (training needs data)");
@@ -249,6 +260,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                      {"comm_bytes_raw", double(reducer_->step_raw_bytes())},   // the same uncompressed
                      {"comm_s", topology_.dp().seconds()},
                      {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)},
+                     {"trainable_params", double(trainable_params())},
                      {"bubble", r.bubble},
                      {"act_mb", double(model_->activation_bytes()) / double(1 << 20)},
                      {"ckpt_stall_s", ckpt_stall_s_},

@@ -1,5 +1,6 @@
 // The whole model's loss against central finite differences in fp64, for every element of
-// every parameter tensor (tiny GPT-2 with tied embeddings and tiny Llama with GQA).
+// every parameter tensor (tiny GPT-2 with tied embeddings and tiny Llama with GQA); with LoRA
+// adapters on every projection, for every adapter element (the frozen base has no gradient).
 #include <gtest/gtest.h>
 
 #include "test_util.hpp"
@@ -12,6 +13,7 @@ namespace {
 struct Case {
   Arch arch;
   double dropout;
+  bool lora = false;
 };
 
 class ModelGradients : public ::testing::TestWithParam<Case> {};
@@ -29,6 +31,8 @@ TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
   cfg.vocab = 11;
   cfg.seq_len = 5;
   cfg.tie_embeddings = cfg.arch == Arch::kGPT2;
+  if (GetParam().lora)
+    cfg.lora = {.r = 2, .alpha = 3, .targets = cfg.arch == Arch::kLlama ? "q,k,v,o,up,down,gate" : "q,k,v,o,up,down"};
   const int batch = 2;
   GPTModel model(cfg, *ops, DType::kF64, batch);
   model.initialize(42);
@@ -56,11 +60,18 @@ TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
   model.params().zero_grads(*ops);
   loss();
   std::vector<std::vector<double>> analytic;
-  for (auto& p : model.params().all()) analytic.push_back(testing::to_vector(p->grad));
+  int checked = 0;
+  for (auto& p : model.params().all()) {
+    EXPECT_EQ(p->trainable(), !GetParam().lora || p->spec.adapter) << p->spec.name;
+    EXPECT_EQ(p->grad.defined(), p->trainable()) << p->spec.name;
+    analytic.push_back(p->trainable() ? testing::to_vector(p->grad) : std::vector<double>{});
+  }
 
   constexpr double h = 1e-6;
   for (size_t k = 0; k < model.params().all().size(); ++k) {
     Parameter& p = *model.params().all()[k];
+    if (!p.trainable()) continue;
+    ++checked;
     std::vector<double> fd(analytic[k].size());
     for (int64_t i = 0; i < p.value.numel(); ++i) {
       double& v = p.value.data<double>()[i];
@@ -74,13 +85,17 @@ TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
     }
     EXPECT_LT(testing::relative_error(analytic[k], fd, 1e-3), 1e-6) << p.spec.name;
   }
+  const int adapters = cfg.arch == Arch::kLlama ? 7 : 6;
+  EXPECT_EQ(checked, GetParam().lora ? 2 * adapters * cfg.layers : int(model.params().all().size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradients,
                          ::testing::Values(Case{Arch::kGPT2, 0.0}, Case{Arch::kLlama, 0.0}, Case{Arch::kGPT2, 0.2},
-                                           Case{Arch::kLlama, 0.2}),
+                                           Case{Arch::kLlama, 0.2}, Case{Arch::kGPT2, 0.0, true},
+                                           Case{Arch::kLlama, 0.2, true}),
                          [](const auto& info) {
-                           return std::string(arch_name(info.param.arch)) + (info.param.dropout > 0 ? "_dropout" : "");
+                           return std::string(arch_name(info.param.arch)) + (info.param.dropout > 0 ? "_dropout" : "") +
+                                  (info.param.lora ? "_lora" : "");
                          });
 
 }  // namespace

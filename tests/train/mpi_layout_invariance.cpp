@@ -330,5 +330,60 @@ TEST_F(LayoutInvariance, DataParallelWithLossMasks) {
   if (rank == 0) std::filesystem::remove_all(shards);
 }
 
+// LoRA (adapters on every projection, the base frozen) in every layout that fits the world,
+// (2, 2, 2) among them: the single-rank losses and adapters; every frozen weight bitwise what
+// initialisation gave it, after training.
+TEST_F(LayoutInvariance, LoraMatchesSingleRank) {
+  struct Layout3 {
+    int dp, tp, pp;
+  };
+  const std::vector<Layout3> all = {{2, 1, 1}, {1, 2, 1}, {1, 1, 2}, {2, 2, 1}, {1, 2, 2}, {2, 1, 2}, {2, 2, 2}};
+  for (model::Arch arch : {model::Arch::kGPT2, model::Arch::kLlama}) {
+    RunConfig ref_cfg = tiny_run(1, ref_dir());
+    ref_cfg.model.arch = arch;
+    ref_cfg.model.layers = 4;
+    ref_cfg.model.kv_heads = arch == model::Arch::kLlama ? 2 : 4;
+    ref_cfg.model.tie_embeddings = arch == model::Arch::kGPT2;
+    ref_cfg.model.ffn_hidden = 0;
+    ref_cfg.model.lora = {.r = 4, .alpha = 8, .targets = arch == model::Arch::kLlama ? "q,k,v,o,gate,up,down" : "q,k,v,o,up,down"};
+    ref_cfg.model.resolve();
+    ref_cfg.train.steps = 10;
+    const Curve reference = train(ref_cfg, MPI_COMM_SELF);
+    for (const Layout3& L : all) {
+      if (L.dp * L.tp * L.pp != world) continue;
+      RunConfig cfg = ref_cfg;
+      cfg.log.run_dir = dp_dir();
+      cfg.layout = {.dp = L.dp, .tp = L.tp, .pp = L.pp};
+      cfg.zero = L.dp > 1 ? 1 : 0;
+      cfg.sequence_parallel = L.tp > 1;
+      std::ostringstream what;
+      what << "LoRA " << model::arch_name(arch) << " (dp, tp, pp) = (" << L.dp << ", " << L.tp << ", " << L.pp << ")";
+      auto ops = make_cpu_ops(1);
+      dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
+      Logger quiet(/*rank=*/1);
+      Trainer trainer(cfg, *ops, topology, quiet);
+      std::map<std::string, std::vector<double>> initial;
+      for (const auto& p : trainer.model().params().all())
+        if (!p->trainable()) initial[p->spec.name] = testing::to_vector(p->value);
+      Curve got;
+      for (int64_t s = 0; s < cfg.train.steps; ++s) got.losses.push_back(trainer.train_step(s).loss);
+      for (const auto& p : trainer.model().params().all()) {
+        if (!p->trainable()) {
+          EXPECT_EQ(testing::to_vector(p->value), initial.at(p->spec.name)) << what.str() << " " << p->spec.name;
+          continue;
+        }
+        auto& elements = got.by_name[p->spec.name];
+        for (int64_t i = 0; i < p->value.numel(); ++i)
+          elements.emplace_back(model::ParamStore::global_index(*p, i), testing::element(p->value, i));
+      }
+      EXPECT_EQ(trainer.model().params().numel() > 0, true);
+      for (size_t s = 0; s < reference.losses.size(); ++s)
+        EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what.str() << " step " << s + 1;
+      EXPECT_LT(parameter_error(got, reference), 1e-5) << what.str();
+      EXPECT_LT(reference.losses.back(), reference.losses.front() - 0.05) << "LoRA did not train";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trident::train

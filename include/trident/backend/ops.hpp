@@ -87,12 +87,12 @@ class Ops {
   // Norms: [ACT] x, y, dy, dx; w, b, dw, db, mean, rstd fp32 (fp64 in fp64 calls).
   virtual void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps,
                                  Tensor& y, Tensor& mean, Tensor& rstd) = 0;
-  // dx += ..., dw += ..., db += ...
+  // dx += ..., dw += ..., db += ... (dw, db undefined: frozen parameters, dx only)
   virtual void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
                                   const Tensor& rstd, Tensor& dx, Tensor& dw, Tensor& db) = 0;
   // y = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps); saves rstd[N].
   virtual void rmsnorm_forward(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) = 0;
-  // dx += ..., dw += ...
+  // dx += ..., dw += ... (dw undefined: a frozen weight, dx only)
   virtual void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
                                 Tensor& dx, Tensor& dw) = 0;
 

@@ -18,9 +18,12 @@ enum class Split { kNone, kColumn, kRow };
 
 class Linear {
  public:
-  // in, out: global feature counts.
+  // in, out: global feature counts. lora_rank > 0 adds a LoRA adapter y += lora_scale * x A^T B^T
+  // (A [r, in] "NAME.lora_A.weight", Kaiming-uniform like PEFT; B [out, r] "NAME.lora_B.weight",
+  // zero): for a column-parallel base B is split like the output and A replicated, for a
+  // row-parallel one A is split like the input and B replicated.
   Linear(ParamStore& store, const std::string& name, int in, int out, bool bias, double init_std,
-         Split split = Split::kNone, TensorParallel tp = {});
+         Split split = Split::kNone, TensorParallel tp = {}, int lora_rank = 0, double lora_scale = 0);
 
   // y = x W^T + b, or y += x W^T + b when accumulate (fuses a residual add). Row split over
   // tp > 1: y = x W^T only, a partial sum (no accumulate).
@@ -28,18 +31,32 @@ class Linear {
   // The bias a row-parallel forward left out, added once the output is summed.
   void add_bias(Ops& ops, Tensor& y) const;
   bool row_parallel() const { return split_ == Split::kRow; }
-  // dW += dy^T x, db += colsum(dy); dx = dy W (or dx += dy W when accumulate_dx).
-  // dx may be nullptr when the input needs no gradient.
+  // dW += dy^T x, db += colsum(dy) (not for frozen ones); dx = dy W (or dx += dy W when
+  // accumulate_dx); the adapter's gradients too. dx may be nullptr when the input needs none.
   void backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx = false) const;
 
   Parameter& weight() const { return *weight_; }
   Parameter* bias() const { return bias_; }
+  Parameter* lora_a() const { return lora_a_; }
+  Parameter* lora_b() const { return lora_b_; }
 
  private:
+  // The adapter's part of forward (y += s * h B^T, h = x A^T) and backward; h is recomputed in
+  // backward rather than kept (an [N, r] GEMM). Under tensor parallelism h of a row-parallel
+  // adapter and dh of a column-parallel one are partial sums, completed by an all-reduce of
+  // [N, r]; a term every rank then holds whole joins a partial output on rank 0 only.
+  void lora_forward(Ops& ops, const Tensor& x, Tensor& y) const;
+  void lora_backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx) const;
+  Tensor lora_rows(Ops& ops, Tensor& buffer, int64_t rows) const;
+
   Parameter* weight_;
   Parameter* bias_ = nullptr;
   Split split_;
   TensorParallel tp_;
+  Parameter* lora_a_ = nullptr;
+  Parameter* lora_b_ = nullptr;
+  double lora_scale_ = 0;
+  mutable Tensor lora_h_, lora_dh_;  // [N, r] scratch, grown on demand
 };
 
 }  // namespace trident::model

@@ -8,6 +8,18 @@ namespace trident::model {
 
 enum class Arch { kGPT2, kLlama };
 
+// LoRA ([lora]): low-rank adapters y += (alpha / r) * x A^T B^T on the chosen projections, the
+// base weights frozen. Off when r = 0.
+struct LoraConfig {
+  int r = 0;
+  double alpha = 16;
+  std::string targets = "q,v";  // comma list of q, k, v, o, up, down, gate
+  bool enabled() const { return r > 0; }
+  double scale() const { return r > 0 ? alpha / r : 0.0; }
+  // The rank of the adapter on projection `name` (q, k, ...): r when targeted, else 0.
+  int rank_for(const std::string& name) const;
+};
+
 struct ModelConfig {
   Arch arch = Arch::kGPT2;
   int layers = 8;
@@ -22,6 +34,7 @@ struct ModelConfig {
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
   bool qkv_bias = false;  // llama: q, k, v projections with biases, o without (Qwen2)
+  LoraConfig lora;
 
   // Fills kv_heads/ffn_hidden defaults and checks every rule; ConfigError names the key.
   void resolve();
@@ -38,7 +51,9 @@ struct ModelConfig {
   // Parameters of the matmuls (attention, MLP, head), which is what the 6N rule counts.
   int64_t matmul_params() const;
   int64_t total_params() const;
-  // Training FLOPs per token: 6 * matmul params + 12 * layers * seq_len * hidden (attention).
+  int64_t lora_params() const;  // the adapters' parameters (0 without LoRA)
+  // Training FLOPs per token: 6 * matmul params + 12 * layers * seq_len * hidden (attention);
+  // under LoRA the frozen weights get no weight gradient: 4 * their params, plus the adapters'.
   double train_flops_per_token() const;
 };
 

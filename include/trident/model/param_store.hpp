@@ -12,7 +12,8 @@
 
 namespace trident::model {
 
-enum class Init { kNormal, kZeros, kOnes };
+// kUniform: U(-init_std, init_std) (LoRA's A, PEFT's Kaiming-uniform bound 1/sqrt(fan_in)).
+enum class Init { kNormal, kZeros, kOnes, kUniform };
 
 struct ParamSpec {
   std::string name;
@@ -25,31 +26,39 @@ struct ParamSpec {
   int split_index = 0;
   int64_t init_rows = -1;      // >= 0: global rows from here on start at zero (vocabulary padding)
   bool counted_in_norm = true; // false for a copy whose original counts (tied table on the last stage)
+  // false: frozen (the base weights under LoRA): no gradient, no optimizer state, no reduction;
+  // its value lives in a separate flat buffer, outside the trainable one.
+  bool trainable = true;
+  bool adapter = false;  // a LoRA adapter: trainable while freeze_base() holds the rest
 };
 
 struct Parameter {
   ParamSpec spec;
   Shape local_shape;
-  int64_t offset = 0;  // elements into the flat buffers
+  int64_t offset = 0;  // elements into the flat buffers (the frozen buffer for frozen ones)
   Tensor value;        // view of the flat value buffer
-  Tensor grad;         // view of the flat gradient buffer
+  Tensor grad;         // view of the flat gradient buffer; undefined when frozen
   Tensor value_low;    // view of the 16-bit copy (mixed precision), else undefined
   // What GEMMs multiply by: the 16-bit copy under mixed precision, the master value otherwise.
   const Tensor& gemm_value() const { return value_low.defined() ? value_low : value; }
+  bool trainable() const { return spec.trainable; }
 };
 
 class ParamStore {
  public:
   // Registers a parameter; views become valid after allocate().
   Parameter& add(ParamSpec spec);
-  // One flat value and one flat gradient buffer, zero-padded at the end to a multiple of
-  // pad_multiple elements (so data-parallel shards divide evenly).
+  // From now on every parameter added that is not an adapter is frozen (LoRA).
+  void freeze_base() { freeze_base_ = true; }
+  // One flat value and one flat gradient buffer for the trainable parameters, zero-padded at the
+  // end to a multiple of pad_multiple elements (so data-parallel shards divide evenly), and one
+  // value buffer for the frozen ones.
   void allocate(Ops& ops, DType dtype, int64_t pad_multiple = 1);
   // Fills every parameter from (seed, name, global index) by its Init rule.
   void initialize(Ops& ops, uint64_t seed);
   void zero_grads(Ops& ops);
   // Mixed precision: a 16-bit copy of every value (Parameter::value_low, what GEMMs use),
-  // refreshed from the fp32 masters by refresh_low_precision() once per step.
+  // refreshed from the fp32 masters (frozen ones included) by refresh_low_precision() once per step.
   void allocate_low_precision(Ops& ops, DType dtype);
   void refresh_low_precision(Ops& ops);
 
@@ -57,7 +66,8 @@ class ParamStore {
   const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
   Parameter* find(const std::string& name);
   Parameter& at(const std::string& name);
-  int64_t numel() const { return numel_; }                   // parameters' elements
+  int64_t numel() const { return numel_; }                   // trainable parameters' elements
+  int64_t frozen_numel() const { return frozen_numel_; }     // frozen parameters' elements
   int64_t padded_numel() const { return values_.numel(); }   // length of the flat buffers
   const Tensor& flat_values() const { return values_; }
   const Tensor& flat_grads() const { return grads_; }
@@ -68,9 +78,12 @@ class ParamStore {
  private:
   std::vector<std::unique_ptr<Parameter>> params_;
   int64_t numel_ = 0;
+  int64_t frozen_numel_ = 0;
+  bool freeze_base_ = false;
   Tensor values_;
   Tensor grads_;
   Tensor values_low_;  // 16-bit copy of values_ (mixed precision), else undefined
+  Tensor frozen_values_, frozen_low_;
 };
 
 }  // namespace trident::model

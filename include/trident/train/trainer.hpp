@@ -48,6 +48,8 @@ class Trainer {
   // Memory the run holds per rank, as the trainer accounts it (bytes).
   size_t parameter_bytes() const;
   size_t optimizer_state_bytes() const;
+  // Parameters the optimizer trains, over the whole model (the adapters under LoRA).
+  int64_t trainable_params() const;
 
  private:
   void log_step(int64_t step, const StepResult& r);

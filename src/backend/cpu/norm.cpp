@@ -102,8 +102,10 @@ void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, cons
   check_numel(rstd, s.N, op, "rstd");
   check_act(dx, s.compute, op, "dx");
   TRIDENT_CHECK(dx.shape() == x.shape(), op, ": dx ", dx.shape().str(), " differs from x ", x.shape().str());
-  check_dtype(dw, s.compute, op, "dw");
-  check_numel(dw, s.C, op, "dw");
+  if (dw.defined()) {  // undefined: a frozen weight (dx only)
+    check_dtype(dw, s.compute, op, "dw");
+    check_numel(dw, s.C, op, "dw");
+  }
   if (db.defined()) {
     check_dtype(db, s.compute, op, "db");
     check_numel(db, s.C, op, "db");
@@ -134,6 +136,7 @@ void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, cons
       for (int64_t c = 0; c < C; ++c) dxr[c] += r * (dyr[c] * pw[c] - g_mean - (xr[c] - m) * r * gx_mean);
       dxa.commit(n * C, C, dxr);
     }
+    if (dw.defined())
     column_reduce(s.N, C, dw.data<T>(), [&](int64_t n, int64_t c0, int64_t width, double* acc) {
       alignas(64) T bx[kColBlock], bdy[kColBlock];
       const T* xr = xa.read(n * C + c0, width, bx);
@@ -185,8 +188,10 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
   const auto s = check_norm(op, x, w, dy, rstd);
   check_act(dx, s.compute, op, "dx");
   TRIDENT_CHECK(dx.shape() == x.shape(), op, ": dx ", dx.shape().str(), " differs from x ", x.shape().str());
-  check_dtype(dw, s.compute, op, "dw");
-  check_numel(dw, s.C, op, "dw");
+  if (dw.defined()) {  // undefined: a frozen weight (dx only)
+    check_dtype(dw, s.compute, op, "dw");
+    check_numel(dw, s.C, op, "dw");
+  }
   dispatch_float(s.compute, op, [&](auto tag) {
     using T = decltype(tag);
     const Act<T> dya(dy), xa(x), dxa(dx);
@@ -207,6 +212,7 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
       for (int64_t c = 0; c < C; ++c) dxr[c] += r * (dyr[c] * pw[c] - xr[c] * r * gx_mean);
       dxa.commit(n * C, C, dxr);
     }
+    if (dw.defined())
     column_reduce(s.N, C, dw.data<T>(), [&](int64_t n, int64_t c0, int64_t width, double* acc) {
       alignas(64) T bx[kColBlock], bdy[kColBlock];
       const T* xr = xa.read(n * C + c0, width, bx);
