@@ -11,6 +11,10 @@
                                          with EXPECTED (default ADAPTER_DIR/expected_logits.safetensors;
                                          without either, print them); exits 1 unless
                                          max |diff| / max |expected| < 1e-4
+  make_peft_fixtures.py --check-merged ADAPTER_DIR BASE MERGED_DIR
+                                         peft's base + ADAPTER_DIR against transformers on
+                                         MERGED_DIR (trident's `convert --to peft` and `--merge`
+                                         outputs of one checkpoint): the same logits (< 1e-4)
 
 Each adapter directory holds adapter_config.json and adapter_model.safetensors as PEFT's
 save_pretrained writes them (r = 4, lora_alpha = 8, so scaling 2; every lora_A and lora_B
@@ -147,7 +151,26 @@ def check(adapter_dir, base, expected=None):
     return 0 if err < 1e-4 else 1
 
 
+def check_merged(adapter_dir, base, merged_dir):
+    """PEFT applies trident's adapter exactly as trident merges it."""
+    base_dir = base if os.path.isdir(base) else os.path.join(ROOT, "tests", "data", "hf", base)
+    ids = torch.tensor(json.load(open(os.path.join(base_dir, "expected.json")))["input_ids"])
+    load = lambda d: transformers.AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32,
+                                                                       attn_implementation="eager")
+    adapted = peft.PeftModel.from_pretrained(load(base_dir), adapter_dir).eval()
+    with torch.no_grad():
+        a = adapted(input_ids=ids).logits
+        m = load(merged_dir).eval()(input_ids=ids).logits
+        b = load(base_dir).eval()(input_ids=ids).logits
+    err = float((a - m).abs().max() / m.abs().max())
+    moved = float((a - b).abs().max() / b.abs().max())
+    print(f"{adapter_dir} on {base}: peft vs merged {err:.2e} (the adapter moves the logits {moved:.2e})")
+    return 0 if err < 1e-4 else 1
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--check-merged":
+        sys.exit(check_merged(sys.argv[2], sys.argv[3], sys.argv[4]))
     if len(sys.argv) in (4, 5) and sys.argv[1] == "--check":
         sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None))
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):

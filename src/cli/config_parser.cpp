@@ -111,6 +111,10 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   }
   m.resolve();
   c.init_from = v.str("model.init_from");
+  c.lora_init_from = v.str("lora.init_from");
+  TRIDENT_CONFIG_CHECK(c.lora_init_from.empty() || m.lora.enabled(), "lora.init_from needs lora.enabled = true");
+  TRIDENT_CONFIG_CHECK(c.lora_init_from.empty() || std::filesystem::is_regular_file(c.lora_init_from + "/adapter_config.json"),
+                       "lora.init_from: ", c.lora_init_from, " has no adapter_config.json (not a PEFT adapter directory)");
 
   c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp")};
   c.microbatches = v.int32("parallel.microbatches");

@@ -51,6 +51,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"lora.alpha", "16", "LoRA alpha (scale alpha/r)"},
       {"lora.dropout", "0", "LoRA dropout on the adapters' input (only 0 in this version)"},
       {"lora.targets", "q,v", "projections with adapters: q,k,v,o,up,down,gate"},
+      {"lora.init_from", "", "start the adapters from a Hugging Face PEFT adapter directory (its r, alpha and modules must match)"},
       {"lisa.enabled", "false", "layerwise importance sampling (not in this version)"},
       {"lisa.layers", "2", "blocks trained at a time"},
       {"lisa.interval", "20", "steps between re-sampling"},

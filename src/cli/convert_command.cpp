@@ -11,6 +11,7 @@
 #include "trident/io/safetensors.hpp"
 #include "trident/model/hf_config.hpp"
 #include "trident/train/hf_convert.hpp"
+#include "trident/train/peft_convert.hpp"
 
 namespace trident::cli {
 namespace po = boost::program_options;
@@ -19,10 +20,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trident convert --to hf --input CHECKPOINT.h5 --output DIR [--tokenizer PATH]\n"
+    "       trident convert --to peft --input CHECKPOINT.h5 --output DIR [--merge]\n"
     "       trident convert --from hf --input DIR --output CHECKPOINT.h5 [--seq-len N]\n"
     "  --to hf:   DIR gets model.safetensors (F32) and config.json (transformers' from_pretrained\n"
     "             loads it), and tokenizer.json: --tokenizer, or the one of the model the run\n"
-    "             was initialised from\n"
+    "             was initialised from; a LoRA checkpoint's adapters are merged into the weights\n"
+    "  --to peft: DIR gets the LoRA adapters as adapter_model.safetensors and adapter_config.json\n"
+    "             (peft's PeftModel.from_pretrained loads them onto the base model); with --merge\n"
+    "             the merged model instead, as --to hf writes it\n"
     "  --from hf: DIR is a Hugging Face model directory (gpt2, llama, mistral, qwen2; one\n"
     "             model.safetensors or shards with model.safetensors.index.json); the checkpoint\n"
     "             works as model.init_from and as checkpoint.resume (step 0, zero moments)";
@@ -34,7 +39,8 @@ int convert(int argc, char** argv) {
                                                                           "what to convert")(
       "output", po::value<std::string>(), "where to write")("tokenizer", po::value<std::string>()->default_value(""),
                                                             "tokenizer.json (or its directory) to put next to --to hf output")(
-      "seq-len", po::value<int>()->default_value(0), "--from hf: model.seq_len recorded (0: the model's positions)");
+      "seq-len", po::value<int>()->default_value(0), "--from hf: model.seq_len recorded (0: the model's positions)")(
+      "merge", "--to peft: write the base model with the adapters merged in");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -46,12 +52,16 @@ int convert(int argc, char** argv) {
     std::cout << kUsage << "\n\n" << desc << "\n";
     return 0;
   }
-  TRIDENT_CONFIG_CHECK(vm.count("to") + vm.count("from") == 1, "give one of --to hf or --from hf\n", kUsage);
+  TRIDENT_CONFIG_CHECK(vm.count("to") + vm.count("from") == 1, "give one of --to hf, --to peft or --from hf\n", kUsage);
   TRIDENT_CONFIG_CHECK(vm.count("input") && vm.count("output"), "--input and --output are required\n", kUsage);
   const std::string input = vm["input"].as<std::string>(), output = vm["output"].as<std::string>();
-  if (vm.count("to")) {
-    TRIDENT_CONFIG_CHECK(vm["to"].as<std::string>() == "hf", "--to ", vm["to"].as<std::string>(),
-                         ": only hf is supported");
+  if (vm.count("to") && vm["to"].as<std::string>() == "peft" && !vm.count("merge")) {
+    train::checkpoint_to_peft(input, output);
+    std::printf("wrote %s/adapter_model.safetensors and adapter_config.json from %s\n", output.c_str(), input.c_str());
+  } else if (vm.count("to")) {
+    const std::string to = vm["to"].as<std::string>();
+    TRIDENT_CONFIG_CHECK(to == "hf" || to == "peft", "--to ", to, ": expected hf or peft");
+    TRIDENT_CONFIG_CHECK(!vm.count("merge") || to == "peft", "--merge goes with --to peft");
     train::checkpoint_to_hf(input, output, vm["tokenizer"].as<std::string>());
     std::printf("wrote %s/model.safetensors and config.json from %s\n", output.c_str(), input.c_str());
   } else {

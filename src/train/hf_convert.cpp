@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "trident/core/error.hpp"
@@ -37,6 +38,9 @@ std::string model_section(const model::ModelConfig& m, const std::string& init_f
 
 model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from) {
   model::ModelConfig m;
+  model::LoraConfig lora;
+  lora.r = 8;  // the [lora] defaults of config_schema
+  bool lora_enabled = false;
   std::istringstream in(ini);
   std::string line, section;
   auto number = [](const std::string& key, const std::string& v) {
@@ -60,8 +64,16 @@ model::ModelConfig model_config_from_ini(const std::string& ini, std::string* in
       continue;
     }
     const size_t eq = line.find('=');
-    if (section != "[model]" || eq == std::string::npos) continue;
+    if (eq == std::string::npos) continue;
     const std::string key = trim(line.substr(0, eq)), v = trim(line.substr(eq + 1));
+    if (section == "[lora]") {
+      if (key == "enabled") lora_enabled = v == "true" || v == "1";
+      else if (key == "r") lora.r = integer(key, v);
+      else if (key == "alpha") lora.alpha = number(key, v);
+      else if (key == "targets") lora.targets = v;
+      continue;
+    }
+    if (section != "[model]") continue;
     if (key == "arch") m.arch = model::arch_from_name(v);
     else if (key == "layers") m.layers = integer(key, v);
     else if (key == "hidden") m.hidden = integer(key, v);
@@ -76,6 +88,7 @@ model::ModelConfig model_config_from_ini(const std::string& ini, std::string* in
     else if (key == "rope_theta") m.rope_theta = number(key, v);
     else if (key == "init_from" && init_from) *init_from = v;
   }
+  if (lora_enabled) m.lora = lora;
   m.resolve();
   return m;
 }
@@ -119,13 +132,35 @@ void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, 
   io::write_checkpoint(checkpoint, comm, datasets, pieces, attrs);
 }
 
+std::vector<WholeTensor> merge_lora(const model::ModelConfig& cfg, std::vector<WholeTensor> tensors) {
+  std::map<std::string, WholeTensor*> by_name;
+  for (WholeTensor& t : tensors) by_name[t.name] = &t;
+  const double scale = cfg.lora.scale();
+  for (WholeTensor& a : tensors) {
+    const std::string suffix = ".lora_A.weight";
+    if (!a.name.ends_with(suffix)) continue;
+    const std::string base = a.name.substr(0, a.name.size() - suffix.size());
+    WholeTensor* b = by_name.at(base + ".lora_B.weight");
+    WholeTensor* w = by_name.at(base + ".weight");
+    const int64_t out = w->shape[0], in = w->shape[1], r = a.shape[0];
+    for (int64_t i = 0; i < out; ++i)
+      for (int64_t j = 0; j < in; ++j) {
+        double delta = 0;
+        for (int64_t k = 0; k < r; ++k) delta += double(b->values[i * r + k]) * double(a.values[k * in + j]);
+        w->values[i * in + j] = float(double(w->values[i * in + j]) + scale * delta);
+      }
+  }
+  std::erase_if(tensors, [](const WholeTensor& t) { return t.name.find(".lora_") != std::string::npos; });
+  return tensors;
+}
+
 void checkpoint_to_hf(const std::string& checkpoint, const std::string& out_dir, const std::string& tokenizer) {
   const io::CheckpointListing listing = io::list_checkpoint(checkpoint);
   const auto config = listing.attributes.texts.find("config");
   TRIDENT_CONFIG_CHECK(config != listing.attributes.texts.end(), checkpoint,
                        " has no config text: not a trident checkpoint");
   std::string init_from;
-  const model::ModelConfig m = model_config_from_ini(config->second, &init_from);
+  model::ModelConfig m = model_config_from_ini(config->second, &init_from);
   const io::H5File file = io::H5File::open_read(checkpoint);
   std::vector<WholeTensor> tensors;
   for (const auto& [name, shape] : model::stored_parameter_shapes(m)) {
@@ -137,6 +172,10 @@ void checkpoint_to_hf(const std::string& checkpoint, const std::string& out_dir,
                          " but its config describes ", shape.str());
     const std::vector<double> values = file.read(dataset);
     tensors.push_back({name, shape, std::vector<float>(values.begin(), values.end())});
+  }
+  if (m.lora.enabled()) {  // a LoRA run: its adapters merged into the base weights
+    tensors = merge_lora(m, std::move(tensors));
+    m.lora = {};
   }
   const std::vector<io::SafetensorsTensor> hf = hf_tensors_from(model::hf_info_for(m), tensors);
   fs::create_directories(out_dir);

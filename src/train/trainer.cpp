@@ -10,6 +10,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "trident/train/peft_convert.hpp"
 #include "trident/core/timer.hpp"
 #include "trident/model/hf_config.hpp"
 #include "trident/train/hf_weights.hpp"
@@ -125,6 +126,10 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
     else checkpointer_->load_model(cfg.init_from);
     const std::string tokenizer = model::model_tokenizer_path(cfg.init_from);
     log_.info("initialised from ", cfg.init_from, tokenizer.empty() ? "" : "; its tokenizer: " + tokenizer);
+  }
+  if (!cfg.lora_init_from.empty()) {
+    load_peft_adapter(model_->params(), ops, model_->config(), cfg.lora_init_from);
+    log_.info("LoRA adapters from ", cfg.lora_init_from);
   }
   start_step_ = checkpointer_->resume();
   if (checkpointer_->restored_loss_scale() > 0 && scaler_->dynamic()) scaler_->restore(checkpointer_->restored_loss_scale());

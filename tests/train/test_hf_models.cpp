@@ -13,6 +13,7 @@
 #include "trident/train/generator.hpp"
 #include "trident/train/hf_convert.hpp"
 #include "trident/train/hf_weights.hpp"
+#include "trident/train/peft_convert.hpp"
 
 namespace trident::train {
 namespace {
@@ -71,6 +72,43 @@ TEST_P(HfModel, GreedyGenerationMatchesTransformers) {
   for (size_t i = 0; i < g.prompts.size(); ++i)
     EXPECT_EQ(alone.generate({g.prompts[i]}, g.max_new, {}), std::vector<std::vector<int32_t>>{g.outputs[i]});
 }
+
+// A PEFT LoRA adapter (utils/make_peft_fixtures.py: peft's random adapters on every projection)
+// loaded onto the base: trident's logits equal peft's. GPT-2's fused c_attn adapter becomes q, k
+// and v adapters sharing its A.
+class PeftAdapter : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Ops> ops_ = make_cpu_ops(2);
+};
+
+TEST_P(PeftAdapter, LogitsMatchPeft) {
+  testing::HfFixture f = testing::load_hf_fixture(GetParam());
+  const std::string peft = std::string(TRIDENT_TEST_DATA) + "/peft/" + GetParam();
+  f.config.lora = {.r = 4, .alpha = 8,
+                   .targets = f.config.arch == model::Arch::kGPT2 ? "q,k,v,o,up,down" : "q,k,v,o,gate,up,down"};
+  model::GPTModel model(f.config, *ops_, DType::kF32, int(f.batch));
+  load_hf_model(model.params(), *ops_, f.config, f.dir);
+  load_peft_adapter(model.params(), *ops_, model.config(), peft);
+  const io::SafetensorsModel expected(peft + "/expected_logits.safetensors");
+  const io::SafetensorsView& v = expected.at("logits", {f.batch, f.seq, f.vocab});
+  std::vector<float> want(size_t(v.numel()));
+  std::memcpy(want.data(), v.data, v.bytes);
+  const Tensor& logits = model.forward_logits(f.tokens, f.positions);
+  std::vector<float> got(logits.data<float>(), logits.data<float>() + logits.numel());
+  const double err = testing::logits_error(got, logits.dim(1), want, f.vocab);
+  const double moved = testing::logits_error(f.logits, f.vocab, want, f.vocab);  // the adapter's own effect
+  std::cout << "[peft] " << GetParam() << ": max relative logits error " << err << " (adapter moves them " << moved
+            << ")\n";
+  EXPECT_LT(err, 1e-4);
+  EXPECT_GT(moved, 1e-2);
+  // A wrong rank is a clear error.
+  model::ModelConfig wrong = f.config;
+  wrong.lora.r = 8;
+  model::GPTModel other(wrong, *ops_, DType::kF32, int(f.batch));
+  EXPECT_THROW(load_peft_adapter(other.params(), *ops_, other.config(), peft), ConfigError);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, PeftAdapter, ::testing::Values("gpt2", "llama", "qwen2"));
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfModel, ::testing::Values("gpt2", "llama", "llama_sharded", "qwen2"));
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "trident/model/model_config.hpp"
+#include "trident/train/hf_weights.hpp"
 
 namespace trident::train {
 
@@ -18,11 +19,14 @@ namespace trident::train {
 // ModelConfig; keys absent from older checkpoints keep their defaults.
 model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from = nullptr);
 
+// W += (alpha / r) B A for every adapted weight; the adapters dropped (the model without LoRA).
+std::vector<WholeTensor> merge_lora(const model::ModelConfig& cfg, std::vector<WholeTensor> tensors);
+
 // Collective over comm (write_checkpoint). seq_len 0: the model's maximum positions.
 void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, MPI_Comm comm, int seq_len = 0);
 
 // Serial. tokenizer: a tokenizer.json to copy ("" = the one of the model the checkpoint's run
-// was initialised from, if any).
+// was initialised from, if any). A LoRA checkpoint is written merged (merge_lora).
 void checkpoint_to_hf(const std::string& checkpoint, const std::string& out_dir, const std::string& tokenizer = "");
 
 }  // namespace trident::train

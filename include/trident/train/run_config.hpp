@@ -95,6 +95,7 @@ struct RunConfig {
   LogConfig log;
   EvalConfig eval;
   std::string init_from;    // model.init_from: HF model directory or trident checkpoint ("" = none)
+  std::string lora_init_from;  // lora.init_from: a PEFT adapter directory ("" = PEFT's initialisation)
   std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
 
   // Sequences per micro-batch per dp rank and micro-batches per step.
