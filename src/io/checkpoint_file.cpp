@@ -262,7 +262,8 @@ CheckpointListing list_checkpoint(const std::string& path) {
   TRIDENT_CONFIG_CHECK(file.get() >= 0, "checkpoint ", path, " cannot be opened as HDF5 (truncated or corrupt?)");
   CheckpointListing out;
   out.attributes = read_attributes(file.get(), path);
-  Collected collected{.path = path};
+  Collected collected;
+  collected.path = path;
   const herr_t visited = H5Ovisit(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &collected);
   if (!collected.error.empty()) throw ConfigError(collected.error);
   TRIDENT_CONFIG_CHECK(visited >= 0, "checkpoint ", path, ": cannot list its tensors (corrupt?)");
