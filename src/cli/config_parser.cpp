@@ -203,11 +203,12 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
                          c.eval.max_new_tokens, ")");
   }
 
-  // Types of keys whose features come later are still checked now.
-  (void)v.boolean("lisa.enabled");
-
-  // Features of later versions: their keys are known, but only their defaults are accepted.
-  v.require_default("lisa.enabled", "LISA");
+  c.lisa = {.enabled = v.boolean("lisa.enabled"), .layers = v.int32("lisa.layers"), .interval = v.int32("lisa.interval"),
+            .embedding = v.boolean("lisa.embedding"), .head = v.boolean("lisa.head")};
+  if (c.lisa.enabled) {
+    (void)train::LisaSchedule(c.lisa, m.layers, 0);  // checks layers and interval
+    TRIDENT_CONFIG_CHECK(!m.lora.enabled(), "lisa.enabled and lora.enabled: choose one way of fine-tuning");
+  }
 
   // Rules across keys.
   const dist::Layout& L = c.layout;

@@ -36,10 +36,11 @@ void Embedding::backward(Ops& ops, const Tensor& tokens, const Tensor& positions
                          Tensor& full) const {
   // The whole gradient on every rank (gathered from rows under sequence parallelism), so the
   // replicated position gradient is the same on all ranks.
-  if (!tok_->trainable() && !(pos_ && pos_->trainable())) return;  // frozen (LoRA)
+  if (!tok_->needs_grad() && !(pos_ && pos_->needs_grad())) return;  // frozen (LoRA) or idle (LISA)
   const Tensor& all_rows = tp_.gather_rows(ops, dout, full);
-  Tensor dpos = pos_ ? pos_->grad : Tensor();
-  ops.embedding_backward(tokens, positions, all_rows, vocab_offset_, tok_->grad, dpos);
+  Tensor dpos = pos_ ? pos_->grad_or_none() : Tensor();
+  Tensor dtok = tok_->grad_or_none();
+  ops.embedding_backward(tokens, positions, all_rows, vocab_offset_, dtok, dpos);
 }
 
 }  // namespace trident::model

@@ -71,8 +71,8 @@ void Linear::add_bias(Ops& ops, Tensor& y) const {
 }
 
 void Linear::backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx) const {
-  if (weight_->trainable()) ops.gemm(true, false, 1.0, dy, x, 1.0, weight_->grad);  // [out, N] @ [N, in]
-  if (bias_ && bias_->trainable()) ops.bias_backward(dy, bias_->grad);
+  if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dy, x, 1.0, weight_->grad);  // [out, N] @ [N, in]
+  if (bias_ && bias_->needs_grad()) ops.bias_backward(dy, bias_->grad);
   if (dx) ops.gemm(false, false, 1.0, dy, weight_->gemm_value(), accumulate_dx ? 1.0 : 0.0, *dx);  // [N, out] @ [out, in]
   if (lora_a_) lora_backward(ops, x, dy, dx);
 }

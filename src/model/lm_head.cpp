@@ -164,7 +164,7 @@ double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, d
 
   const Tensor& dlogits = b.logits;
   const Tensor& normed = tp_.splits_rows() ? b.gathered : b.norm.y;  // all rows, from forward
-  if (weight_->trainable()) ops.gemm(true, false, 1.0, dlogits, normed, 1.0, weight_->grad);  // [V, N] @ [N, C]
+  if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dlogits, normed, 1.0, weight_->grad);  // [V, N] @ [N, C]
   ops.gemm(false, false, 1.0, dlogits, weight_->gemm_value(), 0.0, b.dnorm);
   // Each vocabulary shard contributes part of d(norm output).
   const Tensor& dnorm = tp_.reduce_to_rows(b.dnorm, b.dnorm_rows);

@@ -59,17 +59,25 @@ int64_t ModelConfig::matmul_params() const {
   return layers * (attn + mlp) + int64_t(vocab) * c;
 }
 
-int64_t ModelConfig::total_params() const {
+int64_t ModelConfig::block_params() const {
   const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
   int64_t per_layer = c * q + 2 * c * kv + q * c + (gated_mlp() ? 3 : 2) * c * ffn_hidden;
   per_layer += (has_bias() ? 2 : 1) * 2 * c;                         // two norms
   if (has_bias()) per_layer += q + 2 * kv + c + ffn_hidden + c;      // projection biases
   else if (qkv_bias) per_layer += q + 2 * kv;                        // q, k, v biases only
-  int64_t total = layers * per_layer + int64_t(vocab) * c + lora_params();  // token embedding, adapters
-  if (learned_positions()) total += int64_t(seq_len) * c;
-  total += (has_bias() ? 2 : 1) * c;                                 // final norm
-  if (!tie_embeddings) total += int64_t(vocab) * c;                  // separate head
-  return total;
+  return per_layer;
+}
+
+int64_t ModelConfig::embedding_params() const {
+  return int64_t(vocab) * hidden + (learned_positions() ? int64_t(seq_len) * hidden : 0);
+}
+
+int64_t ModelConfig::head_params() const {
+  return (has_bias() ? 2 : 1) * int64_t(hidden) + (tie_embeddings ? 0 : int64_t(vocab) * hidden);
+}
+
+int64_t ModelConfig::total_params() const {
+  return layers * block_params() + embedding_params() + head_params() + lora_params();
 }
 
 int64_t ModelConfig::lora_params() const {

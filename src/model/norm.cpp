@@ -23,8 +23,9 @@ void Norm::forward(Ops& ops, const Tensor& x, NormActivations& a) const {
 }
 
 void Norm::backward(Ops& ops, const Tensor& x, const NormActivations& a, const Tensor& dy, Tensor& dx) const {
-  if (bias_) ops.layernorm_backward(dy, x, weight_->value, a.mean, a.rstd, dx, weight_->grad, bias_->grad);
-  else ops.rmsnorm_backward(dy, x, weight_->value, a.rstd, dx, weight_->grad);
+  Tensor dw = weight_->grad_or_none(), db = bias_ ? bias_->grad_or_none() : Tensor();
+  if (bias_) ops.layernorm_backward(dy, x, weight_->value, a.mean, a.rstd, dx, dw, db);
+  else ops.rmsnorm_backward(dy, x, weight_->value, a.rstd, dx, dw);
 }
 
 std::vector<Tensor> Norm::grads() const {

@@ -159,6 +159,11 @@ std::vector<io::ShardPiece> Checkpointer::live_pieces() {
   return out;
 }
 
+Tensor Checkpointer::zero_moments(int64_t n) {
+  if (!zeros_.defined() || zeros_.numel() < n) zeros_ = Tensor::zeros(Shape{n}, model_.params().flat_values().dtype());
+  return zeros_.narrow(0, n);
+}
+
 std::vector<io::ShardPiece> Checkpointer::pieces(const std::function<Tensor(const model::Parameter&)>& value,
                                                  const std::function<Tensor(size_t, bool)>& moment) {
   // Replicas: one rank of each group writes. Data-parallel replicas: dp rank 0 (every dp rank
@@ -180,8 +185,10 @@ std::vector<io::ShardPiece> Checkpointer::pieces(const std::function<Tensor(cons
       if (!p->trainable() || lo < 0 || hi > p->local_shape.numel()) continue;
       const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
       const bool write = owner && (sharded_moments || dp_writer);
-      out.push_back(piece_of(*p, "/optim/exp_avg/" + p->spec.name, lo, hi, moment(i, false), write));
-      out.push_back(piece_of(*p, "/optim/exp_avg_sq/" + p->spec.name, lo, hi, moment(i, true), write));
+      // Idle under LISA: no moments; zeros are written (one shared read-only buffer).
+      auto or_zeros = [&](Tensor m) { return m.defined() ? m : zero_moments(s.end - s.begin); };
+      out.push_back(piece_of(*p, "/optim/exp_avg/" + p->spec.name, lo, hi, or_zeros(moment(i, false)), write));
+      out.push_back(piece_of(*p, "/optim/exp_avg_sq/" + p->spec.name, lo, hi, or_zeros(moment(i, true)), write));
       break;
     }
   }
@@ -239,6 +246,7 @@ double Checkpointer::save(int64_t steps_done) {
               static_cast<char*>(snapshot_values_.raw()));
   const size_t elem = dtype_size(snapshot_values_.dtype());
   for (size_t i = 0; i < optimizer_.segments().size(); ++i) {
+    if (!optimizer_.active(i)) continue;  // idle under LISA
     const size_t bytes = static_cast<size_t>(optimizer_.exp_avg(i).numel()) * elem, at = size_t(moment_offsets_[i]) * elem;
     std::copy_n(static_cast<const char*>(optimizer_.exp_avg(i).raw()), bytes, static_cast<char*>(snapshot_exp_avg_.raw()) + at);
     std::copy_n(static_cast<const char*>(optimizer_.exp_avg_sq(i).raw()), bytes,
@@ -251,6 +259,7 @@ double Checkpointer::save(int64_t steps_done) {
         return p.trainable() ? snapshot_values_.narrow(p.offset, p.offset + p.local_shape.numel()) : p.value.flat();
       },
       [&](size_t i, bool second) {
+        if (!optimizer_.active(i)) return Tensor();
         const Tensor& buffer = second ? snapshot_exp_avg_sq_ : snapshot_exp_avg_;
         return buffer.narrow(moment_offsets_[i], moment_offsets_[i] + optimizer_.exp_avg(i).numel());
       });

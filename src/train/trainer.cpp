@@ -119,6 +119,10 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
   log_.info("backend: ", ops.name(), ", peak ", peak_flops_ / 1e9, " GFLOP/s per rank for ",
             dtype_name(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32), " (measured FMA rate)");
 
+  if (cfg.lisa.enabled) {
+    lisa_ = std::make_unique<LisaSchedule>(cfg.lisa, cfg.model.layers, cfg.train.seed);
+    lisa_full_state_bytes_ = optimizer_->state_bytes();
+  }
   checkpointer_ = std::make_unique<Checkpointer>(cfg, topology, *model_, *optimizer_, log);
   checkpointer_->set_compressor(reducer_->compressor(), cfg.comm.compression);  // error-feedback state
   if (!cfg.init_from.empty()) {  // pretrained weights; a checkpoint resumed below replaces them
@@ -150,13 +154,54 @@ Trainer::~Trainer() = default;
 size_t Trainer::parameter_bytes() const { return 2 * model_->params().flat_values().bytes(); }  // values + grads
 size_t Trainer::optimizer_state_bytes() const { return optimizer_->state_bytes(); }
 
+double Trainer::flops_per_token() const {
+  const model::ModelConfig& m = model_->config();
+  if (!lisa_) return m.train_flops_per_token();
+  // Idle blocks compute no weight gradients: 2 of their 6 FLOPs per matmul parameter go.
+  const double block_matmul = double(m.matmul_params() - int64_t(m.vocab) * m.hidden) / m.layers;
+  return m.train_flops_per_token() - 2.0 * block_matmul * (m.layers - cfg_.lisa.layers);
+}
+
 int64_t Trainer::trainable_params() const {
   const model::ModelConfig& m = model_->config();
-  return m.lora.enabled() ? m.lora_params() : m.total_params();
+  if (m.lora.enabled()) return m.lora_params();
+  if (!lisa_) return m.total_params();
+  const LisaConfig& l = cfg_.lisa;
+  const bool table = l.embedding || (m.tie_embeddings && l.head);  // a tied table trains with either
+  return l.layers * m.block_params() + (l.embedding ? m.embedding_params() : table ? int64_t(m.vocab) * m.hidden : 0) +
+         (l.head ? m.head_params() : 0);
+}
+
+void Trainer::apply_lisa(int64_t step) {
+  if (!lisa_ || (lisa_applied_ && step % cfg_.lisa.interval != 0)) return;
+  lisa_applied_ = true;
+  const bool tied = model_->config().tie_embeddings;
+  auto& params = model_->params().all();
+  for (auto& p : params)
+    if (p->trainable()) p->idle = !lisa_->trains(p->spec.name, step, tied);
+  // Each optimizer segment lies within one parameter: it follows that parameter.
+  const auto& segments = optimizer_->segments();
+  std::vector<bool> active(segments.size());
+  std::vector<int64_t> since(segments.size(), 0);
+  for (size_t i = 0; i < segments.size(); ++i)
+    for (const auto& p : params)
+      if (p->trainable() && p->offset <= segments[i].begin && segments[i].end <= p->offset + p->local_shape.numel()) {
+        active[i] = !p->idle;
+        if (active[i]) since[i] = lisa_->trained_since(p->spec.name, step, tied);
+        break;
+      }
+  optimizer_->set_active(active, since);
+  std::string layers;
+  for (int l : lisa_->active_layers(step)) layers += (layers.empty() ? "" : ", ") + std::to_string(l);
+  log_.info("LISA at step ", step + 1, ": blocks [", layers, "] of ", model_->config().layers, " trained",
+            cfg_.lisa.embedding ? ", embedding" : "", cfg_.lisa.head ? ", head" : "", "; optimizer state ",
+            double(optimizer_->state_bytes()) / (1 << 20), " MiB per rank (all layers: ",
+            double(lisa_full_state_bytes_) / (1 << 20), " MiB)");
 }
 
 StepResult Trainer::train_step(int64_t step) {
   TRIDENT_CONFIG_CHECK(sampler_, "data.train: no shard prefix given (training needs data)");
+  apply_lisa(step);
   return optimizer_step(*parts_, cfg_.train, step, sampler_->count_valid_targets(step),
                         [&](int k, data::Batch& batch) {
                           Stopwatch watch;
@@ -245,7 +290,7 @@ void Trainer::check_health(int64_t step, const StepResult& r) {
 void Trainer::log_step(int64_t step, const StepResult& r) {
   const double tokens_per_step = double(cfg_.train.global_batch) * cfg_.model.seq_len;
   const double tokens_per_s = tokens_per_step / r.seconds;
-  const double flops = model_->config().train_flops_per_token() * tokens_per_step;
+  const double flops = flops_per_token() * tokens_per_step;
   const double mfu = flops / r.seconds / (peak_flops_ * topology_.world_size());
   const double mem_mb = peak_rss_mb();
   if (metrics_) {

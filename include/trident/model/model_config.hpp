@@ -51,6 +51,9 @@ struct ModelConfig {
   // Parameters of the matmuls (attention, MLP, head), which is what the 6N rule counts.
   int64_t matmul_params() const;
   int64_t total_params() const;
+  int64_t block_params() const;      // one transformer block
+  int64_t embedding_params() const;  // token (and position) table
+  int64_t head_params() const;       // final norm and an untied head
   int64_t lora_params() const;  // the adapters' parameters (0 without LoRA)
   // Training FLOPs per token: 6 * matmul params + 12 * layers * seq_len * hidden (attention);
   // under LoRA the frozen weights get no weight gradient: 4 * their params, plus the adapters'.

@@ -42,6 +42,12 @@ struct Parameter {
   // What GEMMs multiply by: the 16-bit copy under mixed precision, the master value otherwise.
   const Tensor& gemm_value() const { return value_low.defined() ? value_low : value; }
   bool trainable() const { return spec.trainable; }
+  // LISA: a trainable parameter outside the sampled layers is idle for a while: backward
+  // computes no gradient for it (its gradient stays zero) and the optimizer skips it.
+  bool idle = false;
+  bool needs_grad() const { return spec.trainable && !idle; }
+  // What backward accumulates this parameter's gradient into: undefined when it needs none.
+  Tensor grad_or_none() const { return needs_grad() ? grad : Tensor(); }
 };
 
 class ParamStore {

@@ -73,6 +73,8 @@ class Checkpointer {
  private:
   // The pieces of this rank's state; value(p) and moment(i, second) give the tensors to write or
   // read (the live state, or its snapshot).
+  // n zeros (read-only, shared): the moments of a segment idle under LISA, as written.
+  Tensor zero_moments(int64_t n);
   std::vector<io::ShardPiece> pieces(const std::function<Tensor(const model::Parameter&)>& value,
                                      const std::function<Tensor(size_t, bool)>& moment);
   std::vector<io::ShardPiece> live_pieces();
@@ -99,6 +101,7 @@ class Checkpointer {
   // Asynchronous mode.
   MPI_Comm async_comm_ = MPI_COMM_NULL;
   Tensor snapshot_values_, snapshot_exp_avg_, snapshot_exp_avg_sq_, snapshot_comm_;
+  Tensor zeros_;  // zero_moments()
   dist::GradCompressor* compressor_ = nullptr;
   dist::CompressionKind compression_ = dist::CompressionKind::kNone;
   std::vector<int64_t> moment_offsets_;  // segment i's offset in the snapshot moment buffers

@@ -7,6 +7,7 @@
 #include "trident/core/dtype.hpp"
 #include "trident/dist/compression.hpp"
 #include "trident/dist/topology.hpp"
+#include "trident/train/lisa.hpp"
 #include "trident/model/gpt_model.hpp"
 #include "trident/model/model_config.hpp"
 #include "trident/train/pipeline_schedule.hpp"
@@ -96,6 +97,7 @@ struct RunConfig {
   EvalConfig eval;
   std::string init_from;    // model.init_from: HF model directory or trident checkpoint ("" = none)
   std::string lora_init_from;  // lora.init_from: a PEFT adapter directory ("" = PEFT's initialisation)
+  LisaConfig lisa;
   std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
 
   // Sequences per micro-batch per dp rank and micro-batches per step.

@@ -50,9 +50,14 @@ class Trainer {
   size_t optimizer_state_bytes() const;
   // Parameters the optimizer trains, over the whole model (the adapters under LoRA).
   int64_t trainable_params() const;
+  // Training FLOPs per token as this run computes them (MFU): fewer under LoRA and LISA.
+  double flops_per_token() const;
 
  private:
   void log_step(int64_t step, const StepResult& r);
+  // LISA: at the first step run and every lisa.interval steps, the drawn blocks become trained,
+  // the rest idle (their optimizer state released).
+  void apply_lisa(int64_t step);
   // Counts consecutive skipped (non-finite) steps, stops after train.max_bad_steps of them, and
   // logs loss spikes.
   void check_health(int64_t step, const StepResult& r);
@@ -81,6 +86,9 @@ class Trainer {
   int64_t steps_done_ = 0;
   std::unique_ptr<Evaluator> evaluator_;  // built on first use
   std::unique_ptr<TaskEvaluator> task_evaluator_;
+  std::unique_ptr<LisaSchedule> lisa_;
+  bool lisa_applied_ = false;
+  size_t lisa_full_state_bytes_ = 0;  // the optimizer state with every layer trained
   TaskResult last_task_;
   std::unique_ptr<io::MetricsWriter> metrics_;
   FaultInjection fault_;
