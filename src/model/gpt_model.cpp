@@ -128,6 +128,20 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
       activation_bytes_ += bytes_of(recompute_out_);
     }
   }
+  // LoRA: the inputs of frozen projections without adapters feed only weight gradients that are
+  // never computed; one shared copy takes them (the forward still needs somewhere to write).
+  // norm1.y also feeds selective recompute; attention's output its own backward: both stay.
+  const LoraConfig& lora = cfg_.lora;
+  const bool share_frozen_inputs = lora.enabled() && any_block && plan_.recompute != Recompute::kFull;
+  const bool keep_norm1 = !share_frozen_inputs || plan_.recompute == Recompute::kSelective || lora.rank_for("q") ||
+                          lora.rank_for("k") || lora.rank_for("v");
+  const bool keep_norm2 = !share_frozen_inputs || lora.rank_for("up") || lora.rank_for("gate");
+  const bool keep_act = !share_frozen_inputs || lora.rank_for("down");
+  if (share_frozen_inputs && !(keep_norm1 && keep_norm2 && keep_act)) {
+    frozen_inputs_ = any_block->make_activations(ops_, micro_batch, dtype_, /*attention=*/false, stored);
+    activation_bytes_ += (keep_norm1 ? 0 : bytes_of(frozen_inputs_.norm1.y)) +
+                         (keep_norm2 ? 0 : bytes_of(frozen_inputs_.norm2.y)) + (keep_act ? 0 : bytes_of(frozen_inputs_.mlp.act));
+  }
   for (Chunk& chunk : chunks_) {
     std::vector<Slot> slots(static_cast<size_t>(plan_.slots));
     for (Slot& s : slots) {
@@ -143,7 +157,11 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
         }
         const bool selective = plan_.recompute == Recompute::kSelective;
         BlockActivations a = block->make_activations(ops_, micro_batch, dtype_, /*attention=*/!selective, stored);
-        activation_bytes_ += activation_bytes_of(a);
+        if (!keep_norm1) a.norm1.y = frozen_inputs_.norm1.y;
+        if (!keep_norm2) a.norm2.y = frozen_inputs_.norm2.y;
+        if (!keep_act) a.mlp.act = frozen_inputs_.mlp.act;
+        activation_bytes_ += activation_bytes_of(a) - (keep_norm1 ? 0 : bytes_of(a.norm1.y)) -
+                             (keep_norm2 ? 0 : bytes_of(a.norm2.y)) - (keep_act ? 0 : bytes_of(a.mlp.act));
         if (selective) a.attn = shared_acts_.attn;  // rebuilt in backward
         s.acts.push_back(std::move(a));
       }

@@ -98,7 +98,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
               " trainable parameters (", 100.0 * double(trainable_params()) / double(m.total_params()),
               "% of ", m.total_params(), "), the base frozen; optimizer state ",
               double(optimizer_->state_bytes()) / (1 << 20), " MiB per rank");
-  log_.info("memory per rank: parameters+gradients ", 2 * model_->params().flat_values().bytes() >> 20,
+  log_.info("memory per rank: parameters+gradients ", parameter_bytes() >> 20,
             " MiB, optimizer state ", double(optimizer_->state_bytes()) / (1 << 20), " MiB", cfg.zero ? " (ZeRO-1 share)" : "",
             ", activations ", double(model_->activation_bytes()) / (1 << 20), " MiB (recompute ",
             model::recompute_name(cfg.recompute), ")");
@@ -151,7 +151,10 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
 
 Trainer::~Trainer() = default;
 
-size_t Trainer::parameter_bytes() const { return 2 * model_->params().flat_values().bytes(); }  // values + grads
+size_t Trainer::parameter_bytes() const {  // values (frozen ones too) + gradients of the trainable ones
+  const model::ParamStore& p = model_->params();
+  return 2 * p.flat_values().bytes() + size_t(p.frozen_numel()) * dtype_size(p.flat_values().dtype());
+}
 size_t Trainer::optimizer_state_bytes() const { return optimizer_->state_bytes(); }
 
 double Trainer::flops_per_token() const {

@@ -14,6 +14,7 @@ struct Case {
   Arch arch;
   double dropout;
   bool lora = false;
+  const char* targets = nullptr;  // LoRA targets (default: every projection)
 };
 
 class ModelGradients : public ::testing::TestWithParam<Case> {};
@@ -32,7 +33,10 @@ TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
   cfg.seq_len = 5;
   cfg.tie_embeddings = cfg.arch == Arch::kGPT2;
   if (GetParam().lora)
-    cfg.lora = {.r = 2, .alpha = 3, .targets = cfg.arch == Arch::kLlama ? "q,k,v,o,up,down,gate" : "q,k,v,o,up,down"};
+    cfg.lora = {.r = 2, .alpha = 3,
+                .targets = GetParam().targets       ? GetParam().targets
+                           : cfg.arch == Arch::kLlama ? "q,k,v,o,up,down,gate"
+                                                      : "q,k,v,o,up,down"};
   const int batch = 2;
   GPTModel model(cfg, *ops, DType::kF64, batch);
   model.initialize(42);
@@ -85,17 +89,19 @@ TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
     }
     EXPECT_LT(testing::relative_error(analytic[k], fd, 1e-3), 1e-6) << p.spec.name;
   }
-  const int adapters = cfg.arch == Arch::kLlama ? 7 : 6;
+  const int adapters = GetParam().targets ? 2 : cfg.arch == Arch::kLlama ? 7 : 6;
   EXPECT_EQ(checked, GetParam().lora ? 2 * adapters * cfg.layers : int(model.params().all().size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradients,
                          ::testing::Values(Case{Arch::kGPT2, 0.0}, Case{Arch::kLlama, 0.0}, Case{Arch::kGPT2, 0.2},
                                            Case{Arch::kLlama, 0.2}, Case{Arch::kGPT2, 0.0, true},
-                                           Case{Arch::kLlama, 0.2, true}),
+                                           Case{Arch::kLlama, 0.2, true}, Case{Arch::kGPT2, 0.0, true, "q,v"},
+                                           Case{Arch::kLlama, 0.0, true, "k,o"}),
                          [](const auto& info) {
                            return std::string(arch_name(info.param.arch)) + (info.param.dropout > 0 ? "_dropout" : "") +
-                                  (info.param.lora ? "_lora" : "");
+                                  (info.param.lora ? "_lora" : "") +
+                                  (info.param.targets ? std::string("_") + info.param.targets[0] + info.param.targets[2] : "");
                          });
 
 }  // namespace

@@ -160,6 +160,7 @@ class GPTModel {
   std::vector<std::vector<Slot>> slots_;  // [chunk][slot]
   BlockScratch scratch_;
   BlockActivations shared_acts_;  // recompute: the one set of block activations rebuilt in backward
+  BlockActivations frozen_inputs_;  // LoRA: where inputs only frozen weights' gradients read are written
   Tensor recompute_out_;          // full recompute: where the rerun block writes its (unused) output
   HeadBuffers head_buffers_;
   uint64_t embed_dropout_key_ = 0;
