@@ -105,9 +105,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
     m.lora.alpha = v.number("lora.alpha");
     m.lora.targets = v.str("lora.targets");
     TRIDENT_CONFIG_CHECK(m.lora.r >= 1, "lora.r must be >= 1 (got ", m.lora.r, ")");
-    const double dropout = v.number("lora.dropout");
-    TRIDENT_CONFIG_CHECK(dropout == 0, "lora.dropout = ", dropout,
-                         ": dropout on the adapters' input is not supported yet (use 0, PEFT's default)");
+    m.lora.dropout = v.number("lora.dropout");
   }
   m.resolve();
   c.init_from = v.str("model.init_from");

@@ -49,7 +49,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"lora.enabled", "false", "train LoRA adapters on the chosen projections, every other weight frozen"},
       {"lora.r", "8", "LoRA rank"},
       {"lora.alpha", "16", "LoRA alpha (scale alpha/r)"},
-      {"lora.dropout", "0", "LoRA dropout on the adapters' input (only 0 in this version)"},
+      {"lora.dropout", "0", "LoRA dropout on the adapters' input (training only; masks keyed by global element like model.dropout)"},
       {"lora.targets", "q,v", "projections with adapters: q,k,v,o,up,down,gate"},
       {"lora.init_from", "", "start the adapters from a Hugging Face PEFT adapter directory (its r, alpha and modules must match)"},
       {"lisa.enabled", "false", "LISA: train a few transformer blocks at a time, drawn uniformly every lisa.interval steps (the rest idle, no optimizer state)"},

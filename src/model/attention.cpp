@@ -50,15 +50,16 @@ AttentionScratch Attention::make_scratch(Ops& ops, int64_t batch, DType dtype) c
 }
 
 void Attention::forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
-                        bool accumulate) const {
-  recompute(ops, x, positions, a);
-  o_.forward(ops, a.out, out, accumulate);
+                        bool accumulate, const DropoutSite& lora) const {
+  recompute(ops, x, positions, a, lora);
+  o_.forward(ops, a.out, out, accumulate, lora);
 }
 
-void Attention::recompute(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a) const {
-  q_.forward(ops, x, a.q);
-  k_.forward(ops, x, a.k);
-  v_.forward(ops, x, a.v);
+void Attention::recompute(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a,
+                          const DropoutSite& lora) const {
+  q_.forward(ops, x, a.q, false, lora);
+  k_.forward(ops, x, a.k, false, lora);
+  v_.forward(ops, x, a.v, false, lora);
   if (cfg_.arch == Arch::kLlama) {
     ops.rope_forward(a.q, positions, cfg_.head_size(), cfg_.rope_theta);
     ops.rope_forward(a.k, positions, cfg_.head_size(), cfg_.rope_theta);
@@ -67,16 +68,16 @@ void Attention::recompute(Ops& ops, const Tensor& x, const Tensor& positions, At
 }
 
 void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
-                         const Tensor& dout, AttentionScratch& s, Tensor& dx) const {
-  o_.backward(ops, a.out, dout, &s.dout);
+                         const Tensor& dout, AttentionScratch& s, Tensor& dx, const DropoutSite& lora) const {
+  o_.backward(ops, a.out, dout, &s.dout, false, lora);
   ops.attention_backward(a.q, a.k, a.v, a.out, a.lse, s.dout, heads_, kv_heads_, positions, s.dq, s.dk, s.dv);
   if (cfg_.arch == Arch::kLlama) {
     ops.rope_backward(s.dq, positions, cfg_.head_size(), cfg_.rope_theta);
     ops.rope_backward(s.dk, positions, cfg_.head_size(), cfg_.rope_theta);
   }
-  q_.backward(ops, x, s.dq, &dx);
-  k_.backward(ops, x, s.dk, &dx, /*accumulate_dx=*/true);
-  v_.backward(ops, x, s.dv, &dx, /*accumulate_dx=*/true);
+  q_.backward(ops, x, s.dq, &dx, false, lora);
+  k_.backward(ops, x, s.dk, &dx, /*accumulate_dx=*/true, lora);
+  v_.backward(ops, x, s.dv, &dx, /*accumulate_dx=*/true, lora);
 }
 
 KvCache Attention::make_cache(Ops& ops, int64_t batch, int64_t length, DType dtype) const {

@@ -58,23 +58,23 @@ void TransformerBlock::forward(Ops& ops, const Tensor& x, const Tensor& position
   const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
   ops.copy(x, a.mid);
   if (tensor_parallel || dropout.attn.active()) {
-    attn_.forward(ops, attn_in, positions, a.attn, s.partial, /*accumulate=*/false);
+    attn_.forward(ops, attn_in, positions, a.attn, s.partial, /*accumulate=*/false, dropout.lora);
     Tensor& out = tensor_parallel ? attn_.finish_output(ops, s.partial, s.branch) : s.partial;
     dropout.attn.apply(ops, out);
     ops.add(a.mid, out, a.mid);
   } else {
-    attn_.forward(ops, attn_in, positions, a.attn, a.mid, /*accumulate=*/true);
+    attn_.forward(ops, attn_in, positions, a.attn, a.mid, /*accumulate=*/true, dropout.lora);
   }
   norm2_.forward(ops, a.mid, a.norm2);
   const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
   ops.copy(a.mid, y);
   if (tensor_parallel || dropout.mlp.active()) {
-    mlp_.forward(ops, mlp_in, a.mlp, s.partial, /*accumulate=*/false);
+    mlp_.forward(ops, mlp_in, a.mlp, s.partial, /*accumulate=*/false, dropout.lora);
     Tensor& out = tensor_parallel ? mlp_.finish_output(ops, s.partial, s.branch) : s.partial;
     dropout.mlp.apply(ops, out);
     ops.add(y, out, y);
   } else {
-    mlp_.forward(ops, mlp_in, a.mlp, y, /*accumulate=*/true);
+    mlp_.forward(ops, mlp_in, a.mlp, y, /*accumulate=*/true, dropout.lora);
   }
 }
 
@@ -85,18 +85,18 @@ void TransformerBlock::backward(Ops& ops, const Tensor& x, const Tensor& positio
   // this rank's rows only), and reduce-scatter d(norm output) back to rows.
   const Tensor& dmlp = tp_.gather_rows(ops, through_dropout(ops, dropout.mlp, dres, s.branch), s.partial);
   const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
-  mlp_.backward(ops, mlp_in, a.mlp, dmlp, s.mlp, s.dnorm);
+  mlp_.backward(ops, mlp_in, a.mlp, dmlp, s.mlp, s.dnorm, dropout.lora);
   norm2_.backward(ops, a.mid, a.norm2, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
   // h = x + drop(attn(norm1(x))): dL/dx = dres + norm1'(attn'(drop'(dres))).
   const Tensor& dattn = tp_.gather_rows(ops, through_dropout(ops, dropout.attn, dres, s.branch), s.partial);
   const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
-  attn_.backward(ops, attn_in, positions, a.attn, dattn, s.attn, s.dnorm);
+  attn_.backward(ops, attn_in, positions, a.attn, dattn, s.attn, s.dnorm, dropout.lora);
   norm1_.backward(ops, x, a.norm1, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
 }
 
 void TransformerBlock::recompute_attention(Ops& ops, const Tensor& positions, BlockActivations& a,
-                                           BlockScratch& s) const {
-  attn_.recompute(ops, tp_.gather_rows(ops, a.norm1.y, s.gathered), positions, a.attn);
+                                           BlockScratch& s, const DropoutSite& lora) const {
+  attn_.recompute(ops, tp_.gather_rows(ops, a.norm1.y, s.gathered), positions, a.attn, lora);
 }
 
 DecodeScratch DecodeScratch::rows(int64_t n) const {

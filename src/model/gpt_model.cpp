@@ -185,19 +185,20 @@ void GPTModel::initialize(uint64_t seed) {
   layer_dropout_keys_.clear();
   for (int l = 0; l < cfg_.layers; ++l) {
     const std::string prefix = "dropout.blocks." + std::to_string(l);
-    layer_dropout_keys_.push_back(
-        {.attn = {.key = rng_key(seed, prefix + ".attn")}, .mlp = {.key = rng_key(seed, prefix + ".mlp")}});
+    layer_dropout_keys_.push_back({.attn = {.key = rng_key(seed, prefix + ".attn")},
+                                   .mlp = {.key = rng_key(seed, prefix + ".mlp")},
+                                   .lora = {.key = rng_key(seed, prefix + ".lora")}});
   }
 }
 
 void GPTModel::set_micro_batch_position(int chunk, int slot, int64_t step, int64_t first_sequence) {
-  if (cfg_.dropout == 0) return;  // no masks to place
+  if (!any_dropout()) return;  // no masks to place
   TRIDENT_CHECK(!layer_dropout_keys_.empty(), "dropout needs initialize(seed) to key its masks");
   Slot& s = slots_[chunk][slot];
   // Dropout applies to this rank's rows of the residual stream: their global element index.
   const int64_t rows = int64_t(micro_batch_) * cfg_.seq_len;
   const int64_t first_row = first_sequence * cfg_.seq_len + tp_.first_row(rows);
-  auto site = [&](uint64_t key) {
+  auto site = [&](uint64_t key) {  // p = 0 (inactive) when only the LoRA adapters drop
     return DropoutSite{.p = cfg_.dropout, .key = key, .stream = static_cast<uint64_t>(step),
                        .first_index = first_row * cfg_.hidden};
   };
@@ -205,14 +206,16 @@ void GPTModel::set_micro_batch_position(int chunk, int slot, int64_t step, int64
   const Chunk& c = chunks_[chunk];
   for (size_t b = 0; b < c.blocks.size(); ++b) {
     const auto& keys = layer_dropout_keys_.at(static_cast<size_t>(c.first_layer) + b);
-    s.block_dropout[b] = {.attn = site(keys.attn.key), .mlp = site(keys.mlp.key)};
+    s.block_dropout[b] = {.attn = site(keys.attn.key), .mlp = site(keys.mlp.key),
+                          .lora = {.p = cfg_.lora.enabled() ? cfg_.lora.dropout : 0.0, .key = keys.lora.key,
+                                   .stream = static_cast<uint64_t>(step), .first_index = first_sequence * cfg_.seq_len}};
   }
 }
 
 void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, double* loss_sum) {
   Chunk& c = chunks_[chunk];
   Slot& s = slots_[chunk][slot];
-  const bool dropout = train && cfg_.dropout > 0;
+  const bool dropout = train && any_dropout();
   if (c.embeds) {
     embedding_->forward(ops_, s.tokens, s.positions, s.residual[0], scratch_.partial);
     if (dropout) s.embed_dropout.apply(ops_, s.residual[0]);
@@ -268,14 +271,14 @@ void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
   const LengthScope scope(*this, chunk, slot);
   Chunk& c = chunks_[chunk];
   Slot& s = slots_[chunk][slot];
-  const bool dropout = cfg_.dropout > 0;
+  const bool dropout = any_dropout();
   for (size_t l = c.blocks.size(); l-- > 0;) {
     const TransformerBlock::Dropout d = dropout ? s.block_dropout[l] : TransformerBlock::Dropout{};
     // Rebuild what the forward pass did not keep: same kernels, same inputs, same values.
     if (plan_.recompute == Recompute::kFull)
       c.blocks[l]->forward(ops_, s.residual[l], s.positions, s.acts[l], recompute_out_, scratch_, d);
     else if (plan_.recompute == Recompute::kSelective)
-      c.blocks[l]->recompute_attention(ops_, s.positions, s.acts[l], scratch_);
+      c.blocks[l]->recompute_attention(ops_, s.positions, s.acts[l], scratch_, d.lora);
     c.blocks[l]->backward(ops_, s.residual[l], s.positions, s.acts[l], s.dres, scratch_, d);
     if (last_micro_batch) {
       finish_norm_grads(c.blocks[l]->norm_grads());

@@ -3,11 +3,18 @@
 
 #include <cmath>
 
+#include "trident/core/rng.hpp"
+
 namespace trident::model {
 
 Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool bias, double init_std, Split split,
                TensorParallel tp, int lora_rank, double lora_scale)
-    : split_(tp.size() > 1 ? split : Split::kNone), tp_(tp), lora_scale_(lora_scale) {
+    : split_(tp.size() > 1 ? split : Split::kNone),
+      tp_(tp),
+      lora_scale_(lora_scale),
+      lora_key_(rng_key(0, name)),
+      in_(in),
+      in_first_(split_ == Split::kRow ? int64_t(in / tp.size()) * tp.rank() : 0) {
   const int weight_split = split_ == Split::kColumn ? 0 : split_ == Split::kRow ? 1 : -1;
   weight_ = &store.add({.name = name + ".weight", .global_shape = Shape{out, in}, .init = Init::kNormal,
                         .init_std = init_std, .weight_decay = true, .split_dim = weight_split,
@@ -27,7 +34,7 @@ Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool
   }
 }
 
-void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate) const {
+void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate, const DropoutSite& lora_dropout) const {
   if (split_ == Split::kRow) {
     TRIDENT_CHECK(!accumulate, "a row-parallel output is partial until summed over the group");
     ops.gemm(false, true, 1.0, x, weight_->gemm_value(), 0.0, y);
@@ -35,7 +42,7 @@ void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate) cons
     ops.gemm(false, true, 1.0, x, weight_->gemm_value(), accumulate ? 1.0 : 0.0, y);
     if (bias_) ops.add_bias(y, bias_->value);
   }
-  if (lora_a_) lora_forward(ops, x, y);
+  if (lora_a_) lora_forward(ops, x, y, lora_dropout);
 }
 
 Tensor Linear::lora_rows(Ops& ops, Tensor& buffer, int64_t rows) const {
@@ -44,7 +51,44 @@ Tensor Linear::lora_rows(Ops& ops, Tensor& buffer, int64_t rows) const {
   return buffer.narrow(0, rows);
 }
 
-void Linear::lora_forward(Ops& ops, const Tensor& x, Tensor& y) const {
+namespace {
+// Two scratch buffers shared by every adapter (calls never overlap): the masked input, and the
+// masked input gradient. Grown on demand, per dtype.
+Tensor& shared_scratch(int slot, DType dtype) {
+  static Tensor buffers[2][2];
+  return buffers[slot][dtype == DType::kF64 ? 1 : 0];
+}
+}  // namespace
+
+Tensor Linear::lora_input(Ops& ops, const Tensor& x, const DropoutSite& d, int scratch) const {
+  if (!d.active()) return x;
+  const int64_t width = x.dim(-1), rows = x.numel() / width;
+  const DType dtype = lora_a_->value.dtype();
+  Tensor& buffer = shared_scratch(scratch, dtype);
+  if (!buffer.defined() || buffer.numel() < rows * width) buffer = ops.zeros(Shape{rows * width}, dtype);
+  Tensor masked = buffer.narrow(0, rows * width).view(Shape{rows, width});
+  ops.copy(x, masked);
+  lora_mask(ops, masked, d);
+  return masked;
+}
+
+void Linear::lora_mask(Ops& ops, Tensor& t, const DropoutSite& d) const {
+  // Element (row, column) of the whole input has global index (first row + row) * in + column.
+  const uint64_t key = d.key ^ lora_key_;
+  const int64_t width = t.dim(-1), rows = t.numel() / width;
+  if (width == in_) {
+    ops.dropout(t, d.p, key, d.stream, d.first_index * in_);
+    return;
+  }
+  Tensor by_row = t.view(Shape{rows, width});
+  for (int64_t r = 0; r < rows; ++r) {  // a row-parallel shard: this rank's columns of each row
+    Tensor row = by_row.narrow(r, r + 1);
+    ops.dropout(row, d.p, key, d.stream, (d.first_index + r) * in_ + in_first_);
+  }
+}
+
+void Linear::lora_forward(Ops& ops, const Tensor& x_in, Tensor& y, const DropoutSite& d) const {
+  const Tensor x = lora_input(ops, x_in, d, 0);
   Tensor h = lora_rows(ops, lora_h_, x.numel() / x.dim(-1));
   ops.gemm(false, true, 1.0, x, lora_a_->gemm_value(), 0.0, h);  // h = x A^T
   if (split_ == Split::kRow) {
@@ -54,7 +98,8 @@ void Linear::lora_forward(Ops& ops, const Tensor& x, Tensor& y) const {
   ops.gemm(false, true, lora_scale_, h, lora_b_->gemm_value(), 1.0, y);  // y += s h B^T
 }
 
-void Linear::lora_backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx) const {
+void Linear::lora_backward(Ops& ops, const Tensor& x_in, const Tensor& dy, Tensor* dx, const DropoutSite& d) const {
+  const Tensor x = lora_input(ops, x_in, d, 0);
   const int64_t rows = x.numel() / x.dim(-1);
   Tensor h = lora_rows(ops, lora_h_, rows), dh = lora_rows(ops, lora_dh_, rows);
   ops.gemm(false, true, 1.0, x, lora_a_->gemm_value(), 0.0, h);
@@ -63,18 +108,32 @@ void Linear::lora_backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* 
   ops.gemm(false, false, lora_scale_, dy, lora_b_->gemm_value(), 0.0, dh);  // dh = s dy B
   if (split_ == Split::kColumn) tp_.all_reduce(dh);  // each rank held some output columns
   ops.gemm(true, false, 1.0, dh, x, 1.0, lora_a_->grad);                     // dA += dh^T x
-  if (dx && (split_ != Split::kColumn || tp_.rank() == 0)) ops.gemm(false, false, 1.0, dh, lora_a_->gemm_value(), 1.0, *dx);
+  if (!dx || (split_ == Split::kColumn && tp_.rank() != 0)) return;
+  if (!d.active()) {
+    ops.gemm(false, false, 1.0, dh, lora_a_->gemm_value(), 1.0, *dx);  // dx += dh A
+    return;
+  }
+  // Through the mask: dx += mask(dh A).
+  Tensor& buffer = shared_scratch(1, lora_a_->value.dtype());
+  const int64_t width = x.dim(-1);
+  if (!buffer.defined() || buffer.numel() < rows * width) buffer = ops.zeros(Shape{rows * width}, lora_a_->value.dtype());
+  Tensor through = buffer.narrow(0, rows * width).view(Shape{rows, width});
+  ops.gemm(false, false, 1.0, dh, lora_a_->gemm_value(), 0.0, through);
+  lora_mask(ops, through, d);
+  Tensor dx_rows = dx->view(Shape{rows, width});
+  ops.add(dx_rows, through, dx_rows);
 }
 
 void Linear::add_bias(Ops& ops, Tensor& y) const {
   if (bias_) ops.add_bias(y, bias_->value);
 }
 
-void Linear::backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx) const {
+void Linear::backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx,
+                      const DropoutSite& lora_dropout) const {
   if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dy, x, 1.0, weight_->grad);  // [out, N] @ [N, in]
   if (bias_ && bias_->needs_grad()) ops.bias_backward(dy, bias_->grad);
   if (dx) ops.gemm(false, false, 1.0, dy, weight_->gemm_value(), accumulate_dx ? 1.0 : 0.0, *dx);  // [N, out] @ [out, in]
-  if (lora_a_) lora_backward(ops, x, dy, dx);
+  if (lora_a_) lora_backward(ops, x, dy, dx, lora_dropout);
 }
 
 }  // namespace trident::model

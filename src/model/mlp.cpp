@@ -36,28 +36,29 @@ MlpScratch Mlp::make_scratch(Ops& ops, int64_t rows, DType dtype) const {
   return s;
 }
 
-void Mlp::forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out, bool accumulate) const {
-  up_.forward(ops, x, a.up);
+void Mlp::forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out, bool accumulate,
+                  const DropoutSite& lora) const {
+  up_.forward(ops, x, a.up, false, lora);
   if (gate_) {
-    gate_->forward(ops, x, a.gate);
+    gate_->forward(ops, x, a.gate, false, lora);
     ops.swiglu_forward(a.gate, a.up, a.act);
   } else {
     ops.gelu_forward(a.up, a.act);
   }
-  down_.forward(ops, a.act, out, accumulate);
+  down_.forward(ops, a.act, out, accumulate, lora);
 }
 
 void Mlp::backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dout, MlpScratch& s,
-                   Tensor& dx) const {
-  down_.backward(ops, a.act, dout, &s.dact);
+                   Tensor& dx, const DropoutSite& lora) const {
+  down_.backward(ops, a.act, dout, &s.dact, false, lora);
   if (gate_) {
     // dact -> (dgate, dup); dup reuses dact's buffer once both are computed by the kernel.
     ops.swiglu_backward(a.gate, a.up, s.dact, s.dgate, s.dact);
-    gate_->backward(ops, x, s.dgate, &dx);
-    up_.backward(ops, x, s.dact, &dx, /*accumulate_dx=*/true);
+    gate_->backward(ops, x, s.dgate, &dx, false, lora);
+    up_.backward(ops, x, s.dact, &dx, /*accumulate_dx=*/true, lora);
   } else {
     ops.gelu_backward(a.up, s.dact, s.dact);
-    up_.backward(ops, x, s.dact, &dx);
+    up_.backward(ops, x, s.dact, &dx, false, lora);
   }
 }
 

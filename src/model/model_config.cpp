@@ -35,6 +35,7 @@ void ModelConfig::resolve() {
   TRIDENT_CONFIG_CHECK(dropout >= 0.0 && dropout < 1.0, "model.dropout must be in [0, 1) (got ", dropout, ")");
   if (lora.enabled()) {
     TRIDENT_CONFIG_CHECK(lora.alpha > 0, "lora.alpha must be > 0 (got ", lora.alpha, ")");
+    TRIDENT_CONFIG_CHECK(lora.dropout >= 0 && lora.dropout < 1, "lora.dropout must be in [0, 1) (got ", lora.dropout, ")");
     int targeted = 0;
     for (const char* t : {"q", "k", "v", "o", "up", "down", "gate"}) targeted += lora.rank_for(t) > 0;
     size_t names = lora.targets.empty() ? 0 : size_t(std::count(lora.targets.begin(), lora.targets.end(), ',')) + 1;

@@ -36,7 +36,8 @@ TEST_P(ModelGradients, EveryParameterMatchesFiniteDifferences) {
     cfg.lora = {.r = 2, .alpha = 3,
                 .targets = GetParam().targets       ? GetParam().targets
                            : cfg.arch == Arch::kLlama ? "q,k,v,o,up,down,gate"
-                                                      : "q,k,v,o,up,down"};
+                                                      : "q,k,v,o,up,down",
+                .dropout = GetParam().dropout > 0 ? 0.3 : 0.0};  // masks on the adapters' input too
   const int batch = 2;
   GPTModel model(cfg, *ops, DType::kF64, batch);
   model.initialize(42);

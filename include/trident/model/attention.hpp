@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "trident/model/dropout_site.hpp"
 #include "trident/model/linear.hpp"
 #include "trident/model/model_config.hpp"
 
@@ -44,11 +45,13 @@ class Attention {
 
   // out = o(attention(x)), or out += o(attention(x)) when accumulate (onto the residual stream).
   // Under tensor parallelism out is this rank's partial sum [N, C]: finish_output completes it.
+  // lora: dropout on the adapters' input (training).
   void forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
-               bool accumulate) const;
+               bool accumulate, const DropoutSite& lora = {}) const;
   // The activations of forward without the output projection: q, k, v, rotary, attention
   // (selective recompute rebuilds them during backward).
-  void recompute(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a) const;
+  void recompute(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a,
+                 const DropoutSite& lora = {}) const;
   // Generation: S new tokens per sequence (x: [N = B*S, C], whole rows, no sequence
   // parallelism) at positions (int32 [N], device) start[b] + s (start: int32 [B], host).
   // Their keys and values go into the cache, the queries attend over it; out = the complete
@@ -64,7 +67,7 @@ class Attention {
   // dx = d(x) from dout (overwritten; under tensor parallelism this rank's partial sum);
   // parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
-                const Tensor& dout, AttentionScratch& s, Tensor& dx) const;
+                const Tensor& dout, AttentionScratch& s, Tensor& dx, const DropoutSite& lora = {}) const;
 
  private:
   const ModelConfig& cfg_;

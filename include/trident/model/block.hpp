@@ -55,14 +55,16 @@ class TransformerBlock {
   BlockScratch make_scratch(Ops& ops, int64_t batch, DType dtype, std::optional<DType> stored = {}) const;
 
   // Dropout applies to each branch before it joins the residual stream (when the site is active).
+  // lora: on the adapters' input, first_index the micro-batch's first global row.
   struct Dropout {
-    DropoutSite attn, mlp;
+    DropoutSite attn, mlp, lora;
   };
 
   void forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a, Tensor& y, BlockScratch& s,
                const Dropout& dropout) const;
   // Selective recompute: rebuilds a.attn (q, k, v, attention output, lse) from a.norm1.
-  void recompute_attention(Ops& ops, const Tensor& positions, BlockActivations& a, BlockScratch& s) const;
+  void recompute_attention(Ops& ops, const Tensor& positions, BlockActivations& a, BlockScratch& s,
+                           const DropoutSite& lora = {}) const;
   // Generation: x [N = B*S, C] (whole rows) becomes the block's output for S new tokens per
   // sequence at positions start[b] + s; their keys and values join the layer's cache.
   void decode(Ops& ops, Tensor& x, const Tensor& positions, const Tensor& start, KvCache& cache,

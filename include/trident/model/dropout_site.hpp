@@ -13,7 +13,7 @@ struct DropoutSite {
   double p = 0;
   uint64_t key = 0;
   uint64_t stream = 0;       // the optimizer step
-  int64_t first_index = 0;   // global index of this micro-batch's first element
+  int64_t first_index = 0;   // global index of this micro-batch's first element (LoRA: its first row)
 
   bool active() const { return p > 0; }
   // Forward on activations and backward on their gradient are the same call.

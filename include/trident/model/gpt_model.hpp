@@ -132,6 +132,7 @@ class GPTModel {
     bool embeds = false, predicts = false;
   };
   void run_forward(int chunk, int slot, bool train, double grad_scale, double* loss_sum);
+  bool any_dropout() const { return cfg_.dropout > 0 || (cfg_.lora.enabled() && cfg_.lora.dropout > 0); }
   // Copies a micro-batch of length L = positions.numel() / B into the slot (its prefix).
   void load_micro_batch(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions);
   // For one forward or backward call on a slot holding a shorter micro-batch: puts views cut to

@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "trident/model/dropout_site.hpp"
 #include "trident/model/param_store.hpp"
 #include "trident/model/tensor_parallel.hpp"
 
@@ -27,13 +28,16 @@ class Linear {
 
   // y = x W^T + b, or y += x W^T + b when accumulate (fuses a residual add). Row split over
   // tp > 1: y = x W^T only, a partial sum (no accumulate).
-  void forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate = false) const;
+  // lora_dropout: dropout on the adapter's input (training), masks keyed by (its key and this
+  // adapter's name, the step, the global element index of x) so every layout drops alike.
+  void forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate = false, const DropoutSite& lora_dropout = {}) const;
   // The bias a row-parallel forward left out, added once the output is summed.
   void add_bias(Ops& ops, Tensor& y) const;
   bool row_parallel() const { return split_ == Split::kRow; }
   // dW += dy^T x, db += colsum(dy) (not for frozen ones); dx = dy W (or dx += dy W when
   // accumulate_dx); the adapter's gradients too. dx may be nullptr when the input needs none.
-  void backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx = false) const;
+  void backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx = false,
+                const DropoutSite& lora_dropout = {}) const;
 
   Parameter& weight() const { return *weight_; }
   Parameter* bias() const { return bias_; }
@@ -45,9 +49,13 @@ class Linear {
   // backward rather than kept (an [N, r] GEMM). Under tensor parallelism h of a row-parallel
   // adapter and dh of a column-parallel one are partial sums, completed by an all-reduce of
   // [N, r]; a term every rank then holds whole joins a partial output on rank 0 only.
-  void lora_forward(Ops& ops, const Tensor& x, Tensor& y) const;
-  void lora_backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx) const;
+  void lora_forward(Ops& ops, const Tensor& x, Tensor& y, const DropoutSite& d) const;
+  void lora_backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, const DropoutSite& d) const;
   Tensor lora_rows(Ops& ops, Tensor& buffer, int64_t rows) const;
+  // The adapter's input: x, or x with the dropout mask applied (in a shared scratch buffer).
+  Tensor lora_input(Ops& ops, const Tensor& x, const DropoutSite& d, int scratch) const;
+  // Applies the mask of d to t [rows, this rank's input features] in place.
+  void lora_mask(Ops& ops, Tensor& t, const DropoutSite& d) const;
 
   Parameter* weight_;
   Parameter* bias_ = nullptr;
@@ -56,6 +64,8 @@ class Linear {
   Parameter* lora_a_ = nullptr;
   Parameter* lora_b_ = nullptr;
   double lora_scale_ = 0;
+  uint64_t lora_key_ = 0;      // this adapter's part of the dropout key (from its name)
+  int64_t in_ = 0, in_first_ = 0;  // global input features; this rank's first one
   mutable Tensor lora_h_, lora_dh_;  // [N, r] scratch, grown on demand
 };
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "trident/model/dropout_site.hpp"
 #include "trident/model/linear.hpp"
 #include "trident/model/model_config.hpp"
 
@@ -29,7 +30,8 @@ class Mlp {
 
   // out = mlp(x), or out += mlp(x) when accumulate (onto the residual stream). Under tensor
   // parallelism out is this rank's partial sum [N, C]: finish_output completes it.
-  void forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out, bool accumulate) const;
+  void forward(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out, bool accumulate,
+               const DropoutSite& lora = {}) const;
   // Generation (whole rows, no sequence parallelism): out = the complete mlp(x), summed over
   // the tensor-parallel group.
   void decode(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out) const;
@@ -38,7 +40,7 @@ class Mlp {
   // dx = d(x) from dout (overwritten; under tensor parallelism this rank's partial sum);
   // parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dout, MlpScratch& s,
-                Tensor& dx) const;
+                Tensor& dx, const DropoutSite& lora = {}) const;
 
  private:
   const ModelConfig& cfg_;

@@ -14,6 +14,7 @@ struct LoraConfig {
   int r = 0;
   double alpha = 16;
   std::string targets = "q,v";  // comma list of q, k, v, o, up, down, gate
+  double dropout = 0;           // on the adapters' input (training only), as PEFT's lora_dropout
   bool enabled() const { return r > 0; }
   double scale() const { return r > 0 ? alpha / r : 0.0; }
   // The rank of the adapter on projection `name` (q, k, ...): r when targeted, else 0.
