@@ -71,7 +71,7 @@ expect_error() {  # expect_error PATTERN COMMAND...: exit 2 and PATTERN in the m
 expect_error "was not trained with LoRA" "$trident" convert --to peft --input "$work/full.h5" --output "$work/x"
 expect_error "gate needs arch = llama" "$trident" train --config input/configs/tiny.ini --lora.enabled=true --lora.targets=q,gate
 expect_error "lora.targets = 'q,x'" "$trident" train --config input/configs/tiny.ini --lora.enabled=true --lora.targets=q,x
-expect_error "lora.dropout = 0.1" "$trident" train --config input/configs/tiny.ini --lora.enabled=true --lora.dropout=0.1
+expect_error "lora.dropout must be in \[0, 1)" "$trident" train --config input/configs/tiny.ini --lora.enabled=true --lora.dropout=1.5
 expect_error "r = 4, lora_alpha = 8 but lora.r = 8" "$trident" eval --model.init_from=$base "${eval_args[@]}" \
   --lora.enabled=true --lora.r=8 --lora.alpha=16 --lora.targets=q,k,v,o,gate,up,down --lora.init_from="$work/peft" \
   --log.run_dir="$work/bad"
