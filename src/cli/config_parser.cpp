@@ -55,14 +55,6 @@ class Values {
     if (s == "false" || s == "0" || s == "no" || s == "off") return false;
     throw ConfigError(key + ": expected true or false, got '" + str(key) + "'");
   }
-  // Keys whose feature this version does not have must keep their default value.
-  void require_default(const std::string& key, const std::string& what) const {
-    for (const ConfigKey& k : config_schema())
-      if (key == k.name && str(key) != k.fallback)
-        throw ConfigError(key + " = " + str(key) + ": " + what + " is not available in this version of trident (only " +
-                          key + " = " + (k.fallback[0] ? k.fallback : "<empty>") + ")");
-  }
-
  private:
   std::map<std::string, std::string> values_;
 };
