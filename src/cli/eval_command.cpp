@@ -11,6 +11,7 @@
 #include "trident/core/log.hpp"
 #include "trident/dist/mpi_session.hpp"
 #include "trident/dist/watchdog.hpp"
+#include "trident/train/task_evaluator.hpp"
 #include "trident/train/trainer.hpp"
 
 namespace trident::cli {
@@ -46,7 +47,11 @@ int run_eval(int argc, char** argv) {
   train::RunConfig cfg;
   try {
     cfg = parse_run_config(static_cast<int>(args.size()), args.data(), mpi.world_size());
-    // Evaluation reads no training data.
+    // Evaluation reads no training data; its prep.json still says how task prompts are rendered.
+    if (!cfg.eval.task.empty()) {
+      cfg.eval.prompt_template = train::task_template(cfg);
+      cfg.eval.tokenizer = train::task_tokenizer_spec(cfg);
+    }
     cfg.data.train.clear();
     TRIDENT_CONFIG_CHECK(!cfg.data.valid.empty() || !cfg.eval.task.empty(),
                          "evaluation needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");

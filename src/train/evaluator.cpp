@@ -55,22 +55,26 @@ EvalResult Evaluator::run(int64_t step) {
   return r;
 }
 
-void append_eval_jsonl(const std::string& path, const EvalResult& r, const std::string& dataset) {
+void append_metric_lines(const std::string& path, int64_t step, const std::string& dataset,
+                         std::initializer_list<std::pair<const char*, double>> metrics) {
   std::ofstream out(path, std::ios::app);
   TRIDENT_CHECK(out.good(), "cannot append to ", path);
-  const std::pair<const char*, double> metrics[] = {
-      {"perplexity", r.perplexity}, {"loss", r.loss},         {"accuracy", r.accuracy},
-      {"tokens", double(r.tokens)}, {"tokens_per_s", r.tokens_per_s}, {"samples_per_s", r.samples_per_s},
-      {"mem_mb", r.mem_mb}};
   for (const auto& [name, value] : metrics) {
     Json line = Json::object();
-    line.set("step", Json(r.step));
+    line.set("step", Json(step));
     line.set("metric", Json(name));
     line.set("value", Json(value));
     line.set("dataset", Json(dataset));
     out << line.dump() << '\n';
   }
   out.flush();
+}
+
+void append_eval_jsonl(const std::string& path, const EvalResult& r, const std::string& dataset) {
+  append_metric_lines(path, r.step, dataset,
+                      {{"perplexity", r.perplexity}, {"loss", r.loss}, {"accuracy", r.accuracy},
+                       {"tokens", double(r.tokens)}, {"tokens_per_s", r.tokens_per_s},
+                       {"samples_per_s", r.samples_per_s}, {"mem_mb", r.mem_mb}});
 }
 
 std::string format_eval(const EvalResult& r, const std::string& dataset) {

@@ -15,6 +15,7 @@
 #include "trident/data/prep_record.hpp"
 #include "trident/model/hf_config.hpp"
 #include "trident/train/answer_match.hpp"
+#include "trident/train/evaluator.hpp"
 #include "trident/train/generator.hpp"
 
 namespace trident::train {
@@ -167,21 +168,10 @@ TaskResult TaskEvaluator::run(int64_t step) {
 }
 
 void append_task_jsonl(const std::string& path, const TaskResult& r, const std::string& dataset) {
-  std::ofstream out(path, std::ios::app);
-  TRIDENT_CHECK(out.good(), "cannot append to ", path);
-  const std::pair<const char*, double> metrics[] = {
-      {"exact_match", r.exact_match},        {"f1", r.f1},
-      {"examples", double(r.examples)},      {"gen_tokens_per_s", r.tokens_per_s},
-      {"gen_samples_per_s", r.samples_per_s}, {"mem_mb", r.mem_mb}};
-  for (const auto& [name, value] : metrics) {
-    Json line = Json::object();
-    line.set("step", Json(r.step));
-    line.set("metric", Json(name));
-    line.set("value", Json(value));
-    line.set("dataset", Json(dataset));
-    out << line.dump() << '\n';
-  }
-  out.flush();
+  append_metric_lines(path, r.step, dataset,
+                      {{"exact_match", r.exact_match}, {"f1", r.f1}, {"examples", double(r.examples)},
+                       {"gen_tokens_per_s", r.tokens_per_s}, {"gen_samples_per_s", r.samples_per_s},
+                       {"mem_mb", r.mem_mb}});
 }
 
 std::string format_task(const TaskResult& r, const std::string& dataset) {

@@ -41,6 +41,12 @@ printf '%s\n' '{"input": "def ", "output": "main"}' '{"input": "import ", "outpu
 grep -q "task eval at step 2" "$work/train.log" || fail "no task evaluation at step 2: $(cat "$work/train.log")"
 [ "$(grep -c '"metric":"exact_match"' "$work/train/eval.jsonl")" -eq 2 ] || fail "want 2 exact_match lines: $(cat "$work/train/eval.jsonl")"
 
+# eval.template = auto: the template data.train's prep.json names, in `trident eval` too.
+"$trident" prep --input "$work/bytes.jsonl" --output "$work/sft" --template alpaca > /dev/null
+"$trident" eval --config input/configs/tiny.ini --data.train="$work/sft" --eval.task="$work/bytes.jsonl" \
+  --eval.max_new_tokens=4 --log.run_dir="$work/train" > "$work/auto.log"
+grep -q "prompt: ### Instruction: def   ### Response:" "$work/auto.log" || fail "not alpaca: $(grep prompt "$work/auto.log")"
+
 expect_error() {  # expect_error PATTERN ARGS...: exit 2 and PATTERN in the message
   local pattern=$1 code
   shift

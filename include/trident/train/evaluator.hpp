@@ -4,6 +4,8 @@
 // layout beyond floating-point rounding. Results go to <run_dir>/eval.jsonl (rank 0).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <memory>
 #include <string>
 
@@ -48,7 +50,9 @@ class Evaluator {
   int64_t batches_ = 0;
 };
 
-// Appends one line per metric {"step", "metric", "value", "dataset"} to path.
+// Appends one line per metric {"step", "metric", "value", "dataset"} to path (eval.jsonl).
+void append_metric_lines(const std::string& path, int64_t step, const std::string& dataset,
+                         std::initializer_list<std::pair<const char*, double>> metrics);
 void append_eval_jsonl(const std::string& path, const EvalResult& r, const std::string& dataset);
 // A short table for the terminal.
 std::string format_eval(const EvalResult& r, const std::string& dataset);
