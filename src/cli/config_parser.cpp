@@ -122,7 +122,9 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
             .timeout_s = v.number("comm.timeout_s"),
             .compression = dist::compression_from_name(v.str("comm.compression")),
             .topk_ratio = v.number("comm.topk_ratio"),
+            .topk_warmup = v.int32("comm.topk_warmup"),
             .powersgd_rank = v.int32("comm.powersgd_rank")};
+  TRIDENT_CONFIG_CHECK(c.comm.topk_warmup >= 0, "comm.topk_warmup must be >= 0 (got ", c.comm.topk_warmup, ")");
   TRIDENT_CONFIG_CHECK(c.comm.topk_ratio > 0 && c.comm.topk_ratio <= 1, "comm.topk_ratio must be in (0, 1] (got ",
                        c.comm.topk_ratio, ")");
   TRIDENT_CONFIG_CHECK(c.comm.powersgd_rank >= 1 && c.comm.powersgd_rank <= 64,

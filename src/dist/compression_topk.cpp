@@ -30,8 +30,14 @@ void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float*
   }
 }
 
-TopKCompressor::TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio)
-    : GradCompressor(dp, std::move(buckets)), ratio_(ratio), buffers_(buckets_.size()) {
+double TopKCompressor::density(double ratio, int warmup, int64_t step) {
+  if (step >= warmup) return ratio;
+  const int64_t quarter = std::min<int64_t>(3, 4 * step / std::max(warmup, 1));
+  return std::max(ratio, std::pow(0.25, double(1 + quarter)));
+}
+
+TopKCompressor::TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio, int warmup)
+    : GradCompressor(dp, std::move(buckets)), ratio_(ratio), warmup_(warmup), buffers_(buckets_.size()) {
   TRIDENT_CONFIG_CHECK(ratio > 0 && ratio <= 1, "comm.topk_ratio must be in (0, 1] (got ", ratio, ")");
   int64_t total = 0;
   std::vector<int64_t> at(buckets_.size());
@@ -44,11 +50,18 @@ TopKCompressor::TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets
   for (size_t i = 0; i < buckets_.size(); ++i) {
     if (!compresses(i)) continue;
     Buffers& B = buffers_[i];
+    const int64_t largest = topk_count(buckets_[i].end - buckets_[i].begin, density(ratio, warmup, 0));
     B.k = topk_count(buckets_[i].end - buckets_[i].begin, ratio);
-    B.send.resize(static_cast<size_t>(B.k));
-    B.recv.resize(static_cast<size_t>(B.k * p()));
+    B.send.resize(static_cast<size_t>(largest));
+    B.recv.resize(static_cast<size_t>(largest * p()));
     B.residual = state_.data<float>() + at[i];
   }
+}
+
+void TopKCompressor::begin_step(int64_t steps_done) {
+  const double share = density(ratio_, warmup_, steps_done);
+  for (size_t i = 0; i < buckets_.size(); ++i)
+    if (compresses(i)) buffers_[i].k = topk_count(buckets_[i].end - buckets_[i].begin, share);
 }
 
 bool TopKCompressor::compresses(size_t i) const {
@@ -64,7 +77,7 @@ void TopKCompressor::start_compressed(size_t i) {
   const int64_t bytes = B.k * int64_t(sizeof(TopKPair));
   // Ring all-gather: each rank forwards p-1 of the p contributions.
   count_wire(uint64_t(bytes) * uint64_t(p() - 1));
-  requests_[i] = dp_.iall_gather_bytes(B.send.data(), B.recv.data(), bytes);
+  requests_[i] = dp_.iall_gather_bytes(B.send.data(), B.recv.data(), bytes);  // the first p * k of recv
 }
 
 void TopKCompressor::complete_compressed(size_t i) {
@@ -77,8 +90,10 @@ void TopKCompressor::complete_compressed(size_t i) {
   const int64_t hi = b.shard.defined() ? dp_.block(n, dp_.rank()).end : n;
   float* out = b.shard.defined() ? b.shard.data<float>() : b.grads.data<float>();
   std::fill_n(out, hi - lo, 0.0f);
-  for (const TopKPair& pair : B.recv)
+  for (int64_t j = 0; j < B.k * p(); ++j) {
+    const TopKPair& pair = B.recv[size_t(j)];
     if (pair.index >= lo && pair.index < hi) out[pair.index - lo] += pair.value;
+  }
 }
 
 }  // namespace trident::dist

@@ -49,7 +49,8 @@ void GradReducer::make_compressor() {
   compressor_ = dist::make_compressor(options_.compression, dp_, params_.flat_grads(), std::move(buckets), matrices);
 }
 
-void GradReducer::start_step() {
+void GradReducer::start_step(int64_t steps_done) {
+  if (compressor_) compressor_->begin_step(steps_done);
   for (Bucket& b : buckets_) b.started = false;
   next_to_start_ = buckets_.size();
   step_wire_bytes_ = step_raw_bytes_ = 0;

@@ -19,7 +19,7 @@ StepResult optimizer_step(StepParts& parts, const TrainConfig& cfg, int64_t step
     Tensor g = parts.model.params().flat_grads().narrow(0, 1);
     parts.ops.fill(g, poison);
   }
-  parts.reducer.start_step();
+  parts.reducer.start_step(step);
   // Each token's loss is divided by the global batch's valid targets, so the gradients summed
   // over micro-batches and dp ranks are the global-batch mean for any layout.
   // With loss scaling the gradients carry the scale; the optimizer divides it out again.

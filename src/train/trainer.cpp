@@ -69,6 +69,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
       model_->params(), ops, topology.dp(),
       ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1,
                      .compression = {.kind = cfg.comm.compression, .topk_ratio = cfg.comm.topk_ratio,
+                                     .topk_warmup = cfg.comm.topk_warmup,
                                      .powersgd_rank = cfg.comm.powersgd_rank, .seed = cfg.train.seed},
                      .grad_dtype = cfg.comm.grad_dtype},
       topology.model_parallel().size() > 1 ? &topology.model_parallel() : nullptr, topology.tp_rank());

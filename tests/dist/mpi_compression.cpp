@@ -7,6 +7,8 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "trident/core/rng.hpp"
@@ -114,21 +116,24 @@ TEST(CompressedReduce, TopKExactAtRatioOneAndSendsOnlyK) {
     for (int64_t i = 0; i < s.total; ++i)
       if (s.mine(i)) ASSERT_NEAR(s.result(i), s.exact[i], 1e-5 * (1 + std::fabs(s.exact[i]))) << i;
   }
-  // At 1%: the result is the sum of each rank's own top 1%.
-  Exchange s(1 << 20, false);
-  TopKCompressor c(s.dp, s.buckets, 0.01);
-  s.reduce(c);
-  EXPECT_EQ(c.take_wire_bytes(), uint64_t(topk_count(s.total, 0.01)) * 8 * uint64_t(s.dp.size() - 1));
-  std::vector<float> expected(static_cast<size_t>(s.total), 0.0f), mine(expected.size()), residual(expected.size());
-  std::vector<TopKPair> pairs(static_cast<size_t>(topk_count(s.total, 0.01)));
-  std::vector<float> scratch;
-  for (int r = 0; r < s.dp.size(); ++r) {
-    for (int64_t i = 0; i < s.total; ++i) mine[i] = i < kRows * kCols + 1000 ? value(r, i) : 0.0f;
-    topk_select(mine.data(), s.total, int64_t(pairs.size()), pairs.data(), residual.data(), scratch);
-    for (const TopKPair& p : pairs) expected[p.index] += p.value;
+  // At 1%, and at the 1/4 a warm-up starts with: the sum of each rank's own top share.
+  for (const auto& [warmup, share] : {std::pair{0, 0.01}, std::pair{8, 0.25}, std::pair{-8, 0.01}}) {
+    Exchange s(1 << 20, false);
+    TopKCompressor c(s.dp, s.buckets, 0.01, std::abs(warmup));
+    c.begin_step(warmup < 0 ? 8 : 0);  // -8: a warm-up of 8 steps, over
+    s.reduce(c);
+    EXPECT_EQ(c.take_wire_bytes(), uint64_t(topk_count(s.total, share)) * 8 * uint64_t(s.dp.size() - 1));
+    std::vector<float> expected(static_cast<size_t>(s.total), 0.0f), mine(expected.size()), residual(expected.size());
+    std::vector<TopKPair> pairs(static_cast<size_t>(topk_count(s.total, share)));
+    std::vector<float> scratch;
+    for (int r = 0; r < s.dp.size(); ++r) {
+      for (int64_t i = 0; i < s.total; ++i) mine[i] = i < kRows * kCols + 1000 ? value(r, i) : 0.0f;
+      topk_select(mine.data(), s.total, int64_t(pairs.size()), pairs.data(), residual.data(), scratch);
+      for (const TopKPair& p : pairs) expected[p.index] += p.value;
+    }
+    for (int64_t i = 0; i < s.total; ++i) ASSERT_EQ(s.flat.data<float>()[i], expected[i]) << i;
+    s.expect_same_on_every_rank();
   }
-  for (int64_t i = 0; i < s.total; ++i) ASSERT_EQ(s.flat.data<float>()[i], expected[i]) << i;
-  s.expect_same_on_every_rank();
 }
 
 TEST(CompressedReduce, PowerSGDExactForARankTwoSum) {

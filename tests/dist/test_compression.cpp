@@ -122,6 +122,20 @@ std::vector<float> low_rank_matrix(int64_t m, int64_t n, int r, uint64_t seed) {
   return M;
 }
 
+// Deep Gradient Compression's warm-up: the share falls from 1/4 by x1/4 per quarter of the
+// warm-up, never below the ratio, and is the ratio from the warm-up's end (and without one).
+TEST(TopK, DensityWarmUp) {
+  EXPECT_EQ(TopKCompressor::density(0.01, 0, 0), 0.01);
+  EXPECT_EQ(TopKCompressor::density(0.01, 100, 0), 0.25);
+  EXPECT_EQ(TopKCompressor::density(0.01, 100, 24), 0.25);
+  EXPECT_EQ(TopKCompressor::density(0.01, 100, 25), 0.0625);
+  EXPECT_EQ(TopKCompressor::density(0.01, 100, 50), 0.015625);
+  EXPECT_EQ(TopKCompressor::density(0.01, 100, 75), 0.01);  // 1/256 is below the ratio
+  EXPECT_EQ(TopKCompressor::density(0.001, 100, 99), 0.00390625);
+  EXPECT_EQ(TopKCompressor::density(0.001, 100, 100), 0.001);
+  EXPECT_EQ(TopKCompressor::density(0.5, 100, 10), 0.5);  // a ratio above 1/4 is sent throughout
+}
+
 TEST(PowerSGD, ExactForRankRMatrices) {
   for (int r : {1, 2, 4}) {
     const int64_t m = 96, n = 64;

@@ -39,6 +39,10 @@ inline constexpr int64_t kMinCompressedElements = 4096;
 struct CompressionOptions {
   CompressionKind kind = CompressionKind::kNone;
   double topk_ratio = 0.01;  // topk: share of a bucket's elements sent
+  // topk: over the first topk_warmup steps the share falls from 1/4 by a factor 4 per quarter
+  // (1/4, 1/16, 1/64, 1/256, never below topk_ratio), as Deep Gradient Compression's warm-up:
+  // early gradients change fast and the residual of a sparse start would lag far behind.
+  int topk_warmup = 0;
   int powersgd_rank = 4;     // powersgd: rank r of the approximation
   uint64_t seed = 1234;      // powersgd: the first Q, the same on every dp rank
 };
@@ -76,6 +80,9 @@ class GradCompressor {
   size_t num_buckets() const { return buckets_.size(); }
   // Lets MPI progress the exchanges in flight (called while backward goes on).
   void progress();
+  // Before a step's first bucket: the optimizer steps done so far (schedules such as top-k's
+  // warm-up).
+  virtual void begin_step(int64_t /*steps_done*/) {}
   // Whether bucket i is compressed (else it is all-reduced / reduce-scattered as is).
   virtual bool compresses(size_t i) const = 0;
 

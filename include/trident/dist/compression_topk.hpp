@@ -32,8 +32,12 @@ void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float*
 
 class TopKCompressor : public GradCompressor {
  public:
-  TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio);
+  // warmup: steps of the density warm-up (CompressionOptions::topk_warmup).
+  TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio, int warmup = 0);
   bool compresses(size_t i) const override;
+  void begin_step(int64_t steps_done) override;
+  // The share sent at a step: ratio after the warm-up, 4^-(1 + quarter) during it.
+  static double density(double ratio, int warmup, int64_t step);
 
  protected:
   void start_compressed(size_t i) override;
@@ -41,11 +45,12 @@ class TopKCompressor : public GradCompressor {
 
  private:
   struct Buffers {
-    int64_t k = 0;
-    std::vector<TopKPair> send, recv;  // k, p * k
+    int64_t k = 0;                     // this step's
+    std::vector<TopKPair> send, recv;  // k, p * k (sized for the largest k)
     float* residual = nullptr;         // bucket-long
   };
   double ratio_;
+  int warmup_;
   std::vector<Buffers> buffers_;
   std::vector<float> scratch_;
 };

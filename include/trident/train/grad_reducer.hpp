@@ -46,7 +46,7 @@ class GradReducer {
 
   bool overlap() const { return options_.overlap; }
   // Marks every bucket pending; call before the step's last micro-batch.
-  void start_step();
+  void start_step(int64_t steps_done = 0);
   // Gradients from flat offset `offset` to the end are final: start those buckets (overlap).
   void grads_final_from(int64_t offset);
   // Starts what is left and waits for every bucket.

@@ -49,6 +49,7 @@ struct CommConfig {
   double timeout_s = 600;  // watchdog: abort when a communication waits longer (0: off)
   dist::CompressionKind compression = dist::CompressionKind::kNone;  // dp gradient compression
   double topk_ratio = 0.01;
+  int topk_warmup = 0;     // steps of top-k's density warm-up (dist::CompressionOptions)
   int powersgd_rank = 4;
   DType grad_dtype = DType::kF32;  // dtype gradients are reduced in across dp (fp32, bf16, fp16)
 };
