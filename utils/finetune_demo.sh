@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# LoRA fine-tuning demo, one command: the demo model (input/configs/demo.ini) learns to reverse
-# short lowercase strings ("Q: reverse hello\nA: olleh") with rank-8 adapters on every
+# LoRA fine-tuning demo, one command: the demo model (input/configs/demo.ini) learns to name the
+# last digit of a random number ("Q: last digit of 48173\nA: 3") with rank-8 adapters on every
 # projection (input/configs/finetune-lora.ini), on 2 MPI ranks (dp=2).
 #   1. runs ./utils/demo.sh first (setup, build, ~5 min of pretraining) when the base checkpoint
 #      runs/demo/checkpoints/step_00000300.h5 is missing;
