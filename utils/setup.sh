@@ -10,6 +10,7 @@ packages=(
   libboost-program-options-dev               # INI + command-line configuration
   libdnnl-dev                                # oneDNN: the CPU GEMM library
   libgtest-dev googletest                    # unit and MPI tests
+  libbenchmark-dev                           # Google Benchmark: kernel micro-benchmarks (tests/bench)
   python3                                    # demo corpus lives in the Python stdlib sources
   python3-h5py python3-numpy                 # utils/read_checkpoint.py: checkpoints read without trident
   slurm-wlm munge                            # jobs/*.sbatch tested on a local Slurm (utils/slurm-local.sh)
