@@ -7,8 +7,7 @@
 namespace trident::model {
 
 Mlp::Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp)
-    : cfg_(cfg),
-      tp_(tp),
+    : tp_(tp),
       ffn_(cfg.ffn_hidden / tp.size()),
       up_(store, prefix + ".up", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02, Split::kColumn, tp,
           cfg.lora.rank_for("up"), cfg.lora.scale()),

@@ -43,7 +43,6 @@ class Mlp {
                 Tensor& dx, const DropoutSite& lora = {}) const;
 
  private:
-  const ModelConfig& cfg_;
   TensorParallel tp_;
   int ffn_;  // hidden features on this rank
   Linear up_, down_;
