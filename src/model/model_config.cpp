@@ -16,8 +16,10 @@ Arch arch_from_name(const std::string& name) {
 const char* arch_name(Arch arch) { return arch == Arch::kGPT2 ? "gpt2" : "llama"; }
 
 void ModelConfig::resolve() {
-  TRIDENT_CONFIG_CHECK(layers >= 1, "model.layers must be >= 1 (got ", layers, ")");
-  TRIDENT_CONFIG_CHECK(hidden >= 1, "model.hidden must be >= 1 (got ", hidden, ")");
+  // Upper bounds far beyond any model, so sizes and their products stay within int / int64.
+  constexpr int kMaxWidth = 1 << 20, kMaxLayers = 1 << 16, kMaxVocab = 1 << 30, kMaxSeq = 1 << 24;
+  TRIDENT_CONFIG_CHECK(layers >= 1 && layers <= kMaxLayers, "model.layers must be in [1, ", kMaxLayers, "] (got ", layers, ")");
+  TRIDENT_CONFIG_CHECK(hidden >= 1 && hidden <= kMaxWidth, "model.hidden must be in [1, ", kMaxWidth, "] (got ", hidden, ")");
   TRIDENT_CONFIG_CHECK(heads >= 1, "model.heads must be >= 1 (got ", heads, ")");
   TRIDENT_CONFIG_CHECK(hidden % heads == 0, "model.heads = ", heads, " must divide model.hidden = ", hidden);
   if (kv_heads == 0) kv_heads = heads;
@@ -29,11 +31,13 @@ void ModelConfig::resolve() {
                        " must be even for rotary embeddings (arch = llama)");
   if (ffn_hidden == 0)
     ffn_hidden = arch == Arch::kGPT2 ? 4 * hidden : (8 * hidden / 3 + 63) / 64 * 64;
-  TRIDENT_CONFIG_CHECK(ffn_hidden >= 1, "model.ffn_hidden must be >= 1 (got ", ffn_hidden, ")");
-  TRIDENT_CONFIG_CHECK(vocab >= 2, "model.vocab must be >= 2 (got ", vocab, ")");
-  TRIDENT_CONFIG_CHECK(seq_len >= 1, "model.seq_len must be >= 1 (got ", seq_len, ")");
+  TRIDENT_CONFIG_CHECK(ffn_hidden >= 1 && ffn_hidden <= 4 * kMaxWidth, "model.ffn_hidden must be in [1, ",
+                       4 * kMaxWidth, "] (got ", ffn_hidden, ")");
+  TRIDENT_CONFIG_CHECK(vocab >= 2 && vocab <= kMaxVocab, "model.vocab must be in [2, ", kMaxVocab, "] (got ", vocab, ")");
+  TRIDENT_CONFIG_CHECK(seq_len >= 1 && seq_len <= kMaxSeq, "model.seq_len must be in [1, ", kMaxSeq, "] (got ", seq_len, ")");
   TRIDENT_CONFIG_CHECK(dropout >= 0.0 && dropout < 1.0, "model.dropout must be in [0, 1) (got ", dropout, ")");
   if (lora.enabled()) {
+    TRIDENT_CONFIG_CHECK(lora.r <= hidden, "lora.r = ", lora.r, " must be <= model.hidden = ", hidden);
     TRIDENT_CONFIG_CHECK(lora.alpha > 0, "lora.alpha must be > 0 (got ", lora.alpha, ")");
     TRIDENT_CONFIG_CHECK(lora.dropout >= 0 && lora.dropout < 1, "lora.dropout must be in [0, 1) (got ", lora.dropout, ")");
     int targeted = 0;
