@@ -89,6 +89,30 @@ Curve train(const RunConfig& cfg, MPI_Comm base) {
   return curve;
 }
 
+// A (dp, tp, pp) layout.
+struct Layout3 {
+  int dp, tp, pp;
+  std::string str() const {
+    return "(dp, tp, pp) = (" + std::to_string(dp) + ", " + std::to_string(tp) + ", " + std::to_string(pp) + ")";
+  }
+};
+
+// The layouts of up to two ranks per dimension that fill the world (fine-tuning tests).
+std::vector<Layout3> small_layouts(int world) {
+  std::vector<Layout3> out;
+  for (const Layout3& L : std::vector<Layout3>{{2, 1, 1}, {1, 2, 1}, {1, 1, 2}, {2, 2, 1}, {1, 2, 2}, {2, 1, 2}, {2, 2, 2}})
+    if (L.dp * L.tp * L.pp == world) out.push_back(L);
+  return out;
+}
+
+// ref moved to layout L (ZeRO-1 when there is data parallelism), run in run_dir.
+RunConfig in_layout(RunConfig cfg, const Layout3& L, const std::string& run_dir) {
+  cfg.log.run_dir = run_dir;
+  cfg.layout = {.dp = L.dp, .tp = L.tp, .pp = L.pp};
+  cfg.zero = L.dp > 1 ? 1 : 0;
+  return cfg;
+}
+
 // Every test: this rank's place in MPI_COMM_WORLD and scratch run directories named by the
 // process id (so ranks never share one), removed after the test.
 class LayoutInvariance : public ::testing::Test {
@@ -172,9 +196,6 @@ TEST_F(LayoutInvariance, TensorParallelMatchesSingleRank) {
 // The full 3D grid: every layout of DESIGN.md's list that fits the world size, with each
 // pipeline schedule, GPT-2 (embeddings tied across the first and last stage) and Llama.
 TEST_F(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
-  struct Layout3 {
-    int dp, tp, pp;
-  };
   const std::vector<Layout3> all = {{1, 1, 2}, {1, 1, 4}, {2, 1, 2}, {1, 2, 2}, {2, 2, 2}, {1, 2, 4}, {4, 2, 1}, {2, 1, 4}};
   for (model::Arch arch : {model::Arch::kGPT2, model::Arch::kLlama}) {
     RunConfig ref_cfg = tiny_run(1, ref_dir());
@@ -335,10 +356,6 @@ TEST_F(LayoutInvariance, DataParallelWithLossMasks) {
 // (2, 2, 2) among them: the single-rank losses and adapters; every frozen weight bitwise what
 // initialisation gave it, after training.
 TEST_F(LayoutInvariance, LoraMatchesSingleRank) {
-  struct Layout3 {
-    int dp, tp, pp;
-  };
-  const std::vector<Layout3> all = {{2, 1, 1}, {1, 2, 1}, {1, 1, 2}, {2, 2, 1}, {1, 2, 2}, {2, 1, 2}, {2, 2, 2}};
   // Llama with q, v only: the inputs of the adapter-less projections are not kept.
   const std::pair<model::Arch, std::string> cases[] = {
       {model::Arch::kGPT2, "all"}, {model::Arch::kLlama, "all"}, {model::Arch::kLlama, "q,v"}};
@@ -357,15 +374,11 @@ TEST_F(LayoutInvariance, LoraMatchesSingleRank) {
     ref_cfg.model.resolve();
     ref_cfg.train.steps = 10;
     const Curve reference = train(ref_cfg, MPI_COMM_SELF);
-    for (const Layout3& L : all) {
-      if (L.dp * L.tp * L.pp != world) continue;
-      RunConfig cfg = ref_cfg;
-      cfg.log.run_dir = dp_dir();
-      cfg.layout = {.dp = L.dp, .tp = L.tp, .pp = L.pp};
-      cfg.zero = L.dp > 1 ? 1 : 0;
+    for (const Layout3& L : small_layouts(world)) {
+      RunConfig cfg = in_layout(ref_cfg, L, dp_dir());
       cfg.sequence_parallel = L.tp > 1;
       std::ostringstream what;
-      what << "LoRA " << model::arch_name(arch) << " on " << targets << " (dp, tp, pp) = (" << L.dp << ", " << L.tp << ", " << L.pp << ")";
+      what << "LoRA " << model::arch_name(arch) << " on " << targets << " " << L.str();
       auto ops = make_cpu_ops(1);
       dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
       Logger quiet(/*rank=*/1);
@@ -398,9 +411,6 @@ TEST_F(LayoutInvariance, LoraMatchesSingleRank) {
 // trained parameters, idle blocks do not move within their period, and a run stopped mid-period
 // and resumed from its checkpoint continues exactly as the uninterrupted one.
 TEST_F(LayoutInvariance, LisaMatchesSingleRankAndResumes) {
-  struct Layout3 {
-    int dp, tp, pp;
-  };
   RunConfig ref_cfg = tiny_run(1, ref_dir());
   ref_cfg.model.layers = 4;
   ref_cfg.model.resolve();
@@ -445,19 +455,12 @@ TEST_F(LayoutInvariance, LisaMatchesSingleRankAndResumes) {
     std::filesystem::remove_all(cfg.log.run_dir);
   }
 
-  const std::vector<Layout3> all = {{2, 1, 1}, {1, 2, 1}, {1, 1, 2}, {2, 2, 1}, {1, 2, 2}, {2, 1, 2}, {2, 2, 2}};
-  for (const Layout3& L : all) {
-    if (L.dp * L.tp * L.pp != world) continue;
-    RunConfig cfg = ref_cfg;
-    cfg.log.run_dir = dp_dir();
-    cfg.layout = {.dp = L.dp, .tp = L.tp, .pp = L.pp};
-    cfg.zero = L.dp > 1 ? 1 : 0;
-    const Curve got = train(cfg, MPI_COMM_WORLD);
-    std::ostringstream what;
-    what << "LISA (dp, tp, pp) = (" << L.dp << ", " << L.tp << ", " << L.pp << ")";
+  for (const Layout3& L : small_layouts(world)) {
+    const Curve got = train(in_layout(ref_cfg, L, dp_dir()), MPI_COMM_WORLD);
+    const std::string what = "LISA " + L.str();
     for (size_t s = 0; s < reference.losses.size(); ++s)
-      EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what.str() << " step " << s + 1;
-    EXPECT_LT(parameter_error(got, reference), 1e-5) << what.str();
+      EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what << " step " << s + 1;
+    EXPECT_LT(parameter_error(got, reference), 1e-5) << what;
   }
 }
 
