@@ -1,6 +1,7 @@
 // `trident bench step`: warm-up, then N timed training steps of a configuration on synthetic
 // tokens, with the time split by phase (kernels by kind, communication wait, pipeline bubble,
 // data) and the model FLOP rate against the rank's measured peak.
+#include <algorithm>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -189,6 +190,9 @@ int bench_step(int argc, char** argv) {
     const double accounted_mb = double(trainer.parameter_bytes() + trainer.optimizer_state_bytes() +
                                        trainer.model().activation_bytes()) / double(1 << 20);
     if (mpi.world_rank() != 0) return 0;
+    // The kernels behind the phases, slowest first: where an optimisation would pay.
+    std::vector<KernelTimes::Kernel> kernels = kernel_times.kernels;
+    std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
 
     if (options.json) {
       Json out = Json::object();
@@ -211,6 +215,9 @@ int bench_step(int argc, char** argv) {
       Json breakdown = Json::object();
       for (const Phase& p : phases) breakdown.set(p.name, Json(p.seconds));
       out.set("breakdown_s", std::move(breakdown));
+      Json per_kernel = Json::object();
+      for (const KernelTimes::Kernel& k : kernels) per_kernel.set(k.name, Json(k.seconds / n));
+      out.set("kernels_s", std::move(per_kernel));
       std::printf("%s\n", out.dump().c_str());
       return 0;
     }
@@ -229,6 +236,10 @@ int bench_step(int argc, char** argv) {
     std::printf("  time per step, rank 0:\n");
     for (const Phase& p : phases)
       std::printf("    %-18s %9.4f s  %5.1f%%\n", p.name.c_str(), p.seconds, 100 * p.seconds / step_s);
+    std::printf("  kernels per step, rank 0 (phase):\n");
+    for (const KernelTimes::Kernel& k : kernels)
+      std::printf("    %-32s %9.4f s  %5.1f%%  %6.1f calls  (%s)\n", k.name, k.seconds / n, 100 * k.seconds / n / step_s,
+                  double(k.calls) / n, kernel_phase_name(k.phase));
     return 0;
   } catch (const ConfigError& e) {
     mpi.abort(2, std::string("trident bench step: error: ") + e.what());

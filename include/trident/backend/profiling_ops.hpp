@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <memory>
+#include <vector>
 
 #include "trident/backend/ops.hpp"
 
@@ -16,6 +17,15 @@ struct KernelTimes {
   std::array<double, static_cast<size_t>(KernelPhase::kCount)> seconds{};
   std::array<int64_t, static_cast<size_t>(KernelPhase::kCount)> calls{};
   double gemm_flops = 0;  // 2*M*N*K summed over GEMM calls
+  // Per Ops method, in order of first call (a few dozen rows: found by a linear scan).
+  struct Kernel {
+    const char* name = nullptr;
+    KernelPhase phase = KernelPhase::kElementwise;
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  std::vector<Kernel> kernels;
+  Kernel& kernel(const char* name, KernelPhase phase);
   double total() const;
 };
 

@@ -14,122 +14,127 @@ class ProfilingOps final : public Ops {
   std::string name() const override { return inner_.name(); }
   double peak_flops(DType dtype) override { return inner_.peak_flops(dtype); }
   Tensor zeros(Shape shape, DType dtype) override { return inner_.zeros(shape, dtype); }
-  void copy(const Tensor& src, Tensor& dst) override { timed(KernelPhase::kElementwise, [&] { inner_.copy(src, dst); }); }
-  void fill(Tensor& x, double value) override { timed(KernelPhase::kElementwise, [&] { inner_.fill(x, value); }); }
+  void copy(const Tensor& src, Tensor& dst) override { timed(KernelPhase::kElementwise, "copy", [&] { inner_.copy(src, dst); }); }
+  void fill(Tensor& x, double value) override { timed(KernelPhase::kElementwise, "fill", [&] { inner_.fill(x, value); }); }
   DType set_matmul_precision(DType dtype) override { return inner_.set_matmul_precision(dtype); }
 
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
             Tensor& c) override {
     const int64_t k = trans_a ? a.numel() / a.shape()[a.ndim() - 1] : a.shape()[a.ndim() - 1];
     times_.gemm_flops += 2.0 * double(c.numel()) * double(k);
-    timed(KernelPhase::kGemm, [&] { inner_.gemm(trans_a, trans_b, alpha, a, b, beta, c); });
+    timed(KernelPhase::kGemm, "gemm", [&] { inner_.gemm(trans_a, trans_b, alpha, a, b, beta, c); });
   }
   void add_bias(Tensor& y, const Tensor& bias) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.add_bias(y, bias); });
+    timed(KernelPhase::kElementwise, "add_bias", [&] { inner_.add_bias(y, bias); });
   }
   void bias_backward(const Tensor& dy, Tensor& dbias) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.bias_backward(dy, dbias); });
+    timed(KernelPhase::kElementwise, "bias_backward", [&] { inner_.bias_backward(dy, dbias); });
   }
   void add(const Tensor& a, const Tensor& b, Tensor& out) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.add(a, b, out); });
+    timed(KernelPhase::kElementwise, "add", [&] { inner_.add(a, b, out); });
   }
-  void scale(Tensor& x, double s) override { timed(KernelPhase::kElementwise, [&] { inner_.scale(x, s); }); }
+  void scale(Tensor& x, double s) override { timed(KernelPhase::kElementwise, "scale", [&] { inner_.scale(x, s); }); }
   double sum_squares(const Tensor& x) override {
     double r = 0;
-    timed(KernelPhase::kOptimizer, [&] { r = inner_.sum_squares(x); });  // the gradient norm
+    timed(KernelPhase::kOptimizer, "sum_squares", [&] { r = inner_.sum_squares(x); });  // the gradient norm
     return r;
   }
   void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
                          int64_t vocab_offset, Tensor& out) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.embedding_forward(tokens, positions, wte, wpe, vocab_offset, out); });
+    timed(KernelPhase::kElementwise, "embedding_forward", [&] { inner_.embedding_forward(tokens, positions, wte, wpe, vocab_offset, out); });
   }
   void embedding_backward(const Tensor& tokens, const Tensor& positions, const Tensor& dout, int64_t vocab_offset,
                           Tensor& dwte, Tensor& dwpe) override {
-    timed(KernelPhase::kElementwise,
+    timed(KernelPhase::kElementwise, "embedding_backward",
           [&] { inner_.embedding_backward(tokens, positions, dout, vocab_offset, dwte, dwpe); });
   }
   void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y, Tensor& mean,
                          Tensor& rstd) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.layernorm_forward(x, w, b, eps, y, mean, rstd); });
+    timed(KernelPhase::kElementwise, "layernorm_forward", [&] { inner_.layernorm_forward(x, w, b, eps, y, mean, rstd); });
   }
   void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                           Tensor& dx, Tensor& dw, Tensor& db) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.layernorm_backward(dy, x, w, mean, rstd, dx, dw, db); });
+    timed(KernelPhase::kElementwise, "layernorm_backward", [&] { inner_.layernorm_backward(dy, x, w, mean, rstd, dx, dw, db); });
   }
   void rmsnorm_forward(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.rmsnorm_forward(x, w, eps, y, rstd); });
+    timed(KernelPhase::kElementwise, "rmsnorm_forward", [&] { inner_.rmsnorm_forward(x, w, eps, y, rstd); });
   }
   void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd, Tensor& dx,
                         Tensor& dw) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.rmsnorm_backward(dy, x, w, rstd, dx, dw); });
+    timed(KernelPhase::kElementwise, "rmsnorm_backward", [&] { inner_.rmsnorm_backward(dy, x, w, rstd, dx, dw); });
   }
   void gelu_forward(const Tensor& x, Tensor& y) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.gelu_forward(x, y); });
+    timed(KernelPhase::kElementwise, "gelu_forward", [&] { inner_.gelu_forward(x, y); });
   }
   void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.gelu_backward(x, dy, dx); });
+    timed(KernelPhase::kElementwise, "gelu_backward", [&] { inner_.gelu_backward(x, dy, dx); });
   }
   void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.swiglu_forward(gate, up, y); });
+    timed(KernelPhase::kElementwise, "swiglu_forward", [&] { inner_.swiglu_forward(gate, up, y); });
   }
   void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.swiglu_backward(gate, up, dy, dgate, dup); });
+    timed(KernelPhase::kElementwise, "swiglu_backward", [&] { inner_.swiglu_backward(gate, up, dy, dgate, dup); });
   }
   void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) override {
-    timed(KernelPhase::kAttention, [&] { inner_.rope_forward(x, positions, head_size, theta); });
+    timed(KernelPhase::kAttention, "rope_forward", [&] { inner_.rope_forward(x, positions, head_size, theta); });
   }
   void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) override {
-    timed(KernelPhase::kAttention, [&] { inner_.rope_backward(dx, positions, head_size, theta); });
+    timed(KernelPhase::kAttention, "rope_backward", [&] { inner_.rope_backward(dx, positions, head_size, theta); });
   }
   void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
                          const Tensor& positions, Tensor& out, Tensor& lse) override {
-    timed(KernelPhase::kAttention, [&] { inner_.attention_forward(q, k, v, heads, kv_heads, positions, out, lse); });
+    timed(KernelPhase::kAttention, "attention_forward", [&] { inner_.attention_forward(q, k, v, heads, kv_heads, positions, out, lse); });
   }
   void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                           const Tensor& dout, int heads, int kv_heads, const Tensor& positions, Tensor& dq,
                           Tensor& dk, Tensor& dv) override {
-    timed(KernelPhase::kAttention,
+    timed(KernelPhase::kAttention, "attention_backward",
           [&] { inner_.attention_backward(q, k, v, out, lse, dout, heads, kv_heads, positions, dq, dk, dv); });
   }
   void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
                         const Tensor& start, Tensor& out) override {
-    timed(KernelPhase::kAttention, [&] { inner_.attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out); });
+    timed(KernelPhase::kAttention, "attention_cached", [&] { inner_.attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out); });
   }
   void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale, Tensor& losses,
                                       Tensor& dlogits) override {
-    timed(KernelPhase::kLoss,
+    timed(KernelPhase::kLoss, "cross_entropy_forward_backward",
           [&] { inner_.cross_entropy_forward_backward(logits, targets, grad_scale, losses, dlogits); });
   }
   void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
                                  int64_t valid_columns, Tensor& row_max, Tensor& sum_exp,
                                  Tensor& target_logit) override {
-    timed(KernelPhase::kLoss, [&] {
+    timed(KernelPhase::kLoss, "cross_entropy_shard_stats", [&] {
       inner_.cross_entropy_shard_stats(logits, targets, vocab_offset, valid_columns, row_max, sum_exp, target_logit);
     });
   }
   void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,
                                     int64_t valid_columns, const Tensor& row_max, const Tensor& sum_exp,
                                     double grad_scale, Tensor& dlogits) override {
-    timed(KernelPhase::kLoss, [&] {
+    timed(KernelPhase::kLoss, "cross_entropy_shard_backward", [&] {
       inner_.cross_entropy_shard_backward(logits, targets, vocab_offset, valid_columns, row_max, sum_exp, grad_scale,
                                           dlogits);
     });
   }
   void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) override {
-    timed(KernelPhase::kElementwise, [&] { inner_.dropout(x, p, key, stream, first_index); });
+    timed(KernelPhase::kElementwise, "dropout", [&] { inner_.dropout(x, p, key, stream, first_index); });
   }
   void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamWArgs& args) override {
-    timed(KernelPhase::kOptimizer, [&] { inner_.adamw(param, grad, exp_avg, exp_avg_sq, args); });
+    timed(KernelPhase::kOptimizer, "adamw", [&] { inner_.adamw(param, grad, exp_avg, exp_avg_sq, args); });
   }
 
  private:
+  // kernel: a string literal (one per call site), the key of its row in times_.kernels.
   template <typename F>
-  void timed(KernelPhase phase, F&& call) {
+  void timed(KernelPhase phase, const char* kernel, F&& call) {
     const auto start = std::chrono::steady_clock::now();
     call();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const size_t i = static_cast<size_t>(phase);
-    times_.seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    times_.seconds[i] += seconds;
     ++times_.calls[i];
+    KernelTimes::Kernel& row = times_.kernel(kernel, phase);
+    row.seconds += seconds;
+    ++row.calls;
   }
 
   Ops& inner_;
@@ -148,6 +153,13 @@ const char* kernel_phase_name(KernelPhase phase) {
     case KernelPhase::kCount: break;
   }
   return "?";
+}
+
+KernelTimes::Kernel& KernelTimes::kernel(const char* name, KernelPhase phase) {
+  for (Kernel& k : kernels)
+    if (k.name == name) return k;
+  kernels.push_back({name, phase});
+  return kernels.back();
 }
 
 double KernelTimes::total() const {
