@@ -38,6 +38,10 @@ class Ops {
   // Peak FLOP/s of this rank's compute resources for dtype, measured (not assumed).
   virtual double peak_flops(DType dtype) = 0;
 
+  // Waits until every kernel this backend has queued has finished (the CPU backend's have
+  // returned already). For timing; results are ordered without it (copy() to the host waits).
+  virtual void synchronize() {}
+
   // A zero-filled tensor on this device.
   virtual Tensor zeros(Shape shape, DType dtype) = 0;
   // dst = src, elementwise (same numel); across devices when one side is on the host. Converts

@@ -1,0 +1,29 @@
+// The CUDA backend: cuBLASLt GEMMs (bf16/fp16 tensor cores with fp32 accumulation, tf32 for
+// fp32), own kernels for every other op (src/backend/cuda/), a caching device allocator and one
+// compute stream per Ops. Built when nvcc is found (-DTRIDENT_CUDA=ON|OFF|AUTO); without it
+// these functions exist and report that CUDA support was not built.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "trident/backend/ops.hpp"
+
+namespace trident {
+
+// True when this binary was built with the CUDA backend.
+bool cuda_built();
+
+// GPUs visible to this process: 0 when the backend is not built, when there is no driver or no
+// device (cudaGetDeviceCount failing counts as none). reason, when given, receives why it is 0.
+int cuda_device_count(std::string* reason = nullptr);
+
+// A CUDA backend on device `device` (0-based; must be < cuda_device_count()). Throws
+// trident::Error when CUDA is not built or the device cannot be used.
+std::unique_ptr<Ops> make_cuda_ops(int device);
+
+// The CUDA backend's compute stream (a cudaStream_t), so that communication (NcclComm) can be
+// ordered after the kernels that produce its data without a host synchronisation. Throws for
+// any other backend.
+void* cuda_stream(Ops& ops);
+
+}  // namespace trident

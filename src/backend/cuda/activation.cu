@@ -1,0 +1,140 @@
+// GELU (tanh approximation) and SwiGLU, forward and backward, elementwise over any shape.
+// Every tensor is [ACT] (fp32, bf16 or fp16, each independently; fp32 arithmetic). Formulas and
+// constants are the CPU backend's (src/backend/cpu/activation.cpp). Each element is read
+// before the outputs at its index are written, by the same thread: outputs may alias inputs.
+#include "backend/cuda/kernels.cuh"
+#include "backend/cuda/reduce.cuh"
+
+namespace trident::cuda {
+namespace {
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;
+constexpr double kGeluCubic = 0.044715;
+// fp32 constants rounded from the double expressions, as the CPU's T(2 * kSqrt2OverPi) etc.
+constexpr float kK = float(kSqrt2OverPi), kK2 = float(2 * kSqrt2OverPi), kK2C = float(2 * kSqrt2OverPi * kGeluCubic),
+                kK3C = float(3 * kGeluCubic);
+
+__device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+// gelu(x) = 0.5 x (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
+__global__ void gelu_forward_kernel(const void* x, Elem ex, void* y, Elem ey, int64_t n, bool vec) {
+  for_range(n, vec, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float v[W];
+    loadv(x, ex, i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) v[k] = v[k] * sigmoid(v[k] * (kK2 + kK2C * v[k] * v[k]));
+    storev(y, ey, i, v);
+  });
+}
+
+// gelu'(x) = s + 2 x s (1 - s) u'(x), s = sigmoid(2u), u'(x) = sqrt(2/pi) (1 + 3*0.044715 x^2).
+__global__ void gelu_backward_kernel(const void* x, Elem ex, const void* dy, Elem edy, void* dx, Elem edx, int64_t n,
+                                     bool vec) {
+  for_range(n, vec, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float v[W], d[W];
+    loadv(x, ex, i, v);
+    loadv(dy, edy, i, d);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float s = sigmoid(v[k] * (kK2 + kK2C * v[k] * v[k]));
+      const float du = kK * (1.f + kK3C * v[k] * v[k]);
+      d[k] = d[k] * (s + 2.f * v[k] * s * (1.f - s) * du);
+    }
+    storev(dx, edx, i, d);
+  });
+}
+
+// y = silu(gate) * up, silu(g) = g * sigmoid(g).
+__global__ void swiglu_forward_kernel(const void* gate, Elem eg, const void* up, Elem eu, void* y, Elem ey, int64_t n,
+                                      bool vec) {
+  for_range(n, vec, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float g[W], u[W];
+    loadv(gate, eg, i, g);
+    loadv(up, eu, i, u);
+#pragma unroll
+    for (int k = 0; k < W; ++k) g[k] = g[k] * sigmoid(g[k]) * u[k];
+    storev(y, ey, i, g);
+  });
+}
+
+// dgate = dy * up * s (1 + g (1 - s)), dup = dy * g * s, s = sigmoid(g).
+__global__ void swiglu_backward_kernel(const void* gate, Elem eg, const void* up, Elem eu, const void* dy, Elem edy,
+                                       void* dgate, Elem edg, void* dup, Elem edu, int64_t n, bool vec) {
+  for_range(n, vec, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float g[W], u[W], d[W], dg[W], du[W];
+    loadv(gate, eg, i, g);
+    loadv(up, eu, i, u);
+    loadv(dy, edy, i, d);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float s = sigmoid(g[k]);
+      dg[k] = d[k] * u[k] * s * (1.f + g[k] * (1.f - s));
+      du[k] = d[k] * g[k] * s;
+    }
+    storev(dgate, edg, i, dg);
+    storev(dup, edu, i, du);
+  });
+}
+
+// Checks that t is [ACT] with ref's element count; returns its Elem.
+Elem same_act(const char* op, const Tensor& ref, const Tensor& t, const char* name) {
+  const Elem e = act_elem(t, op, name);
+  check_numel(t, ref.numel(), op, name);
+  return e;
+}
+
+// Grid of an elementwise launch: each thread does 8 elements per step on the vector path.
+unsigned elementwise_grid(int64_t n, bool vec) { return grid_for(vec ? (n + 7) / 8 : n); }
+
+}  // namespace
+
+void gelu_forward(const Tensor& x, Tensor& y, cudaStream_t stream) {
+  constexpr const char* op = "gelu_forward";
+  const Elem ex = act_elem(x, op, "x"), ey = same_act(op, x, y, "y");
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const bool vec = all_aligned16({&x, &y});
+  gelu_forward_kernel<<<elementwise_grid(n, vec), 256, 0, stream>>>(x.raw(), ex, y.raw(), ey, n, vec);
+  TRIDENT_CUDA_LAUNCHED();
+}
+
+void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx, cudaStream_t stream) {
+  constexpr const char* op = "gelu_backward";
+  const Elem ex = act_elem(x, op, "x"), edy = same_act(op, x, dy, "dy"), edx = same_act(op, x, dx, "dx");
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const bool vec = all_aligned16({&x, &dy, &dx});
+  gelu_backward_kernel<<<elementwise_grid(n, vec), 256, 0, stream>>>(x.raw(), ex, dy.raw(), edy, dx.raw(), edx, n,
+                                                                     vec);
+  TRIDENT_CUDA_LAUNCHED();
+}
+
+void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y, cudaStream_t stream) {
+  constexpr const char* op = "swiglu_forward";
+  const Elem eg = act_elem(gate, op, "gate"), eu = same_act(op, gate, up, "up"), ey = same_act(op, gate, y, "y");
+  const int64_t n = gate.numel();
+  if (n == 0) return;
+  const bool vec = all_aligned16({&gate, &up, &y});
+  swiglu_forward_kernel<<<elementwise_grid(n, vec), 256, 0, stream>>>(gate.raw(), eg, up.raw(), eu, y.raw(), ey, n,
+                                                                      vec);
+  TRIDENT_CUDA_LAUNCHED();
+}
+
+void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup,
+                     cudaStream_t stream) {
+  constexpr const char* op = "swiglu_backward";
+  const Elem eg = act_elem(gate, op, "gate"), eu = same_act(op, gate, up, "up"), edy = same_act(op, gate, dy, "dy"),
+             edg = same_act(op, gate, dgate, "dgate"), edu = same_act(op, gate, dup, "dup");
+  const int64_t n = gate.numel();
+  if (n == 0) return;
+  const bool vec = all_aligned16({&gate, &up, &dy, &dgate, &dup});
+  swiglu_backward_kernel<<<elementwise_grid(n, vec), 256, 0, stream>>>(gate.raw(), eg, up.raw(), eu, dy.raw(), edy,
+                                                                       dgate.raw(), edg, dup.raw(), edu, n, vec);
+  TRIDENT_CUDA_LAUNCHED();
+}
+
+}  // namespace trident::cuda

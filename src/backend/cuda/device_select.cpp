@@ -1,0 +1,26 @@
+// cuda_ops.hpp's queries in a build with the CUDA backend.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "trident/backend/cuda_ops.hpp"
+
+namespace trident {
+
+bool cuda_built() { return true; }
+
+int cuda_device_count(std::string* reason) {
+  int count = 0;  // cudaGetDeviceCount leaves it unset on failure
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear the error so later calls do not report it
+    if (reason)
+      *reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status) + " (error " +
+                std::to_string(int(status)) + ")";
+    return 0;
+  }
+  if (count == 0 && reason) *reason = "cudaGetDeviceCount: no CUDA device";
+  return count;
+}
+
+}  // namespace trident
