@@ -163,6 +163,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   t.loss_scale = v.str("train.loss_scale");
   (void)train::LossScaler(t.loss_scale, /*enabled=*/true);  // checks the value
   t.threads = v.int32("train.threads");
+  t.backend = v.str("train.backend");
   t.max_bad_steps = v.int32("train.max_bad_steps");
 
   c.data = {.train = v.str("data.train"), .valid = v.str("data.valid"), .packing = v.boolean("data.packing"),
@@ -245,6 +246,8 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   TRIDENT_CONFIG_CHECK(t.clip >= 0, "train.clip must be >= 0");
   TRIDENT_CONFIG_CHECK(t.weight_decay >= 0, "train.weight_decay must be >= 0");
   TRIDENT_CONFIG_CHECK(t.threads >= 0, "train.threads must be >= 0");
+  TRIDENT_CONFIG_CHECK(t.backend == "auto" || t.backend == "cpu" || t.backend == "cuda",
+                       "train.backend must be auto, cpu or cuda (got '", t.backend, "')");
   TRIDENT_CONFIG_CHECK(t.max_bad_steps >= 1, "train.max_bad_steps must be >= 1");
   TRIDENT_CONFIG_CHECK(c.log.interval >= 1, "log.interval must be >= 1");
   TRIDENT_CONFIG_CHECK(!c.log.run_dir.empty(), "log.run_dir must not be empty");

@@ -45,6 +45,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"train.loss_scale", "dynamic", "fp16 loss scaling: dynamic (start 65536, halve on overflow, double after 2000 clean steps) | <number>"},
       {"train.recompute", "none", "activation recompute: none | selective (attention rebuilt in backward) | full (each block rerun)"},
       {"train.threads", "0", "compute threads per rank (0 = cores of the node / ranks on the node)"},
+      {"train.backend", "auto", "compute backend: auto (cuda when a GPU is visible, else cpu, saying so) | cpu | cuda; one GPU per rank, chosen by the node-local rank"},
       {"train.max_bad_steps", "5", "stop after this many consecutive non-finite steps"},
       {"lora.enabled", "false", "train LoRA adapters on the chosen projections, every other weight frozen"},
       {"lora.r", "8", "LoRA rank"},

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "rank_threads.hpp"
-#include "trident/backend/cpu_ops.hpp"
+#include "backend_select.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/log.hpp"
@@ -60,7 +60,7 @@ int run_eval(int argc, char** argv) {
     return 2;
   }
   try {
-    std::unique_ptr<Ops> ops = make_cpu_ops(compute_threads(cfg.train.threads));
+    std::unique_ptr<Ops> ops = select_backend(cfg.train.backend, compute_threads(cfg.train.threads), log);
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
     dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
     topology.set_watchdog(&watchdog);

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "trident/backend/cpu_ops.hpp"
+#include "backend_select.hpp"
 #include "trident/cli/commands.hpp"
 #include "rank_threads.hpp"
 #include "trident/cli/config_parser.hpp"
@@ -51,7 +51,7 @@ int run_train(int argc, char** argv) {
   }
   try {
     const int threads = compute_threads(cfg.train.threads);
-    std::unique_ptr<Ops> ops = make_cpu_ops(threads);
+    std::unique_ptr<Ops> ops = select_backend(cfg.train.backend, threads, log);
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());  // outlives the topology's use
     dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
     topology.set_watchdog(&watchdog);

@@ -33,6 +33,7 @@ struct TrainConfig {
   DType precision = DType::kF32;   // GEMM inputs: fp32, bf16 or fp16 (fp32 accumulation)
   std::string loss_scale = "dynamic";
   int threads = 0;          // 0: cores of the node / ranks on the node
+  std::string backend = "auto";  // auto (cuda when this rank sees a GPU, else cpu) | cpu | cuda
   int max_bad_steps = 5;
 };
 
