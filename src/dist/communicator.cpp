@@ -12,8 +12,14 @@ namespace trident::dist {
 
 namespace {
 
+// MPI here is not assumed CUDA-aware: GPU tensors go through NcclComm (nccl_comm.hpp).
+void host_memory(const Tensor& x, const char* op) {
+  TRIDENT_CHECK(x.device() == Device::kCPU, "Communicator::", op,
+                ": the tensor is in GPU memory; MPI communicators take host tensors (NcclComm takes GPU ones)");
+}
+
 MPI_Datatype mpi_float_type(const Tensor& x, const char* op) {
-  TRIDENT_CHECK(x.device() == Device::kCPU, op, ": MPI needs host memory");
+  host_memory(x, op);
   TRIDENT_CHECK(x.dtype() == DType::kF32 || x.dtype() == DType::kF64, op, " of ", dtype_name(x.dtype()),
                 " (fp32 or fp64 expected)");
   return x.dtype() == DType::kF64 ? MPI_DOUBLE : MPI_FLOAT;
@@ -30,8 +36,8 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 
 // The MPI datatype and sum operation for a reduction over x's elements.
 std::pair<MPI_Datatype, MPI_Op> mpi_sum(const Tensor& x, const char* op) {
+  host_memory(x, op);
   if (x.dtype() != DType::kBF16 && x.dtype() != DType::kF16) return {mpi_float_type(x, op), MPI_SUM};
-  TRIDENT_CHECK(x.device() == Device::kCPU, op, ": MPI needs host memory");
   static MPI_Op bf16_sum = MPI_OP_NULL, fp16_sum = MPI_OP_NULL;  // created once, live until MPI_Finalize
   MPI_Op& sum = x.dtype() == DType::kBF16 ? bf16_sum : fp16_sum;
   if (sum == MPI_OP_NULL)
@@ -43,8 +49,8 @@ std::pair<MPI_Datatype, MPI_Op> mpi_sum(const Tensor& x, const char* op) {
 
 // Element type for operations that only move data (gathers): 16-bit floats travel as 2-byte words.
 MPI_Datatype mpi_element_type(const Tensor& x, const char* op) {
+  host_memory(x, op);
   if (x.dtype() == DType::kBF16 || x.dtype() == DType::kF16) {
-    TRIDENT_CHECK(x.device() == Device::kCPU, op, ": MPI needs host memory");
     return MPI_UINT16_T;
   }
   return mpi_float_type(x, op);
@@ -274,7 +280,10 @@ void Communicator::all_gather_bytes(const void* send, void* recv, int64_t bytes)
   iall_gather_bytes(send, recv, bytes).wait();
 }
 
-void Communicator::broadcast(Tensor& x, int root) { broadcast(x.raw(), x.bytes(), root); }
+void Communicator::broadcast(Tensor& x, int root) {
+  host_memory(x, "broadcast");
+  broadcast(x.raw(), x.bytes(), root);
+}
 
 void Communicator::broadcast(void* data, size_t bytes, int root) {
   if (size_ == 1) return;
@@ -285,6 +294,7 @@ void Communicator::broadcast(void* data, size_t bytes, int root) {
 }
 
 CommRequest Communicator::isend(const Tensor& x, int peer, int tag) {
+  host_memory(x, "send");
   std::vector<MPI_Request> requests(1);
   MPI_CHECK(MPI_Isend(x.raw(), checked_count(static_cast<int64_t>(x.bytes()), "send"), MPI_BYTE, peer, tag, comm_,
                       &requests[0]));
@@ -293,6 +303,7 @@ CommRequest Communicator::isend(const Tensor& x, int peer, int tag) {
 }
 
 CommRequest Communicator::irecv(Tensor& x, int peer, int tag) {
+  host_memory(x, "recv");
   std::vector<MPI_Request> requests(1);
   MPI_CHECK(MPI_Irecv(x.raw(), checked_count(static_cast<int64_t>(x.bytes()), "recv"), MPI_BYTE, peer, tag, comm_,
                       &requests[0]));

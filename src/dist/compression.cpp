@@ -75,6 +75,9 @@ void GradCompressor::reset_state() {
 std::unique_ptr<GradCompressor> make_compressor(const CompressionOptions& options, Communicator& dp,
                                                 const Tensor& flat_grads, std::vector<GradBucket> buckets,
                                                 const std::vector<GradMatrix>& matrices) {
+  TRIDENT_CONFIG_CHECK(options.kind == CompressionKind::kNone || flat_grads.device() == Device::kCPU,
+                       "comm.compression = ", compression_name(options.kind),
+                       ": the compressors work on host gradients; not supported on the CUDA backend yet");
   switch (options.kind) {
     case CompressionKind::kNone: return nullptr;
     case CompressionKind::kInt8: return std::make_unique<Int8Compressor>(dp, std::move(buckets));

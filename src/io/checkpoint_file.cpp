@@ -94,7 +94,12 @@ hid_t memory_type(const Tensor& t) { return t.dtype() == DType::kF64 ? H5T_NATIV
 std::vector<const ShardPiece*> pieces_of(const std::string& name, const std::vector<ShardPiece>& pieces, bool writing) {
   std::vector<const ShardPiece*> out;
   for (const ShardPiece& p : pieces)
-    if (p.dataset == name && (!writing || p.write)) out.push_back(&p);
+    if (p.dataset == name && (!writing || p.write)) {
+      // HDF5 reads and writes host memory; the CUDA backend's tensors would need staging first.
+      TRIDENT_CHECK(!p.data.defined() || p.data.device() == Device::kCPU, "checkpoint: ", name,
+                    " is in GPU memory; checkpoints of the CUDA backend's tensors are not supported yet");
+      out.push_back(&p);
+    }
   std::sort(out.begin(), out.end(), [](const ShardPiece* a, const ShardPiece* b) { return a->begin < b->begin; });
   return out;
 }
