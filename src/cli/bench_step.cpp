@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "rank_threads.hpp"
-#include "trident/backend/cpu_ops.hpp"
+#include "backend_select.hpp"
+#include "trident/backend/cuda_ops.hpp"
 #include "trident/backend/profiling_ops.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/cli/config_parser.hpp"
@@ -36,7 +37,8 @@ constexpr const char* kUsage =
     "       mpirun -np N trident bench step --config FILE --parallel.dp=N ...\n"
     "Runs the configuration's training step on synthetic tokens: warm-up steps, then N timed steps.\n"
     "Model FLOPs per token = 6 * (matmul parameters, head included) + 12 * layers * seq_len * hidden\n"
-    "(attention scores and values); recomputed FLOPs are not counted.";
+    "(attention scores and values); recomputed FLOPs are not counted. On a GPU (train.backend) the timed\n"
+    "steps run unprofiled and N more steps, synchronised around every kernel, give the per-kernel times.";
 
 struct BenchOptions {
   int64_t steps = 10;
@@ -128,7 +130,10 @@ int bench_step(int argc, char** argv) {
   }
   try {
     ScratchDir scratch;
-    const int64_t steps = options.warmup + options.steps;
+    // A device backend's timed steps run unprofiled (profiling synchronises around every
+    // kernel); as many profiled steps follow for the breakdown.
+    const bool on_cpu = cfg.train.backend == "cpu" || cuda_device_count() == 0;
+    const int64_t steps = options.warmup + options.steps * (on_cpu ? 1 : 2);
     const int64_t tokens = steps * cfg.train.global_batch * cfg.model.seq_len + cfg.model.seq_len + 1;
     write_synthetic_shard((scratch.path / "synthetic").string(), tokens, cfg.model.vocab, cfg.train.seed);
     cfg.data.train = (scratch.path / "synthetic").string();
@@ -138,9 +143,10 @@ int bench_step(int argc, char** argv) {
     cfg.train.steps = steps;
 
     const int threads = compute_threads(cfg.train.threads);
-    std::unique_ptr<Ops> cpu = make_cpu_ops(threads);
+    std::unique_ptr<Ops> backend = select_backend(cfg.train.backend, threads, log);
     KernelTimes kernel_times;
-    std::unique_ptr<Ops> ops = make_profiling_ops(*cpu, kernel_times);
+    std::unique_ptr<Ops> ops = make_profiling_ops(*backend, kernel_times);
+    kernel_times.enabled = on_cpu;
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
     dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
     topology.set_watchdog(&watchdog);
@@ -153,16 +159,22 @@ int bench_step(int argc, char** argv) {
       return t;
     };
     kernel_times = KernelTimes{};
+    kernel_times.enabled = on_cpu;
     const double comm0 = comm_seconds(), data0 = trainer.data_seconds();
     double bubble = 0, loss = 0;
     topology.world().barrier();
     Stopwatch watch;
-    for (int64_t s = options.warmup; s < steps; ++s) {
+    const int64_t timed_end = options.warmup + options.steps;
+    for (int64_t s = options.warmup; s < timed_end; ++s) {
       const train::StepResult r = trainer.train_step(s);
       bubble += r.bubble * r.seconds;
       loss = r.loss;
     }
     const double seconds = watch.seconds();
+    if (!on_cpu) {
+      kernel_times.enabled = true;
+      for (int64_t s = timed_end; s < steps; ++s) trainer.train_step(s);
+    }
     const double n = double(options.steps);
 
     // Per-step phase times of this rank; the step time and memory are the slowest rank's.

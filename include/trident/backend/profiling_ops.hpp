@@ -1,6 +1,7 @@
 // ProfilingOps: an Ops decorator that times every kernel call by phase, for `trident bench step`.
-// Kernels on the CPU backend are synchronous, so wall time around the call is the kernel's time
-// (a device backend must synchronise before reading these clocks).
+// Kernels on the CPU backend are synchronous, so wall time around the call is the kernel's time;
+// on a device backend each call is bracketed by synchronize() (which serialises the stream: the
+// step is slower profiled, the per-kernel times are right).
 #pragma once
 #include <array>
 #include <memory>
@@ -17,6 +18,7 @@ struct KernelTimes {
   std::array<double, static_cast<size_t>(KernelPhase::kCount)> seconds{};
   std::array<int64_t, static_cast<size_t>(KernelPhase::kCount)> calls{};
   double gemm_flops = 0;  // 2*M*N*K summed over GEMM calls
+  bool enabled = true;    // false: calls pass straight through, untimed
   // Per Ops method, in order of first call (a few dozen rows: found by a linear scan).
   struct Kernel {
     const char* name = nullptr;

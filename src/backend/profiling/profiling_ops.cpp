@@ -13,6 +13,7 @@ class ProfilingOps final : public Ops {
   Device device() const override { return inner_.device(); }
   std::string name() const override { return inner_.name(); }
   double peak_flops(DType dtype) override { return inner_.peak_flops(dtype); }
+  void synchronize() override { inner_.synchronize(); }
   Tensor zeros(Shape shape, DType dtype) override { return inner_.zeros(shape, dtype); }
   void copy(const Tensor& src, Tensor& dst) override { timed(KernelPhase::kElementwise, "copy", [&] { inner_.copy(src, dst); }); }
   void fill(Tensor& x, double value) override { timed(KernelPhase::kElementwise, "fill", [&] { inner_.fill(x, value); }); }
@@ -21,7 +22,7 @@ class ProfilingOps final : public Ops {
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
             Tensor& c) override {
     const int64_t k = trans_a ? a.numel() / a.shape()[a.ndim() - 1] : a.shape()[a.ndim() - 1];
-    times_.gemm_flops += 2.0 * double(c.numel()) * double(k);
+    if (times_.enabled) times_.gemm_flops += 2.0 * double(c.numel()) * double(k);
     timed(KernelPhase::kGemm, "gemm", [&] { inner_.gemm(trans_a, trans_b, alpha, a, b, beta, c); });
   }
   void add_bias(Tensor& y, const Tensor& bias) override {
@@ -126,8 +127,13 @@ class ProfilingOps final : public Ops {
   // kernel: a string literal (one per call site), the key of its row in times_.kernels.
   template <typename F>
   void timed(KernelPhase phase, const char* kernel, F&& call) {
+    if (!times_.enabled) return call();
+    // A device backend queues kernels and returns: wait for them on both sides of the call.
+    const bool queued = inner_.device() != Device::kCPU;
+    if (queued) inner_.synchronize();
     const auto start = std::chrono::steady_clock::now();
     call();
+    if (queued) inner_.synchronize();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const size_t i = static_cast<size_t>(phase);
     times_.seconds[i] += seconds;
