@@ -99,6 +99,9 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="0: the config's train.threads, else all cores")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="after timing, profile --steps more steps and print the time per phase and per operator "
+                         "(torch.profiler self time), in trident bench step's phases")
     args = ap.parse_args()
     cfg = read_config(args.config)
     threads = args.threads or cfg["threads"] or os.cpu_count()
@@ -141,11 +144,57 @@ def main():
     result = {"engine": "pytorch " + torch.__version__, "threads": threads, "precision": args.precision,
               "step_s": seconds, "tokens_per_s": tokens_per_s, "tflops": tokens_per_s * flops_per_token / 1e12,
               "loss": loss}
+    if args.profile:
+        result["breakdown_s"], result["operators_s"] = profile(step, args.steps)
     if args.json:
         print(json.dumps(result))
     else:
         print(f"pytorch {torch.__version__}, {threads} thread(s), {args.precision}: {tokens_per_s:.1f} tokens/s, "
               f"{result['tflops'] * 1e3:.1f} model GFLOP/s, {seconds:.4f} s per step")
+        if args.profile:
+            print("time per step by phase (profiled steps, operators' self time):")
+            for name, s in result["breakdown_s"].items():
+                print(f"  {name:18s} {s:9.4f} s")
+            print("operators per step, slowest first:")
+            for name, s in list(result["operators_s"].items())[:15]:
+                print(f"  {name:40s} {s:9.4f} s")
+
+
+# torch operators by the phase trident's bench step would count them in. The attention phase
+# holds the score and value matmuls (inside trident's fused attention kernel).
+PHASES = {
+    "gemm": ("aten::mm", "aten::addmm"),
+    "attention": ("aten::bmm", "aten::_softmax", "aten::_softmax_backward_data", "aten::masked_fill", "aten::triu",
+                  "aten::masked_fill_", "aten::div", "aten::_scaled_dot_product"),
+    "loss": ("aten::_log_softmax", "aten::_log_softmax_backward_data", "aten::nll_loss", "aten::nll_loss_forward",
+             "aten::nll_loss_backward"),
+    "optimizer": ("aten::_foreach", "aten::addcdiv", "aten::addcmul", "aten::lerp", "aten::sqrt", "aten::norm",
+                  "aten::linalg_vector_norm", "aten::stack", "aten::mul_", "aten::clamp", "aten::reciprocal"),
+}
+
+
+def phase_of(op):
+    for phase, prefixes in PHASES.items():
+        if op.startswith(prefixes):
+            return phase
+    return "elementwise_norm"
+
+
+def profile(step, steps):
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    phases = {name: 0.0 for name in ["gemm", "attention", "elementwise_norm", "loss", "optimizer"]}
+    operators = {}
+    for event in prof.key_averages():
+        if not event.key.startswith("aten::"):
+            continue  # autograd nodes and Python-level scopes: their operators are counted
+        seconds = event.self_cpu_time_total / 1e6 / steps
+        operators[event.key] = seconds
+        phases[phase_of(event.key)] += seconds
+    operators = dict(sorted(operators.items(), key=lambda kv: -kv[1]))
+    return phases, operators
 
 
 if __name__ == "__main__":
