@@ -103,7 +103,9 @@ TEST(CompressedReduce, Int8WithinTheQuantisationBound) {
     }
     const float bound = s.dp.size() * amax_ranks / 254 + (zero ? 0 : amax_sum / 254) + 1e-5f;
     for (int64_t i = 0; i < s.total; ++i)
-      if (s.mine(i)) ASSERT_NEAR(s.result(i), s.exact[i], bound) << "element " << i << " zero " << zero;
+      if (s.mine(i)) {
+        ASSERT_NEAR(s.result(i), s.exact[i], bound) << "element " << i << " zero " << zero;
+      }
     if (!zero) s.expect_same_on_every_rank();
   }
 }
@@ -114,7 +116,9 @@ TEST(CompressedReduce, TopKExactAtRatioOneAndSendsOnlyK) {
     TopKCompressor c(s.dp, s.buckets, 1.0);
     s.reduce(c);
     for (int64_t i = 0; i < s.total; ++i)
-      if (s.mine(i)) ASSERT_NEAR(s.result(i), s.exact[i], 1e-5 * (1 + std::fabs(s.exact[i]))) << i;
+      if (s.mine(i)) {
+        ASSERT_NEAR(s.result(i), s.exact[i], 1e-5 * (1 + std::fabs(s.exact[i]))) << i;
+      }
   }
   // At 1%, and at the 1/4 a warm-up starts with: the sum of each rank's own top share.
   for (const auto& [warmup, share] : {std::pair{0, 0.01}, std::pair{8, 0.25}, std::pair{-8, 0.01}}) {
@@ -150,7 +154,9 @@ TEST(CompressedReduce, PowerSGDExactForARankTwoSum) {
         }
       EXPECT_LT(std::sqrt(err / norm), 1e-5) << "zero " << zero << " bucket " << bucket;
       for (int64_t i = kRows * kCols; i < s.total; ++i)  // the vector part goes uncompressed
-        if (s.mine(i)) ASSERT_NEAR(s.result(i), s.exact[i], 1e-5) << i;
+        if (s.mine(i)) {
+          ASSERT_NEAR(s.result(i), s.exact[i], 1e-5) << i;
+        }
       if (!zero) s.expect_same_on_every_rank();
       // Rank 2 is within the approximation: nothing is left over on any rank.
       float left = 0;

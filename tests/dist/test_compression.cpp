@@ -83,13 +83,17 @@ TEST(TopK, KeepsTheLargestExactlyAndTheRestAsResidual) {
   std::vector<bool> kept(n, false);
   for (int64_t j = 0; j < k; ++j) {
     ASSERT_EQ(pairs[j].value, x[pairs[j].index]) << "kept values are exact";
-    if (j) ASSERT_LT(pairs[j - 1].index, pairs[j].index) << "ascending indices";
+    if (j) {
+      ASSERT_LT(pairs[j - 1].index, pairs[j].index) << "ascending indices";
+    }
     kept[pairs[j].index] = true;
     smallest_kept = std::min(smallest_kept, std::fabs(pairs[j].value));
   }
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(residual[i], kept[i] ? 0.0f : x[i]) << "residual is exactly the rest, element " << i;
-    if (!kept[i]) ASSERT_LE(std::fabs(x[i]), smallest_kept) << "element " << i << " should have been kept";
+    if (!kept[i]) {
+      ASSERT_LE(std::fabs(x[i]), smallest_kept) << "element " << i << " should have been kept";
+    }
   }
 }
 

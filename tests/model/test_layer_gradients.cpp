@@ -190,7 +190,7 @@ TEST_P(LayerGradients, TransformerBlock) { check_block(*ops_, cfg_, kBatch, posi
 TEST_P(LayerGradients, TransformerBlockWithDropout) {
   const DropoutSite attn{.p = 0.2, .key = 11, .stream = 3, .first_index = 40};
   const DropoutSite mlp{.p = 0.3, .key = 12, .stream = 3, .first_index = 40};
-  check_block(*ops_, cfg_, kBatch, positions(), {.attn = attn, .mlp = mlp});
+  check_block(*ops_, cfg_, kBatch, positions(), {.attn = attn, .mlp = mlp, .lora = {}});
 }
 
 TEST_P(LayerGradients, Embedding) {
