@@ -7,7 +7,10 @@
 // Selection is over the whole bucket. Tried and measured worse (tiny config, dp 4, 300 steps,
 // 1%; final loss against uncompressed): per block of 4096 (+21%, bucket-wide +15%), and sending
 // the innovation over a shared prediction 0.9 * last output (dense output, +20%), per
-// parameter tensor (+21%); the density warm-up (topk_warmup = 100) helps: +8.8%.
+// parameter tensor (+21%); the density warm-up (topk_warmup = 100) helps: +8.8%. Also worse,
+// both aimed at Adam seeing a coordinate only every ~1/ratio steps: ranking by |acc| / sqrt(v)
+// with Adam's v (+14%), and holding each received value / steps since its last arrival as the
+// gradient until the next arrival (+16%).
 // A NaN counts as the largest magnitude, so it is sent and the step is skipped.
 #pragma once
 #include <algorithm>
