@@ -122,30 +122,85 @@ inline void vstore(T* p, typename Simd<T>::V v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-// s[0:kAttnTile] = scale * x[0:HS] @ tile[HS, kAttnTile]: the score row of one query against a
-// packed key tile (or dout against a packed value tile). Two accumulator sets cover FMA latency.
+// Rows handled together by the blocked kernels below: each vector of the shared operand (a key
+// or value tile, a key or query row) is loaded once for kRowBlock rows (kRowBlock x NV
+// accumulators: 16 zmm for fp32; fp64, the test path, takes 2). One row alone is bound by those
+// loads, not by its FMAs. Partial blocks are padded (repeated input rows, results dropped), so a
+// row's arithmetic never depends on where it falls in a block.
+template <typename T> inline constexpr int kRowBlock = sizeof(T) == 4 ? 4 : 2;
+
+// s[r * kAttnTile + 0:kAttnTile] = scale * x_r[0:HS] @ tile, x_r = x + r * stride, for r < n
+// (n <= kRowBlock): the score rows of n queries against a packed key tile (or dout against a
+// packed value tile). s holds kRowBlock rows.
 template <typename T>
-inline void row_times_tile(const T* x, const T* tile, int64_t HS, T scale, T* s) {
+inline void score_rows(const T* x, int64_t stride, int64_t n, const T* tile, int64_t HS, T scale, T* s) {
   using V = typename Simd<T>::V;
-  constexpr int NV = kAttnTile / kLanes<T>;
-  V a[NV] = {}, b[NV] = {};
-  int64_t d = 0;
-  for (; d + 2 <= HS; d += 2) {
-    const T x0 = x[d], x1 = x[d + 1];
-    const T* t0 = tile + d * kAttnTile;
+  constexpr int NV = kAttnTile / kLanes<T>, R = kRowBlock<T>;
+  const T* xr[R];
+  for (int r = 0; r < R; ++r) xr[r] = x + std::min<int64_t>(r, n - 1) * stride;
+  V a[R][NV] = {};
+  for (int64_t d = 0; d < HS; ++d) {
+    V t[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      a[v] += x0 * vload(t0 + v * kLanes<T>);
-      b[v] += x1 * vload(t0 + kAttnTile + v * kLanes<T>);
+    for (int v = 0; v < NV; ++v) t[v] = vload(tile + d * kAttnTile + v * kLanes<T>);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const T xd = xr[r][d];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) a[r][v] += xd * t[v];
     }
   }
-  if (d < HS) {
-    const T x0 = x[d];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) a[v] += x0 * vload(tile + d * kAttnTile + v * kLanes<T>);
+    for (int v = 0; v < NV; ++v) vstore(s + r * kAttnTile + v * kLanes<T>, a[r][v] * scale);
+}
+
+// NV vectors of each of R output rows: o[r] = alpha[r] * o[r] + sum_{j<n} p[r * p_stride + j] * rows[j * stride].
+template <typename T, int NV>
+inline void accumulate_block_rows(T* const* o, int64_t d0, const T* alpha, const T* p, int64_t p_stride,
+                                  const T* rows, int64_t stride, int64_t n) {
+  using V = typename Simd<T>::V;
+  constexpr int R = kRowBlock<T>;
+  V a[R][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) a[r][v] = alpha[r] * vload(o[r] + d0 + v * kLanes<T>);
+  for (int64_t j = 0; j < n; ++j) {
+    V t[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) t[v] = vload(rows + j * stride + d0 + v * kLanes<T>);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const T pj = p[r * p_stride + j];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) a[r][v] += pj * t[v];
+    }
   }
-#pragma GCC unroll 8
-  for (int v = 0; v < NV; ++v) vstore(s + v * kLanes<T>, (a[v] + b[v]) * scale);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) vstore(o[r] + d0 + v * kLanes<T>, a[r][v]);
+}
+
+// o[r][0:HS] = alpha[r] * o[r] + sum_{j < n} p[r * p_stride + j] * rows[j * stride + 0:HS] for the
+// kRowBlock rows r (padding rows: p zero, alpha 1, o any scratch row): P @ V for a block of
+// output rows, dS @ K for a block of dq rows, or (p a block of columns of P^T) rows of dV.
+// No o row may overlap rows.
+template <typename T>
+inline void accumulate_rows_blocked(T* const* o, const T* alpha, const T* p, int64_t p_stride, const T* rows,
+                                    int64_t stride, int64_t n, int64_t HS) {
+  constexpr int64_t L = kLanes<T>;
+  int64_t d0 = 0;
+  for (; d0 + 4 * L <= HS; d0 += 4 * L) accumulate_block_rows<T, 4>(o, d0, alpha, p, p_stride, rows, stride, n);
+  for (; d0 + L <= HS; d0 += L) accumulate_block_rows<T, 1>(o, d0, alpha, p, p_stride, rows, stride, n);
+  for (int r = 0; r < kRowBlock<T>; ++r)
+    for (int64_t d = d0; d < HS; ++d) {
+      T acc = alpha[r] * o[r][d];
+      for (int64_t j = 0; j < n; ++j) acc += p[r * p_stride + j] * rows[j * stride + d];
+      o[r][d] = acc;
+    }
 }
 
 // NV vectors of o[0:NV*lanes] = alpha * o + sum_{j<n} p[j] * rows[j * stride + 0:NV*lanes], kept in

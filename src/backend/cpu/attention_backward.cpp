@@ -29,8 +29,12 @@ void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, con
       T* D = thread_scratch<T, 4>(static_cast<size_t>(group * Tn));
       T* pt = thread_scratch<T, 5>(static_cast<size_t>(kAttnTile * kQBlock));   // P^T of a query block
       T* dst = thread_scratch<T, 6>(static_cast<size_t>(kAttnTile * kQBlock));  // dS^T of a query block
-      alignas(64) T p[kAttnTile];
-      alignas(64) T ds[kAttnTile];
+      constexpr int R = kRowBlock<T>;
+      alignas(64) T p_rows[R * kAttnTile];
+      alignas(64) T ds_rows[R * kAttnTile];
+      T ones[R];
+      std::fill(ones, ones + R, T(1));
+      T* pad = thread_scratch<T, 7>(static_cast<size_t>(HS));  // output row of padding rows
       const int64_t kv_col = g * HS;
       // D[hh, t] = dout . out for the group's query heads; dq of those heads starts at zero.
       for (int64_t hh = 0; hh < group; ++hh) {
@@ -61,29 +65,52 @@ void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, con
             const int64_t nb = std::min(kQBlock, Tn - t0);
             const T* q_blk = q + (b * Tn + t0) * qs + h * HS;
             const T* do_blk = dout + (b * Tn + t0) * qs + h * HS;
-            for (int64_t i = 0; i < nb; ++i) {
-              const int64_t t = t0 + i, valid = std::min(nj, t - j0 + 1);
-              const int64_t lo = std::max<int64_t>(0, doc_start(b, t) - j0);  // keys before lo: other document
-              // p = exp(scale q.k - lse); dp = dout.v; ds = p (dp - D) * scale
-              row_times_tile(q_blk + i * qs, kt, HS, scale, p);
-              row_times_tile(do_blk + i * qs, vt, HS, T(1), ds);
-              const T lse_t = lse_h[t], D_t = D[hh * Tn + t];
+            for (int64_t i = 0; i < nb; i += R) {
+              const int64_t nr = std::min<int64_t>(R, nb - i);
+              // p = exp(scale q.k - lse); dp = dout.v; ds = p (dp - D) * scale, a block of query rows
+              score_rows(q_blk + i * qs, qs, nr, kt, HS, scale, p_rows);
+              score_rows(do_blk + i * qs, qs, nr, vt, HS, T(1), ds_rows);
+              T* dq_rows[R];
+              int64_t keys = 0;  // the block's longest visible key range (ds is zero past each row's)
+              for (int64_t r = 0; r < R; ++r) {
+                T* p = p_rows + r * kAttnTile;
+                T* ds = ds_rows + r * kAttnTile;
+                if (r >= nr) {  // padding row: contributes nothing
+                  dq_rows[r] = pad;
+                  std::fill(ds, ds + kAttnTile, T(0));
+                  continue;
+                }
+                const int64_t t = t0 + i + r, valid = std::min(nj, t - j0 + 1);
+                const int64_t lo = std::max<int64_t>(0, doc_start(b, t) - j0);  // keys before lo: other document
+                const T lse_t = lse_h[t], D_t = D[hh * Tn + t];
 #pragma omp simd
-              for (int64_t j = 0; j < kAttnTile; ++j) {
-                p[j] = j >= lo && j < valid ? exp_t<T>(p[j] - lse_t) : T(0);
-                ds[j] = p[j] * (ds[j] - D_t) * scale;
+                for (int64_t j = 0; j < kAttnTile; ++j) {
+                  p[j] = j >= lo && j < valid ? exp_t<T>(p[j] - lse_t) : T(0);
+                  ds[j] = p[j] * (ds[j] - D_t) * scale;
+                }
+                for (int64_t j = 0; j < nj; ++j) {
+                  pt[j * kQBlock + i + r] = p[j];
+                  dst[j * kQBlock + i + r] = ds[j];
+                }
+                dq_rows[r] = dq + (b * Tn + t) * qs + h * HS;
+                keys = std::max(keys, valid);
               }
-              for (int64_t j = 0; j < nj; ++j) {
-                pt[j * kQBlock + i] = p[j];
-                dst[j * kQBlock + i] = ds[j];
-              }
-              accumulate_rows(dq + (b * Tn + t) * qs + h * HS, T(1), ds, k_tile, kvs, valid, HS);  // dq += dS K
+              accumulate_rows_blocked(dq_rows, ones, ds_rows, kAttnTile, k_tile, kvs, keys, HS);  // dq += dS K
             }
-            // dv[j] += sum_i P[i, j] dout[i]; dk[j] += sum_i dS[i, j] q[i], from the first query that sees j
-            for (int64_t j = 0; j < std::min(nj, t0 + nb - j0); ++j) {
+            // dv[j] += sum_i P[i, j] dout[i]; dk[j] += sum_i dS[i, j] q[i], a block of keys at a time from
+            // the first query that sees the block's first key (P and dS are zero before each key's own)
+            const int64_t keys = std::min(nj, t0 + nb - j0);
+            for (int64_t j = 0; j < keys; j += R) {
               const int64_t i0 = std::max<int64_t>(0, j0 + j - t0);
-              accumulate_rows(dv_acc + j * HS, T(1), pt + j * kQBlock + i0, do_blk + i0 * qs, qs, nb - i0, HS);
-              accumulate_rows(dk_acc + j * HS, T(1), dst + j * kQBlock + i0, q_blk + i0 * qs, qs, nb - i0, HS);
+              T* dv_rows[R];
+              T* dk_rows[R];
+              for (int64_t r = 0; r < R; ++r) {
+                dv_rows[r] = j + r < keys ? dv_acc + (j + r) * HS : pad;
+                dk_rows[r] = j + r < keys ? dk_acc + (j + r) * HS : pad;
+              }
+              // padding keys read whatever P^T and dS^T rows lie past `keys` into the dropped pad row
+              accumulate_rows_blocked(dv_rows, ones, pt + j * kQBlock + i0, kQBlock, do_blk + i0 * qs, qs, nb - i0, HS);
+              accumulate_rows_blocked(dk_rows, ones, dst + j * kQBlock + i0, kQBlock, q_blk + i0 * qs, qs, nb - i0, HS);
             }
           }
         }

@@ -23,7 +23,9 @@ void attention_forward_impl(const AttnShape& s, const DocStarts& doc_start, cons
         T* kt = thread_scratch<T, 0>(static_cast<size_t>(HS * kAttnTile));
         T* acc = thread_scratch<T, 1>(static_cast<size_t>(kAttnTile * HS));
         T m[kAttnTile], l[kAttnTile];
-        alignas(64) T p[kAttnTile];
+        constexpr int R = kRowBlock<T>;
+        alignas(64) T scores[R * kAttnTile];
+        T* pad = thread_scratch<T, 2>(static_cast<size_t>(HS));  // output row of padding rows
         const int64_t i0 = qt * kAttnTile, ni = std::min(kAttnTile, Tn - i0);
         const int64_t kv_col = (h / group) * HS;
         for (int64_t i = 0; i < ni; ++i) {
@@ -35,25 +37,40 @@ void attention_forward_impl(const AttnShape& s, const DocStarts& doc_start, cons
         for (int64_t j0 = first_key; j0 < i0 + ni; j0 += kAttnTile) {
           const int64_t nj = std::min(kAttnTile, i0 + ni - j0);
           pack_transposed(k + (b * Tn + j0) * kvs + kv_col, kvs, nj, HS, kt);
-          for (int64_t i = 0; i < ni; ++i) {
-            const int64_t t = i0 + i;
-            // keys lo .. hi-1 of this tile: from the document start to the diagonal
-            const int64_t lo = std::max<int64_t>(0, doc_start(b, t) - j0), hi = std::min(nj, t - j0 + 1);
-            if (hi <= lo) continue;
-            row_times_tile(q + (b * Tn + t) * qs + h * HS, kt, HS, scale, p);
-            T row_max = m[i];
+          const T* v_tile = v + (b * Tn + j0) * kvs + kv_col;
+          for (int64_t i = 0; i < ni; i += R) {
+            const int64_t nr = std::min<int64_t>(R, ni - i);
+            score_rows(q + (b * Tn + i0 + i) * qs + h * HS, qs, nr, kt, HS, scale, scores);
+            T alpha[R];
+            T* o[R];
+            int64_t keys = 0;  // the block's longest visible key range (p is zero past each row's)
+            for (int64_t r = 0; r < R; ++r) {
+              T* p = scores + r * kAttnTile;
+              const int64_t t = i0 + i + r;
+              // keys lo .. hi-1 of this tile: from the document start to the diagonal
+              const int64_t lo = r < nr ? std::max<int64_t>(0, doc_start(b, t) - j0) : 0;
+              const int64_t hi = r < nr ? std::min(nj, t - j0 + 1) : 0;
+              o[r] = r < nr ? acc + (i + r) * HS : pad;
+              if (hi <= lo) {  // nothing visible here (or a padding row): unchanged
+                alpha[r] = T(1);
+                std::fill(p, p + kAttnTile, T(0));
+                continue;
+              }
+              T row_max = m[i + r];
 #pragma omp simd reduction(max : row_max)
-            for (int64_t j = 0; j < kAttnTile; ++j) row_max = j >= lo && j < hi && p[j] > row_max ? p[j] : row_max;
-            const T alpha = m[i] == -INFINITY ? T(0) : exp_t<T>(m[i] - row_max);
-            T sum = 0;
+              for (int64_t j = 0; j < kAttnTile; ++j) row_max = j >= lo && j < hi && p[j] > row_max ? p[j] : row_max;
+              alpha[r] = m[i + r] == -INFINITY ? T(0) : exp_t<T>(m[i + r] - row_max);
+              T sum = 0;
 #pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j < kAttnTile; ++j) {
-              p[j] = j >= lo && j < hi ? exp_t<T>(p[j] - row_max) : T(0);
-              sum += p[j];
+              for (int64_t j = 0; j < kAttnTile; ++j) {
+                p[j] = j >= lo && j < hi ? exp_t<T>(p[j] - row_max) : T(0);
+                sum += p[j];
+              }
+              m[i + r] = row_max;
+              l[i + r] = l[i + r] * alpha[r] + sum;
+              keys = std::max(keys, hi);
             }
-            m[i] = row_max;
-            l[i] = l[i] * alpha + sum;
-            accumulate_rows(acc + i * HS, alpha, p, v + (b * Tn + j0) * kvs + kv_col, kvs, hi, HS);
+            if (keys > 0) accumulate_rows_blocked(o, alpha, scores, kAttnTile, v_tile, kvs, keys, HS);
           }
         }
         for (int64_t i = 0; i < ni; ++i) {
