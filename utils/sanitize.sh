@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 ./utils/prepare_data.sh 2>/dev/null || { ./utils/build.sh --target trident && ./utils/prepare_data.sh; }
 # Test discovery runs the test binaries during the build: the options apply there too.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRIDENT_SANITIZE=address,undefined
+cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRIDENT_SANITIZE=address,undefined -DTRIDENT_CUDA=OFF
 cmake --build build-sanitize -j "$(nproc)"
 cd build-sanitize
 if [[ ${1:-} == --quick ]]; then

@@ -15,6 +15,8 @@
 #include "trident/backend/cuda_ops.hpp"
 #include "trident/core/rng.hpp"
 #include "trident/core/tensor.hpp"
+#include "../backend/test_cpu_util.hpp"
+#include "cuda_test_support.hpp"
 
 namespace trident {
 namespace {
@@ -24,52 +26,19 @@ Ops& cpu() {
   return *ops;
 }
 
+using cuda_test::to_device;
+using cuda_test::to_host;
+
 // Standard normal fp32 values keyed by seed, rounded to dtype on the host.
-Tensor randn(Shape shape, uint64_t seed, DType dtype) {
-  Tensor f = Tensor::zeros(shape, DType::kF32);
-  float* p = f.data<float>();
-  for (int64_t i = 0; i < f.numel(); ++i) p[i] = static_cast<float>(rng_normal(seed, static_cast<uint64_t>(i)));
-  if (dtype == DType::kF32) return f;
-  Tensor t = Tensor::zeros(shape, dtype);
-  cpu().copy(f, t);
-  return t;
-}
+Tensor randn(Shape shape, uint64_t seed, DType dtype) { return cuda_test::host_randn(cpu(), shape, seed, dtype); }
 
-std::vector<float> floats(const Tensor& host) {
-  Tensor f = host;
-  if (host.dtype() != DType::kF32) {
-    f = Tensor::zeros(host.shape(), DType::kF32);
-    cpu().copy(host, f);
-  }
-  return std::vector<float>(f.data<float>(), f.data<float>() + f.numel());
-}
-
-Tensor to_device(Ops& gpu, const Tensor& host) {
-  if (!host.defined()) return host;
-  Tensor d = gpu.zeros(host.shape(), host.dtype());
-  gpu.copy(host, d);
-  return d;
-}
-
-Tensor to_host(Ops& gpu, const Tensor& dev) {
-  Tensor h = Tensor::zeros(dev.shape(), dev.dtype());
-  gpu.copy(dev, h);
-  return h;
-}
+std::vector<double> values(const Tensor& host) { return cuda_test::values(cpu(), host); }
 
 // max|got - want| / max(max|want|, floor) (both host tensors); infinite when one has a NaN the
 // other lacks. Gradients use floor 1 (the scale of the unit-normal inputs): where the true
 // gradient is ~0 (dq, dk of a one-token softmax) both backends hold rounding noise only.
 double rel_err(const Tensor& got, const Tensor& want, double floor = 1e-30) {
-  const std::vector<float> g = floats(got), w = floats(want);
-  EXPECT_EQ(g.size(), w.size());
-  double err = 0, scale = floor;
-  for (size_t i = 0; i < w.size(); ++i) {
-    if (std::isnan(g[i]) != std::isnan(w[i])) return INFINITY;
-    err = std::max(err, std::abs(double(g[i]) - w[i]));
-    scale = std::max(scale, std::abs(double(w[i])));
-  }
-  return err / scale;
+  return test::max_err(values(got), values(want), floor);
 }
 
 // fp32: summation order only. bf16: outputs may round to neighbouring bf16 values (2^-8).
@@ -129,8 +98,7 @@ Inputs make_inputs(const Case& c, uint64_t seed) {
 }
 
 TEST(CudaAttention, ForwardMatchesCpu) {
-  std::string why;
-  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;
+  SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_ops(0);
   uint64_t seed = 100;
   for (const Case& c : cases()) {
@@ -148,8 +116,7 @@ TEST(CudaAttention, ForwardMatchesCpu) {
 }
 
 TEST(CudaAttention, BackwardMatchesCpu) {
-  std::string why;
-  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;
+  SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_ops(0);
   uint64_t seed = 5000;
   for (const Case& c : cases()) {
@@ -176,8 +143,7 @@ TEST(CudaAttention, BackwardMatchesCpu) {
 
 // No atomics anywhere: two runs give the same bits.
 TEST(CudaAttention, BackwardIsDeterministic) {
-  std::string why;
-  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;
+  SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_ops(0);
   const Case c{2, 200, 8, 2, 128, true, DType::kF32};
   const Inputs in = make_inputs(c, 77);
@@ -185,27 +151,26 @@ TEST(CudaAttention, BackwardIsDeterministic) {
   Tensor pos = to_device(*gpu, in.positions), dout = to_device(*gpu, in.dout);
   Tensor out = gpu->zeros(q.shape(), DType::kF32), lse = gpu->zeros(Shape{c.B, c.NH, c.T}, DType::kF32);
   gpu->attention_forward(q, k, v, int(c.NH), int(c.NKV), pos, out, lse);
-  std::vector<float> first;
+  std::vector<double> first;
   for (int run = 0; run < 2; ++run) {
     Tensor dq = gpu->zeros(q.shape(), DType::kF32), dk = gpu->zeros(k.shape(), DType::kF32),
            dv = gpu->zeros(v.shape(), DType::kF32);
     gpu->attention_backward(q, k, v, out, lse, dout, int(c.NH), int(c.NKV), pos, dq, dk, dv);
-    std::vector<float> all;
+    std::vector<double> all;
     for (const Tensor* t : {&dq, &dk, &dv}) {
-      const std::vector<float> f = floats(to_host(*gpu, *t));
+      const std::vector<double> f = values(to_host(*gpu, *t));
       all.insert(all.end(), f.begin(), f.end());
     }
     if (run == 0)
       first = all;
     else
-      EXPECT_EQ(std::memcmp(first.data(), all.data(), all.size() * sizeof(float)), 0);
+      EXPECT_EQ(std::memcmp(first.data(), all.data(), all.size() * sizeof(double)), 0);
   }
 }
 
 // q fp32, k bf16, v fp16, out bf16: each activation argument in its own dtype.
 TEST(CudaAttention, MixedDtypes) {
-  std::string why;
-  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;
+  SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_ops(0);
   const int64_t B = 2, T = 45, NH = 4, NKV = 2, HS = 64;
   Tensor q = randn(Shape{B, T, NH * HS}, 11, DType::kF32), k = randn(Shape{B, T, NKV * HS}, 12, DType::kBF16),
@@ -231,8 +196,7 @@ TEST(CudaAttention, MixedDtypes) {
 }
 
 TEST(CudaAttention, Fp64IsAnError) {
-  std::string why;
-  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;
+  SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_ops(0);
   Tensor q = gpu->zeros(Shape{1, 4, 64}, DType::kF64), lse = gpu->zeros(Shape{1, 1, 4}, DType::kF64);
   Tensor out = gpu->zeros(q.shape(), DType::kF64);
@@ -242,8 +206,7 @@ TEST(CudaAttention, Fp64IsAnError) {
 }
 
 TEST(CudaAttention, CachedMatchesCpu) {
-  std::string why;
-  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;
+  SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_ops(0);
   uint64_t seed = 9000;
   const int64_t B = 2, L = 200;

@@ -19,20 +19,17 @@
 #include "trident/core/error.hpp"
 #include "trident/core/rng.hpp"
 #include "trident/core/tensor.hpp"
+#include "cuda_test_support.hpp"
 #ifdef TRIDENT_WITH_CUDA
+#include <dlfcn.h>
+
 #include "../../src/backend/cuda/allocator.hpp"
 #endif
 
 namespace trident {
 namespace {
 
-using Vec = std::vector<double>;
-
-#define SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                       \
-    std::string why;                                                         \
-    if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;     \
-  } while (0)
+using cuda_test::max_err;
 
 #ifdef TRIDENT_WITH_CUDA
 constexpr bool kBuiltWithCuda = true;
@@ -43,57 +40,10 @@ constexpr bool kBuiltWithCuda = false;
 // fp32 GEMMs run in TF32 (10-bit mantissa inputs): about 1e-3 of the output's scale.
 constexpr double kTf32Tol = 3e-3;
 
-// max|got - want| / max(max|want|, floor)
-double max_err(const Vec& got, const Vec& want, double floor = 1e-6) {
-  EXPECT_EQ(got.size(), want.size());
-  double diff = 0, scale = floor;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    const double d = std::fabs(got[i] - want[i]);
-    diff = std::isnan(d) ? INFINITY : std::max(diff, d);
-    scale = std::max(scale, std::fabs(want[i]));
-  }
-  return diff / scale;
-}
-
-class CudaCoreTest : public ::testing::Test {
+class CudaCoreTest : public cuda_test::CudaVsCpuTest {
  protected:
-  void init() {
-    gpu_ = make_cuda_ops(0);
-    cpu_ = make_cpu_ops(1);
-  }
+  CudaCoreTest() : CudaVsCpuTest("cuda-core") {}
 
-  Tensor host_randn(Shape shape, uint64_t seed, DType dtype, double scale = 1.0) {
-    Tensor f = Tensor::zeros(shape, DType::kF32);
-    const uint64_t key = rng_key(seed, "cuda-core");
-    for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = float(scale * rng_normal(key, uint64_t(i)));
-    if (dtype == DType::kF32) return f;
-    Tensor h = Tensor::zeros(shape, dtype);
-    cpu_->copy(f, h);
-    return h;
-  }
-  Tensor clone_host(const Tensor& h) {
-    Tensor c = Tensor::zeros(h.shape(), h.dtype());
-    cpu_->copy(h, c);
-    return c;
-  }
-  Tensor to_gpu(const Tensor& h) {
-    Tensor d = gpu_->zeros(h.shape(), h.dtype());
-    gpu_->copy(h, d);
-    return d;
-  }
-  Tensor to_host(const Tensor& d) {
-    Tensor h = Tensor::zeros(d.shape(), d.dtype());
-    gpu_->copy(d, h);
-    return h;
-  }
-  Vec values(const Tensor& h) {
-    Tensor f = h;
-    if (h.dtype() != DType::kF32) {
-      f = Tensor::zeros(h.shape(), DType::kF32);
-      cpu_->copy(h, f);
-    }
-    return Vec(f.data<float>(), f.data<float>() + f.numel());
-  }
   static bool same_bytes(const Tensor& a, const Tensor& b) {
     return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
   }
@@ -110,8 +60,6 @@ class CudaCoreTest : public ::testing::Test {
     gpu_->gemm(ta, tb, alpha, to_gpu(a), to_gpu(b), beta, c_gpu);
     return max_err(values(to_host(c_gpu)), values(c_cpu));
   }
-
-  std::unique_ptr<Ops> gpu_, cpu_;
 };
 
 TEST_F(CudaCoreTest, GemmFp32AllTransposesOddSizesInTf32) {
@@ -138,12 +86,12 @@ TEST_F(CudaCoreTest, GemmBf16AndFp16Inputs) {
       EXPECT_LE(gemm_err(ta, tb, 64, 96, 128, DType::kF16, DType::kF16, DType::kF32, 1.0, 0.0, 6), 1e-5);
       // 16-bit c: rounded once at the end (1.5 units of the format's rounding).
       EXPECT_LE(gemm_err(ta, tb, 37, 129, 65, DType::kBF16, DType::kBF16, DType::kBF16, 1.0, 0.0, 7),
-                1.5 * std::ldexp(1.0, -8));
+                cuda_test::kBf16Tol);
       EXPECT_LE(gemm_err(ta, tb, 64, 96, 128, DType::kF16, DType::kF16, DType::kF16, 1.0, 1.0, 8),
-                1.5 * std::ldexp(1.0, -11));
+                cuda_test::kF16Tol);
       // bf16 inputs into an fp16 c (staged through fp32).
       EXPECT_LE(gemm_err(ta, tb, 37, 129, 65, DType::kBF16, DType::kBF16, DType::kF16, 1.0, 1.0, 9),
-                1.5 * std::ldexp(1.0, -11));
+                cuda_test::kF16Tol);
     }
 }
 
@@ -153,7 +101,7 @@ TEST_F(CudaCoreTest, GemmMixedInputDtypes) {
   // Different input types are widened to fp32 (TF32 on the GPU).
   EXPECT_LE(gemm_err(false, true, 37, 129, 65, DType::kBF16, DType::kF32, DType::kF32, 1.0, 1.0, 10), kTf32Tol);
   EXPECT_LE(gemm_err(true, false, 37, 129, 65, DType::kF32, DType::kF16, DType::kBF16, 1.0, 0.0, 11),
-            1.5 * std::ldexp(1.0, -8) + kTf32Tol);
+            cuda_test::kBf16Tol + kTf32Tol);
 }
 
 TEST_F(CudaCoreTest, GemmBf16MatmulPrecisionRoundsFp32Inputs) {
@@ -368,6 +316,25 @@ TEST(CudaCore, ReportsWhyThereIsNoGpu) {
 }
 
 #ifdef TRIDENT_WITH_CUDA
+// The library the loader opens (cuda_loader.cpp) exists, has its entry points, and answers
+// without a GPU: here the loader itself stops earlier, where no NVIDIA driver is installed.
+TEST(CudaLibrary, OpensAndAnswersThroughItsEntryPoints) {
+  void* handle = dlopen(TRIDENT_CUDA_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto count = reinterpret_cast<int (*)(char*, size_t)>(dlsym(handle, "trident_cuda_device_count"));
+  auto make = reinterpret_cast<Ops* (*)(int, char*, size_t)>(dlsym(handle, "trident_cuda_make_ops"));
+  ASSERT_NE(count, nullptr);
+  ASSERT_NE(make, nullptr);
+  ASSERT_NE(dlsym(handle, "trident_cuda_stream"), nullptr);
+  char why[256] = {};
+  if (count(why, sizeof why) == 0) {
+    EXPECT_NE(std::string(why).find("cudaGetDeviceCount"), std::string::npos) << why;
+    char error[256] = {};
+    EXPECT_EQ(make(0, error, sizeof error), nullptr);
+    EXPECT_NE(std::string(error).find("no usable GPU"), std::string::npos) << error;
+  }
+}
+
 // Host-only: the allocator's size classes (no GPU needed).
 TEST(CudaAllocator, SizeClasses) {
   using cuda::DeviceAllocator;

@@ -18,85 +18,25 @@
 #include "trident/core/error.hpp"
 #include "trident/core/rng.hpp"
 #include "trident/core/tensor.hpp"
+#include "cuda_test_support.hpp"
 
 namespace trident {
 namespace {
 
-using Vec = std::vector<double>;
+using cuda_test::max_err;
 
-#define SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                       \
-    std::string why;                                                         \
-    if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;     \
-  } while (0)
+// fp32 outputs: within 1e-5 of the output's scale; 16-bit ones: 1.5 units of their rounding.
+constexpr double kF32Tol = 1e-5;
+double tol(DType dtype) { return cuda_test::tol_for(dtype, kF32Tol); }
 
-double tol(DType dtype) {
-  switch (dtype) {
-    case DType::kBF16: return 1.5 * std::ldexp(1.0, -8);
-    case DType::kF16: return 1.5 * std::ldexp(1.0, -11);
-    default: return 1e-5;
-  }
-}
-
-// max|got - want| / max(max|want|, floor)
-double max_err(const Vec& got, const Vec& want, double floor = 1e-6) {
-  EXPECT_EQ(got.size(), want.size());
-  double diff = 0, scale = floor;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    const double d = std::fabs(got[i] - want[i]);
-    diff = std::isnan(d) ? INFINITY : std::max(diff, d);
-    scale = std::max(scale, std::fabs(want[i]));
-  }
-  return diff / scale;
-}
-
-class CudaKernelTest : public ::testing::Test {
+class CudaKernelTest : public cuda_test::CudaVsCpuTest {
  protected:
-  // Called after the skip line at the start of each test.
-  void init() {
-    gpu_ = make_cuda_ops(0);
-    cpu_ = make_cpu_ops(1);
-  }
+  CudaKernelTest() : CudaVsCpuTest("cuda-kernels") {}
 
-  // A host tensor of dtype with normal values times scale (rounded to dtype).
-  Tensor host_randn(Shape shape, uint64_t seed, DType dtype, double scale = 1.0) {
-    Tensor f = Tensor::zeros(shape, DType::kF32);
-    const uint64_t key = rng_key(seed, "cuda-kernels");
-    for (int64_t i = 0; i < f.numel(); ++i) f.data<float>()[i] = float(scale * rng_normal(key, uint64_t(i)));
-    if (dtype == DType::kF32) return f;
-    Tensor h = Tensor::zeros(shape, dtype);
-    cpu_->copy(f, h);
-    return h;
-  }
   static Tensor host_i32(const std::vector<int32_t>& v) {
     Tensor t = Tensor::zeros(Shape{int64_t(v.size())}, DType::kI32);
     std::copy(v.begin(), v.end(), t.data<int32_t>());
     return t;
-  }
-  // A copy of a host tensor (same dtype), on the host or on the GPU.
-  Tensor clone_host(const Tensor& h) {
-    Tensor c = Tensor::zeros(h.shape(), h.dtype());
-    cpu_->copy(h, c);
-    return c;
-  }
-  Tensor to_gpu(const Tensor& h) {
-    Tensor d = gpu_->zeros(h.shape(), h.dtype());
-    gpu_->copy(h, d);
-    return d;
-  }
-  Tensor to_host(const Tensor& d) {
-    Tensor h = Tensor::zeros(d.shape(), d.dtype());
-    gpu_->copy(d, h);
-    return h;
-  }
-  // Values of a host tensor of any float dtype.
-  Vec values(const Tensor& h) {
-    Tensor f = h;
-    if (h.dtype() != DType::kF32) {
-      f = Tensor::zeros(h.shape(), DType::kF32);
-      cpu_->copy(h, f);
-    }
-    return Vec(f.data<float>(), f.data<float>() + f.numel());
   }
   // GPU result d against CPU result h, within the tolerance of d's dtype.
   void expect_close(const Tensor& d, const Tensor& h, const std::string& what, double floor = 1e-6) {
@@ -104,8 +44,6 @@ class CudaKernelTest : public ::testing::Test {
     EXPECT_LE(max_err(values(to_host(d)), values(h), floor), tol(d.dtype())) << what << " (" << dtype_name(d.dtype())
                                                                              << ")";
   }
-
-  std::unique_ptr<Ops> gpu_, cpu_;
 };
 
 const DType kActTypes[] = {DType::kF32, DType::kBF16, DType::kF16};

@@ -87,41 +87,37 @@ Elem same_act(const char* op, const Tensor& ref, const Tensor& t, const char* na
   return e;
 }
 
-// Grid of an elementwise launch: each thread does 8 elements per step on the vector path.
-unsigned elementwise_grid(int64_t n, bool vec) { return grid_for(vec ? (n + 7) / 8 : n); }
+// Launches kernel(args..., n, vec) over n elements (nothing for n = 0), on the vector path where
+// every tensor is 16-byte aligned; each thread does 8 elements per step on that path.
+template <typename... Params, typename... Args>
+void launch_elementwise(void (*kernel)(Params...), int64_t n, std::initializer_list<const Tensor*> tensors,
+                        cudaStream_t stream, Args... args) {
+  if (n == 0) return;
+  const bool vec = all_aligned16(tensors);
+  kernel<<<grid_for(vec ? (n + 7) / 8 : n), 256, 0, stream>>>(args..., n, vec);
+  TRIDENT_CUDA_LAUNCHED();
+}
 
 }  // namespace
 
 void gelu_forward(const Tensor& x, Tensor& y, cudaStream_t stream) {
   constexpr const char* op = "gelu_forward";
   const Elem ex = act_elem(x, op, "x"), ey = same_act(op, x, y, "y");
-  const int64_t n = x.numel();
-  if (n == 0) return;
-  const bool vec = all_aligned16({&x, &y});
-  gelu_forward_kernel<<<elementwise_grid(n, vec), 256, 0, stream>>>(x.raw(), ex, y.raw(), ey, n, vec);
-  TRIDENT_CUDA_LAUNCHED();
+  launch_elementwise(gelu_forward_kernel, x.numel(), {&x, &y}, stream, x.raw(), ex, y.raw(), ey);
 }
 
 void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx, cudaStream_t stream) {
   constexpr const char* op = "gelu_backward";
   const Elem ex = act_elem(x, op, "x"), edy = same_act(op, x, dy, "dy"), edx = same_act(op, x, dx, "dx");
-  const int64_t n = x.numel();
-  if (n == 0) return;
-  const bool vec = all_aligned16({&x, &dy, &dx});
-  gelu_backward_kernel<<<elementwise_grid(n, vec), 256, 0, stream>>>(x.raw(), ex, dy.raw(), edy, dx.raw(), edx, n,
-                                                                     vec);
-  TRIDENT_CUDA_LAUNCHED();
+  launch_elementwise(gelu_backward_kernel, x.numel(), {&x, &dy, &dx}, stream, x.raw(), ex, dy.raw(), edy, dx.raw(),
+                     edx);
 }
 
 void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y, cudaStream_t stream) {
   constexpr const char* op = "swiglu_forward";
   const Elem eg = act_elem(gate, op, "gate"), eu = same_act(op, gate, up, "up"), ey = same_act(op, gate, y, "y");
-  const int64_t n = gate.numel();
-  if (n == 0) return;
-  const bool vec = all_aligned16({&gate, &up, &y});
-  swiglu_forward_kernel<<<elementwise_grid(n, vec), 256, 0, stream>>>(gate.raw(), eg, up.raw(), eu, y.raw(), ey, n,
-                                                                      vec);
-  TRIDENT_CUDA_LAUNCHED();
+  launch_elementwise(swiglu_forward_kernel, gate.numel(), {&gate, &up, &y}, stream, gate.raw(), eg, up.raw(), eu,
+                     y.raw(), ey);
 }
 
 void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup,
@@ -129,12 +125,8 @@ void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Ten
   constexpr const char* op = "swiglu_backward";
   const Elem eg = act_elem(gate, op, "gate"), eu = same_act(op, gate, up, "up"), edy = same_act(op, gate, dy, "dy"),
              edg = same_act(op, gate, dgate, "dgate"), edu = same_act(op, gate, dup, "dup");
-  const int64_t n = gate.numel();
-  if (n == 0) return;
-  const bool vec = all_aligned16({&gate, &up, &dy, &dgate, &dup});
-  swiglu_backward_kernel<<<elementwise_grid(n, vec), 256, 0, stream>>>(gate.raw(), eg, up.raw(), eu, dy.raw(), edy,
-                                                                       dgate.raw(), edg, dup.raw(), edu, n, vec);
-  TRIDENT_CUDA_LAUNCHED();
+  launch_elementwise(swiglu_backward_kernel, gate.numel(), {&gate, &up, &dy, &dgate, &dup}, stream, gate.raw(), eg,
+                     up.raw(), eu, dy.raw(), edy, dgate.raw(), edg, dup.raw(), edu);
 }
 
 }  // namespace trident::cuda

@@ -89,8 +89,7 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv(BackwardArgs
   const int64_t kv_col = static_cast<int64_t>(g) * HS;
   const int rg = threadIdx.x / kColGroups, cg = threadIdx.x % kColGroups;
 
-  load_tile<Bc, LD>(Ks, a.k, a.ek, b * T + j0, a.kv_stride, kv_col, nj, HS);
-  load_tile<Bc, LD>(Vs, a.v, a.ev, b * T + j0, a.kv_stride, kv_col, nj, HS);
+  load_kv_tiles<Bc, LD>(Ks, Vs, a, b * T + j0, kv_col, nj, HS);
 
   float dk[KR][ND], dv[KR][ND];
 #pragma unroll
@@ -192,13 +191,7 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq(BackwardArgs a
   const int64_t kv_col = static_cast<int64_t>(h / a.group) * HS;
   const int rg = threadIdx.x / kColGroups, cg = threadIdx.x % kColGroups;
 
-  if (threadIdx.x == 0) first_key = INT_MAX;
-  __syncthreads();
-  for (int r = threadIdx.x; r < Br; r += kThreads) {
-    const int lo = r < ni ? doc_start(a.positions, b, T, i0 + r) : INT_MAX;
-    lo_s[r] = lo;
-    atomicMin(&first_key, lo);
-  }
+  query_doc_starts<Br>(lo_s, first_key, a.positions, b, T, i0, ni);
   load_tile<Br, LD>(Qs, a.q, a.eq, b * T + i0, a.q_stride, static_cast<int64_t>(h) * HS, ni, HS);
   load_tile<Br, LD>(dOs, a.dout, a.edo, b * T + i0, a.q_stride, static_cast<int64_t>(h) * HS, ni, HS);
   __syncthreads();
@@ -219,8 +212,7 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq(BackwardArgs a
   for (int j0 = first_key / Bc * Bc; j0 < i0 + ni; j0 += Bc) {
     const int nj = min(Bc, T - j0);
     __syncthreads();  // the previous step's readers of Ks, dSs are done
-    load_tile<Bc, LD>(Ks, a.k, a.ek, b * T + j0, a.kv_stride, kv_col, nj, HS);
-    load_tile<Bc, LD>(Vs, a.v, a.ev, b * T + j0, a.kv_stride, kv_col, nj, HS);
+    load_kv_tiles<Bc, LD>(Ks, Vs, a, b * T + j0, kv_col, nj, HS);
     __syncthreads();
 
     float s[R][C], dp[R][C];
@@ -257,16 +249,10 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq(BackwardArgs a
 // Tiles sized for about 60-75 KiB of shared memory: two or three blocks per SM on sm_80/sm_90.
 template <int MaxHS, int KeyBc, int KeyBr, int QBr, int QBc>
 void launch_backward(const BackwardArgs& a, int B, int NKV, cudaStream_t stream) {
-  using KT = KeyTiles<MaxHS, KeyBc, KeyBr>;
-  using QT = QueryTiles<MaxHS, QBr, QBc>;
-  auto dkdv = attention_backward_dkdv<MaxHS, KeyBc, KeyBr>;
-  allow_shared(dkdv, KT::kSharedBytes);
-  dkdv<<<dim3((a.T + KeyBc - 1) / KeyBc, NKV, B), kThreads, KT::kSharedBytes, stream>>>(a);
-  TRIDENT_CUDA_LAUNCHED();
-  auto dq = attention_backward_dq<MaxHS, QBr, QBc>;
-  allow_shared(dq, QT::kSharedBytes);
-  dq<<<dim3((a.T + QBr - 1) / QBr, a.NH, B), kThreads, QT::kSharedBytes, stream>>>(a);
-  TRIDENT_CUDA_LAUNCHED();
+  launch_tiles(attention_backward_dkdv<MaxHS, KeyBc, KeyBr>, dim3((a.T + KeyBc - 1) / KeyBc, NKV, B),
+               KeyTiles<MaxHS, KeyBc, KeyBr>::kSharedBytes, a, stream);
+  launch_tiles(attention_backward_dq<MaxHS, QBr, QBc>, dim3((a.T + QBr - 1) / QBr, a.NH, B),
+               QueryTiles<MaxHS, QBr, QBc>::kSharedBytes, a, stream);
 }
 
 void check_like(const Tensor& t, const Tensor& like, const char* op, const char* name, const char* like_name) {
@@ -287,8 +273,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_like(dk, k, op, "dk", "k");
   check_like(dv, v, op, "dv", "v");
   if (s.B == 0 || s.T == 0) return;
-  TRIDENT_CHECK(s.B <= 65535 && s.NH <= 65535 && s.T < (int64_t(1) << 30), op, ": q ", q.shape().str(),
-                " with ", heads, " heads exceeds the kernel's grid");
+  attn::check_grid(op, s, q);
 
   const size_t d_bytes = sizeof(float) * static_cast<size_t>(s.B * s.NH * s.T);
   float* D = nullptr;

@@ -76,6 +76,20 @@ inline void allow_shared(Kernel kernel, size_t bytes) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
+// Launches kernel(a) on grid with kThreads threads and `shared` bytes of dynamic shared memory.
+template <typename Args>
+inline void launch_tiles(void (*kernel)(Args), dim3 grid, size_t shared, const Args& a, cudaStream_t stream) {
+  allow_shared(kernel, shared);
+  kernel<<<grid, kThreads, shared, stream>>>(a);
+  TRIDENT_CUDA_LAUNCHED();
+}
+
+// The forward and backward grids: (tiles of T, heads, batch).
+inline void check_grid(const char* op, const Shape4& s, const Tensor& q) {
+  TRIDENT_CHECK(s.B <= 65535 && s.NH <= 65535 && s.T < (int64_t(1) << 30), op, ": q ", q.shape().str(), " with ",
+                s.NH, " heads exceeds the kernel's grid");
+}
+
 // Where query t's document starts: t - positions[t] (0 without positions), clamped to [0, t]
 // so that a row always sees its own key and never reads outside the sequence. The kernels mask
 // every score exactly with it, and skip key or query tiles only by block-wide minima, so they
@@ -87,6 +101,21 @@ __device__ __forceinline__ int doc_start(const int32_t* positions, int64_t b, in
   return start < 0 ? 0 : (start > t ? t : start);
 }
 
+// The document starts of a query tile's rows i0 .. i0+Br-1 into lo[r] (INT_MAX for padding rows
+// r >= n: they see no key) and their minimum into first_key, where the tile's key stream starts.
+// first_key is the block's __shared__ int; every thread calls this. Readers need a barrier after.
+template <int Br>
+__device__ __forceinline__ void query_doc_starts(int* lo, int& first_key, const int32_t* positions, int64_t b, int T,
+                                                 int i0, int n) {
+  if (threadIdx.x == 0) first_key = INT_MAX;
+  __syncthreads();
+  for (int r = threadIdx.x; r < Br; r += kThreads) {
+    const int start = r < n ? doc_start(positions, b, T, i0 + r) : INT_MAX;
+    lo[r] = start;
+    atomicMin(&first_key, start);
+  }
+}
+
 // dst[r * LD + d] = src[(row0 + r) * stride + col + d] (widened to fp32) for r < rows, d < HS;
 // zero for rows n <= r < Rows, so that padded rows contribute exact zeros (0 * garbage could be NaN).
 template <int Rows, int LD>
@@ -96,6 +125,15 @@ __device__ __forceinline__ void load_tile(float* dst, const void* src, Elem e, i
     const int r = i / HS, d = i - r * HS;
     dst[r * LD + d] = r < n ? load(src, e, (row0 + r) * stride + col + d) : 0.f;
   }
+}
+
+// Key and value rows row0 .. row0+n-1 (of all B*T) at column kv_col (a kv head) into Ks and Vs,
+// as load_tile. Args: the kernel's arguments (k, v, ek, ev, kv_stride).
+template <int Rows, int LD, typename Args>
+__device__ __forceinline__ void load_kv_tiles(float* Ks, float* Vs, const Args& a, int64_t row0, int64_t kv_col, int n,
+                                              int HS) {
+  load_tile<Rows, LD>(Ks, a.k, a.ek, row0, a.kv_stride, kv_col, n, HS);
+  load_tile<Rows, LD>(Vs, a.v, a.ev, row0, a.kv_stride, kv_col, n, HS);
 }
 
 // acc[i][j] = sum_{d < HS} A[(rg*R + i) * LD + d] * B[(cg + 8*j) * LD + d]: one thread's share

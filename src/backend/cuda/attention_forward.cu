@@ -56,15 +56,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(ForwardArgs
   const int64_t kv_col = static_cast<int64_t>(h / a.group) * HS;
   const int rg = threadIdx.x / kColGroups, cg = threadIdx.x % kColGroups;
 
-  // Document starts of the tile's rows (INT_MAX for padding rows: they see no key) and their
-  // minimum, where the key stream starts.
-  if (threadIdx.x == 0) first_key = INT_MAX;
-  __syncthreads();
-  for (int r = threadIdx.x; r < Br; r += kThreads) {
-    const int lo = r < ni ? doc_start(a.positions, b, T, i0 + r) : INT_MAX;
-    lo_s[r] = lo;
-    atomicMin(&first_key, lo);
-  }
+  // The rows' document starts and the first key any of them sees.
+  query_doc_starts<Br>(lo_s, first_key, a.positions, b, T, i0, ni);
   load_tile<Br, LD>(Qs, a.q, a.eq, b * T + i0, a.q_stride, static_cast<int64_t>(h) * HS, ni, HS);
   __syncthreads();
 
@@ -82,8 +75,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(ForwardArgs
   for (int j0 = first_key / Bc * Bc; j0 < i0 + ni; j0 += Bc) {
     const int nj = min(Bc, T - j0);
     __syncthreads();  // the previous tile's readers of Ks, Vs, Ps are done
-    load_tile<Bc, LD>(Ks, a.k, a.ek, b * T + j0, a.kv_stride, kv_col, nj, HS);
-    load_tile<Bc, LD>(Vs, a.v, a.ev, b * T + j0, a.kv_stride, kv_col, nj, HS);
+    load_kv_tiles<Bc, LD>(Ks, Vs, a, b * T + j0, kv_col, nj, HS);
     __syncthreads();
 
     float s[R][C];
@@ -135,12 +127,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(ForwardArgs
 
 template <int MaxHS, int Br, int Bc>
 void launch_forward(const ForwardArgs& a, int B, cudaStream_t stream) {
-  using Tl = ForwardTiles<MaxHS, Br, Bc>;
-  auto kernel = attention_forward_kernel<MaxHS, Br, Bc>;
-  allow_shared(kernel, Tl::kSharedBytes);
-  const dim3 grid((a.T + Br - 1) / Br, a.NH, B);
-  kernel<<<grid, kThreads, Tl::kSharedBytes, stream>>>(a);
-  TRIDENT_CUDA_LAUNCHED();
+  launch_tiles(attention_forward_kernel<MaxHS, Br, Bc>, dim3((a.T + Br - 1) / Br, a.NH, B),
+               ForwardTiles<MaxHS, Br, Bc>::kSharedBytes, a, stream);
 }
 
 }  // namespace
@@ -150,8 +138,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int he
   constexpr const char* op = "attention_forward";
   const attn::Shape4 s = attn::check_attention(op, q, k, v, out, lse, positions, heads, kv_heads);
   if (s.B == 0 || s.T == 0) return;
-  TRIDENT_CHECK(s.B <= 65535 && s.NH <= 65535 && s.T < (int64_t(1) << 30), op, ": q ", q.shape().str(),
-                " with ", heads, " heads exceeds the kernel's grid");
+  attn::check_grid(op, s, q);
   ForwardArgs a{q.raw(),
                 k.raw(),
                 v.raw(),

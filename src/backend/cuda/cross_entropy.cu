@@ -44,6 +44,17 @@ __device__ __forceinline__ void row_stats(const void* x, Elem ex, int64_t base, 
   });
 }
 
+// v = exp(v - m) * f - gs * onehot(target) for the W columns c .. c+W-1 of a row (f = gs / sum):
+// one piece of the row's gradient gs * (softmax - onehot(target)).
+template <int W>
+__device__ __forceinline__ void softmax_grad(float (&v)[W], int64_t c, int64_t target, float m, float f, float gs) {
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    v[k] = expf(v[k] - m) * f;
+    if (c + k == target) v[k] -= gs;
+  }
+}
+
 // losses[n] = max + log(sum) - logits[n, t]; dlogits[n] = gs * (softmax - onehot(t)).
 __global__ void cross_entropy_kernel(const void* logits, Elem el, const int32_t* __restrict__ targets, int64_t V,
                                      float gs, float* __restrict__ losses, void* dlogits, Elem ed, bool vec) {
@@ -65,11 +76,7 @@ __global__ void cross_entropy_kernel(const void* logits, Elem el, const int32_t*
     constexpr int W = decltype(width)::value;
     float v[W];
     loadv(logits, el, base + c, v);
-#pragma unroll
-    for (int k = 0; k < W; ++k) {
-      v[k] = expf(v[k] - m) * f;
-      if (c + k == t) v[k] -= gs;
-    }
+    softmax_grad(v, c, t, m, f, gs);
     storev(dlogits, ed, base + c, v);
   });
 }
@@ -112,11 +119,7 @@ __global__ void shard_backward_kernel(const void* logits, Elem el, const int32_t
     float v[W] = {};
     if (c < valid) {
       loadv(logits, el, base + c, v);
-#pragma unroll
-      for (int k = 0; k < W; ++k) {
-        v[k] = expf(v[k] - m) * f;
-        if (c + k == local) v[k] -= gs;
-      }
+      softmax_grad(v, c, local, m, f, gs);
     }
     storev(dlogits, ed, base + c, v);
   });

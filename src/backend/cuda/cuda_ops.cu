@@ -11,6 +11,7 @@
 #include "device_access.cuh"
 #include "gemm.hpp"
 #include "kernels.cuh"
+#include "entry_points.hpp"
 #include "trident/backend/cuda_ops.hpp"
 
 namespace trident {
@@ -397,19 +398,22 @@ class CudaOps final : public Ops {
 
 }  // namespace
 
-void* cuda_stream(Ops& ops) {
+namespace cuda {
+
+void* stream_of(Ops& ops) {
   auto* cuda = dynamic_cast<CudaOps*>(&ops);
   TRIDENT_CHECK(cuda, "cuda_stream: ", ops.name(), " is not the CUDA backend");
   return cuda->stream();
 }
 
-std::unique_ptr<Ops> make_cuda_ops(int device) {
+std::unique_ptr<Ops> make_ops(int device) {
   std::string why;
-  const int count = cuda_device_count(&why);
+  const int count = device_count(&why);
   if (count == 0) throw Error("make_cuda_ops: no usable GPU (" + why + ")");
   TRIDENT_CHECK(device >= 0 && device < count, "make_cuda_ops: device ", device, " does not exist (", count,
                 " visible)");
   return std::make_unique<CudaOps>(device);
 }
 
+}  // namespace cuda
 }  // namespace trident

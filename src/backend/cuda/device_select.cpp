@@ -1,15 +1,13 @@
-// cuda_ops.hpp's queries in a build with the CUDA backend.
+// The GPUs this process can use, as the CUDA runtime sees them.
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "trident/backend/cuda_ops.hpp"
+#include "entry_points.hpp"
 
-namespace trident {
+namespace trident::cuda {
 
-bool cuda_built() { return true; }
-
-int cuda_device_count(std::string* reason) {
+int device_count(std::string* reason) {
   int count = 0;  // cudaGetDeviceCount leaves it unset on failure
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
@@ -23,4 +21,4 @@ int cuda_device_count(std::string* reason) {
   return count;
 }
 
-}  // namespace trident
+}  // namespace trident::cuda

@@ -34,10 +34,31 @@ void check_optional(const Tensor& t, int64_t C, const char* op, const char* name
   check_numel(t, C, op, name);
 }
 
+// dx of a backward: [ACT] with x's shape; returns its Elem.
+Elem check_dx(const char* op, const Tensor& dx, const Tensor& x) {
+  const Elem edx = act_elem(dx, op, "dx");
+  TRIDENT_CHECK(dx.shape() == x.shape(), op, ": dx ", dx.shape().str(), " differs from x ", x.shape().str());
+  return edx;
+}
+
 // Threads per row block: 8 columns per thread on the vector path.
 int norm_threads(int64_t C, bool vec) { return row_threads(vec ? C / 8 : C, 512); }
 
 // --- forward ------------------------------------------------------------------------------------
+
+// sum_c term(x[base + c]) over one row of C elements, returned to every thread of the block.
+template <typename Term>
+__device__ __forceinline__ float row_sum_of(const void* x, Elem ex, int64_t base, int64_t C, bool vec, Term term) {
+  float sum = 0.f;
+  for_row(C, vec, [&](int64_t c, auto width) {
+    constexpr int W = decltype(width)::value;
+    float xv[W];
+    loadv(x, ex, base + c, xv);
+#pragma unroll
+    for (int k = 0; k < W; ++k) sum += term(xv[k]);
+  });
+  return block_sum(sum);
+}
 
 // Two passes over the row for mean and variance (as the CPU: no E[x^2] - E[x]^2 cancellation);
 // the later passes re-read x from L1/L2, where the first pass left it.
@@ -46,24 +67,9 @@ __global__ void layernorm_forward_kernel(const void* x, Elem ex, const float* __
                                          float* __restrict__ mean, float* __restrict__ rstd, bool vec) {
   const int64_t base = blockIdx.x * C;
   const float inv_c = 1.f / float(C);
-  float sum = 0.f;
-  for_row(C, vec, [&](int64_t c, auto width) {
-    constexpr int W = decltype(width)::value;
-    float xv[W];
-    loadv(x, ex, base + c, xv);
-#pragma unroll
-    for (int k = 0; k < W; ++k) sum += xv[k];
-  });
-  const float m = block_sum(sum) * inv_c;
-  float var = 0.f;
-  for_row(C, vec, [&](int64_t c, auto width) {
-    constexpr int W = decltype(width)::value;
-    float xv[W];
-    loadv(x, ex, base + c, xv);
-#pragma unroll
-    for (int k = 0; k < W; ++k) var += (xv[k] - m) * (xv[k] - m);
-  });
-  const float r = 1.f / sqrtf(block_sum(var) * inv_c + eps);
+  const float m = row_sum_of(x, ex, base, C, vec, [](float v) { return v; }) * inv_c;
+  const float var = row_sum_of(x, ex, base, C, vec, [m](float v) { return (v - m) * (v - m); });
+  const float r = 1.f / sqrtf(var * inv_c + eps);
   for_row(C, vec, [&](int64_t c, auto width) {
     constexpr int W = decltype(width)::value;
     float xv[W], wv[W], bv[W] = {}, yv[W];
@@ -83,15 +89,8 @@ __global__ void layernorm_forward_kernel(const void* x, Elem ex, const float* __
 __global__ void rmsnorm_forward_kernel(const void* x, Elem ex, const float* __restrict__ w, float eps, int64_t C,
                                        void* y, Elem ey, float* __restrict__ rstd, bool vec) {
   const int64_t base = blockIdx.x * C;
-  float ss = 0.f;
-  for_row(C, vec, [&](int64_t c, auto width) {
-    constexpr int W = decltype(width)::value;
-    float xv[W];
-    loadv(x, ex, base + c, xv);
-#pragma unroll
-    for (int k = 0; k < W; ++k) ss += xv[k] * xv[k];
-  });
-  const float r = 1.f / sqrtf(block_sum(ss) / float(C) + eps);
+  const float ss = row_sum_of(x, ex, base, C, vec, [](float v) { return v * v; });
+  const float r = 1.f / sqrtf(ss / float(C) + eps);
   for_row(C, vec, [&](int64_t c, auto width) {
     constexpr int W = decltype(width)::value;
     float xv[W], wv[W], yv[W];
@@ -249,8 +248,7 @@ void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, cons
   const auto s = check_norm(op, x, w, dy, "dy", mean, "mean");
   check_f32(rstd, op, "rstd");
   check_numel(rstd, s.N, op, "rstd");
-  const Elem edx = act_elem(dx, op, "dx");
-  TRIDENT_CHECK(dx.shape() == x.shape(), op, ": dx ", dx.shape().str(), " differs from x ", x.shape().str());
+  const Elem edx = check_dx(op, dx, x);
   check_optional(dw, s.C, op, "dw");  // undefined: a frozen weight (dx only)
   check_optional(db, s.C, op, "db");
   if (s.N == 0 || s.C == 0) return;
@@ -276,8 +274,7 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
                       cudaStream_t stream) {
   constexpr const char* op = "rmsnorm_backward";
   const auto s = check_norm(op, x, w, dy, "dy", rstd, "rstd");
-  const Elem edx = act_elem(dx, op, "dx");
-  TRIDENT_CHECK(dx.shape() == x.shape(), op, ": dx ", dx.shape().str(), " differs from x ", x.shape().str());
+  const Elem edx = check_dx(op, dx, x);
   check_optional(dw, s.C, op, "dw");  // undefined: a frozen weight (dx only)
   if (s.N == 0 || s.C == 0) return;
   const bool vec = rows_vectorisable(s.C, {&dy, &x, &w, &dx});
