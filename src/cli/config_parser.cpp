@@ -125,8 +125,13 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
             .compression = dist::compression_from_name(v.str("comm.compression")),
             .topk_ratio = v.number("comm.topk_ratio"),
             .topk_warmup = v.int32("comm.topk_warmup"),
+            .topk_dense_steps = v.int32("comm.topk_dense_steps"),
             .powersgd_rank = v.int32("comm.powersgd_rank")};
   TRIDENT_CONFIG_CHECK(c.comm.topk_warmup >= 0, "comm.topk_warmup must be >= 0 (got ", c.comm.topk_warmup, ")");
+  TRIDENT_CONFIG_CHECK(c.comm.topk_dense_steps >= 0, "comm.topk_dense_steps must be >= 0 (got ",
+                       c.comm.topk_dense_steps, ")");
+  TRIDENT_CONFIG_CHECK(c.comm.topk_dense_steps == 0 || c.comm.compression == dist::CompressionKind::kTopK,
+                       "comm.topk_dense_steps applies to comm.compression = topk only");
   TRIDENT_CONFIG_CHECK(c.comm.topk_ratio > 0 && c.comm.topk_ratio <= 1, "comm.topk_ratio must be in (0, 1] (got ",
                        c.comm.topk_ratio, ")");
   TRIDENT_CONFIG_CHECK(c.comm.powersgd_rank >= 1 && c.comm.powersgd_rank <= 64,
@@ -203,6 +208,8 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   if (c.lisa.enabled) {
     (void)train::LisaSchedule(c.lisa, m.layers, 0);  // checks layers and interval
     TRIDENT_CONFIG_CHECK(!m.lora.enabled(), "lisa.enabled and lora.enabled: choose one way of fine-tuning");
+    // A block drawn again restarts its moments from zero: there is no variance to freeze.
+    TRIDENT_CONFIG_CHECK(c.comm.topk_dense_steps == 0, "lisa.enabled and comm.topk_dense_steps: not combinable");
   }
 
   // Rules across keys.

@@ -65,6 +65,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"comm.compression", "none", "dp gradient compression with error feedback: none | int8 (blocks of 4096, 75% fewer bytes) | topk | powersgd; buckets/matrices under 4096 elements (and, for powersgd, matrices with a side <= 2*rank) go uncompressed"},
       {"comm.topk_ratio", "0.01", "share of each bucket's elements topk sends, as (index, value) pairs"},
       {"comm.topk_warmup", "0", "topk: steps over which the share sent falls from 1/4 to topk_ratio (x1/4 per quarter; 0 = none)"},
+      {"comm.topk_dense_steps", "0", "topk: the first N steps reduce uncompressed, then AdamW's second moment is frozen (as 1-bit Adam) and top-k starts; 0 = off"},
       {"comm.powersgd_rank", "4", "rank of PowerSGD's approximation of each 2-D gradient (vectors go uncompressed)"},
       {"comm.bucket_mb", "25", "gradient bucket size in MiB"},
       {"comm.overlap", "true", "start each gradient bucket's reduction during backward as soon as it is complete"},

@@ -82,7 +82,8 @@ std::unique_ptr<GradCompressor> make_compressor(const CompressionOptions& option
     case CompressionKind::kNone: return nullptr;
     case CompressionKind::kInt8: return std::make_unique<Int8Compressor>(dp, std::move(buckets));
     case CompressionKind::kTopK:
-      return std::make_unique<TopKCompressor>(dp, std::move(buckets), options.topk_ratio, options.topk_warmup);
+      return std::make_unique<TopKCompressor>(dp, std::move(buckets), options.topk_ratio, options.topk_warmup,
+                                              options.topk_dense_steps);
     case CompressionKind::kPowerSGD:
       return std::make_unique<PowerSGDCompressor>(dp, flat_grads, std::move(buckets), matrices, options.powersgd_rank);
   }

@@ -36,8 +36,10 @@ double TopKCompressor::density(double ratio, int warmup, int64_t step) {
   return std::max(ratio, std::pow(0.25, double(1 + quarter)));
 }
 
-TopKCompressor::TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio, int warmup)
-    : GradCompressor(dp, std::move(buckets)), ratio_(ratio), warmup_(warmup), buffers_(buckets_.size()) {
+TopKCompressor::TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio, int warmup,
+                               int dense_steps)
+    : GradCompressor(dp, std::move(buckets)), ratio_(ratio), warmup_(warmup), dense_steps_(dense_steps),
+      buffers_(buckets_.size()) {
   TRIDENT_CONFIG_CHECK(ratio > 0 && ratio <= 1, "comm.topk_ratio must be in (0, 1] (got ", ratio, ")");
   int64_t total = 0;
   std::vector<int64_t> at(buckets_.size());
@@ -59,13 +61,14 @@ TopKCompressor::TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets
 }
 
 void TopKCompressor::begin_step(int64_t steps_done) {
+  dense_now_ = steps_done < dense_steps_;
   const double share = density(ratio_, warmup_, steps_done);
   for (size_t i = 0; i < buckets_.size(); ++i)
     if (compresses(i)) buffers_[i].k = topk_count(buckets_[i].end - buckets_[i].begin, share);
 }
 
 bool TopKCompressor::compresses(size_t i) const {
-  return buckets_[i].end - buckets_[i].begin >= kMinCompressedElements;
+  return !dense_now_ && buckets_[i].end - buckets_[i].begin >= kMinCompressedElements;
 }
 
 void TopKCompressor::start_compressed(size_t i) {

@@ -52,7 +52,8 @@ void AdamW::step(double lr, double grad_scale) {
     if (!active(i)) continue;
     const Ops::AdamWArgs args{.lr = lr, .beta1 = cfg_.beta1, .beta2 = cfg_.beta2, .eps = cfg_.eps,
                               .weight_decay = segments_[i].weight_decay ? cfg_.weight_decay : 0.0,
-                              .step = step_ - first_step_[i], .grad_scale = grad_scale};
+                              .step = step_ - first_step_[i], .grad_scale = grad_scale,
+                              .variance_step = freeze_after_ > 0 && step_ > freeze_after_ ? long(freeze_after_) : 0};
     ops_.adamw(values_[i], segments_[i].grad, exp_avg_[i], exp_avg_sq_[i], args);
   }
 }

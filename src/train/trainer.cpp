@@ -70,10 +70,14 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
       ReducerOptions{.bucket_mb = cfg.comm.bucket_mb, .overlap = cfg.comm.overlap, .zero = cfg.zero == 1,
                      .compression = {.kind = cfg.comm.compression, .topk_ratio = cfg.comm.topk_ratio,
                                      .topk_warmup = cfg.comm.topk_warmup,
+                                     .topk_dense_steps = cfg.comm.topk_dense_steps,
                                      .powersgd_rank = cfg.comm.powersgd_rank, .seed = cfg.train.seed},
                      .grad_dtype = cfg.comm.grad_dtype},
       topology.model_parallel().size() > 1 ? &topology.model_parallel() : nullptr, topology.tp_rank());
   optimizer_ = std::make_unique<AdamW>(model_->params(), ops, cfg.train, reducer_->optimizer_segments());
+  // Top-k after a dense start: Adam's second moment is frozen where the sparse phase begins.
+  if (reducer_->compressor() && cfg.comm.compression == dist::CompressionKind::kTopK)
+    optimizer_->freeze_variance_after(cfg.comm.topk_dense_steps);
   scaler_ = std::make_unique<LossScaler>(cfg.train.loss_scale, cfg.train.precision == DType::kF16);
   parts_ = std::make_unique<StepParts>(StepParts{*model_, *optimizer_, *reducer_, *pipeline_, ops, topology.dp(),
                                                  topology.pp(), topology.embedding(), scaler_.get()});

@@ -72,6 +72,30 @@ TYPED_TEST(CpuLossAdamwTest, AdamWMatchesPyTorchFormulaOverSteps) {
   EXPECT_CLOSE(v, rv, T, 1);
 }
 
+// A frozen second moment (variance_step, top-k compression after a dense start): v is left
+// bitwise as it is, and the step is bias-corrected as of variance_step.
+TYPED_TEST(CpuLossAdamwTest, AdamWWithFrozenVarianceKeepsVAndCorrectsForItsStep) {
+  using T = TypeParam;
+  const int64_t n = 50001;
+  Tensor p = randn<T>(Shape{n}, 7), m = randn<T>(Shape{n}, 8, 0.1), v = randn<T>(Shape{n}, 9, 0.1);
+  for (int64_t i = 0; i < n; ++i) v.data<T>()[i] = std::fabs(v.data<T>()[i]);
+  const Vec v0 = to_vec(v), m0 = to_vec(m), p0 = to_vec(p);
+  const Ops::AdamWArgs args{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .step = 9,
+                            .grad_scale = 1.0, .variance_step = 4};
+  Tensor g = randn<T>(Shape{n}, 10, 3.0);
+  const Vec vg = to_vec(g);
+  this->ops_->adamw(p, g, m, v, args);
+  Vec rp = p0, rm = m0;
+  const double bc1 = 1 - std::pow(args.beta1, 9), bc2 = 1 - std::pow(args.beta2, 4);
+  for (int64_t i = 0; i < n; ++i) {
+    rm[i] = args.beta1 * m0[i] + (1 - args.beta1) * vg[i];
+    rp[i] = p0[i] * (1 - args.lr * args.weight_decay) - args.lr / bc1 * rm[i] / (std::sqrt(v0[i]) / std::sqrt(bc2) + args.eps);
+  }
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(v.data<T>()[i], T(v0[i])) << i;
+  EXPECT_CLOSE(m, rm, T, 1);
+  EXPECT_CLOSE(p, rp, T, 1);
+}
+
 }  // namespace
 }  // namespace trident::test
 

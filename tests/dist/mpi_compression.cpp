@@ -140,6 +140,23 @@ TEST(CompressedReduce, TopKExactAtRatioOneAndSendsOnlyK) {
   }
 }
 
+// comm.topk_dense_steps: the first steps go uncompressed (exact sum, raw bytes on the wire, no
+// residual kept); the step after them is top-k again.
+TEST(CompressedReduce, TopKDenseStepsReduceExactlyThenSparsify) {
+  Exchange s(1 << 20, false);
+  TopKCompressor c(s.dp, s.buckets, 0.01, 0, 2);
+  c.begin_step(1);  // the second of two dense steps
+  s.reduce(c);
+  for (int64_t i = 0; i < s.total; ++i) ASSERT_NEAR(s.result(i), s.exact[i], 1e-5 * (1 + std::fabs(s.exact[i]))) << i;
+  EXPECT_EQ(c.take_wire_bytes(), c.take_raw_bytes());
+  for (int64_t i = 0; i < c.state().numel(); ++i) ASSERT_EQ(c.state().data<float>()[i], 0.0f) << "residual " << i;
+  Exchange t(1 << 20, false);
+  TopKCompressor after(t.dp, t.buckets, 0.01, 0, 2);
+  after.begin_step(2);
+  t.reduce(after);
+  EXPECT_EQ(after.take_wire_bytes(), uint64_t(topk_count(t.total, 0.01)) * 8 * uint64_t(t.dp.size() - 1));
+}
+
 TEST(CompressedReduce, PowerSGDExactForARankTwoSum) {
   for (bool zero : {false, true})
     for (int64_t bucket : {int64_t(1) << 20, int64_t(4096)}) {  // one bucket; the matrix over several

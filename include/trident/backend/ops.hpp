@@ -24,6 +24,7 @@
 // float is expected) is an Error naming the kernel, the argument and the dtypes it takes.
 // The CPU backend has no fp16 arithmetic (no AVX512-FP16 on these CPUs): fp16 is storage only.
 #pragma once
+#include <cmath>
 #include <string>
 
 #include "trident/core/tensor.hpp"
@@ -167,10 +168,16 @@ class Ops {
   // One AdamW step (decoupled weight decay, bias-corrected, PyTorch's formula) on fp32 tensors:
   // p -= lr*wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
   // p -= (lr / (1 - b1^step)) * m / (sqrt(v) / sqrt(1 - b2^step) + eps).
+  // With variance_step > 0 the second moment is frozen: v stays as it was after that many steps
+  // (not updated) and is bias-corrected for that step (top-k compression, comm.topk_dense_steps).
   struct AdamWArgs {
     double lr, beta1, beta2, eps, weight_decay;
     long step;  // 1-based
     double grad_scale = 1.0;  // gradients are multiplied by this first (clipping, unscaling)
+    long variance_step = 0;
+    // What both backends' kernels use: v = decay * v + (1 - decay) * g^2, and sqrt(1 - beta2^t).
+    double second_moment_decay() const { return variance_step > 0 ? 1.0 : beta2; }
+    double bias2_sqrt() const { return std::sqrt(1.0 - std::pow(beta2, double(variance_step > 0 ? variance_step : step))); }
   };
   virtual void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                      const AdamWArgs& args) = 0;

@@ -43,6 +43,12 @@ struct CompressionOptions {
   // (1/4, 1/16, 1/64, 1/256, never below topk_ratio), as Deep Gradient Compression's warm-up:
   // early gradients change fast and the residual of a sparse start would lag far behind.
   int topk_warmup = 0;
+  // topk: the first topk_dense_steps steps are reduced uncompressed (the error-feedback residual
+  // stays zero); the optimizer freezes Adam's second moment there (see AdamW). A coordinate
+  // top-k sends every ~1/ratio steps would otherwise reach v as rare spikes of ~1/ratio steps'
+  // accumulated gradient: v follows the spikes and its normalised step shrinks to a fraction of
+  // the dense one; with v frozen at dense values, error feedback restores the dense movement.
+  int topk_dense_steps = 0;
   int powersgd_rank = 4;     // powersgd: rank r of the approximation
   uint64_t seed = 1234;      // powersgd: the first Q, the same on every dp rank
 };

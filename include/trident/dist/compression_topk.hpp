@@ -9,8 +9,12 @@
 // the innovation over a shared prediction 0.9 * last output (dense output, +20%), per
 // parameter tensor (+21%); the density warm-up (topk_warmup = 100) helps: +8.8%. Also worse,
 // both aimed at Adam seeing a coordinate only every ~1/ratio steps: ranking by |acc| / sqrt(v)
-// with Adam's v (+14%), and holding each received value / steps since its last arrival as the
-// gradient until the next arrival (+16%).
+// with Adam's v (+14%), holding each received value / steps since its last arrival as the
+// gradient until the next arrival (+16%), and one cyclic leader's indices for every rank with
+// the values all-reduced (ScaleCom's CLT-k, +13%). What works is freezing Adam's variance after
+// a dense start (comm.topk_dense_steps, see compression.hpp): +3.4% with 40 dense steps and a
+// 200-step warm-up.
+// The first dense_steps steps reduce uncompressed (compresses() is false for every bucket).
 // A NaN counts as the largest magnitude, so it is sent and the step is skipped.
 #pragma once
 #include <algorithm>
@@ -36,8 +40,9 @@ void topk_select(const float* acc, int64_t n, int64_t k, TopKPair* pairs, float*
 
 class TopKCompressor : public GradCompressor {
  public:
-  // warmup: steps of the density warm-up (CompressionOptions::topk_warmup).
-  TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio, int warmup = 0);
+  // warmup: steps of the density warm-up, dense_steps: uncompressed steps first (CompressionOptions).
+  TopKCompressor(Communicator& dp, std::vector<GradBucket> buckets, double ratio, int warmup = 0,
+                 int dense_steps = 0);
   bool compresses(size_t i) const override;
   void begin_step(int64_t steps_done) override;
   // The share sent at a step: ratio after the warm-up, 4^-(1 + quarter) during it.
@@ -55,6 +60,8 @@ class TopKCompressor : public GradCompressor {
   };
   double ratio_;
   int warmup_;
+  int dense_steps_;
+  bool dense_now_ = false;  // this step is one of the first dense_steps_
   std::vector<Buffers> buffers_;
   std::vector<float> scratch_;
 };

@@ -28,6 +28,9 @@ class AdamW {
   void step(double lr, double grad_scale);
   int64_t steps_taken() const { return step_; }
   void set_steps_taken(int64_t steps);  // when resuming (bias correction)
+  // From step steps + 1 on, the second moments stay as they were after `steps` steps (0: never):
+  // top-k compression after a dense start (dist::CompressionOptions::topk_dense_steps).
+  void freeze_variance_after(int64_t steps) { freeze_after_ = steps; }
   const std::vector<OptimSegment>& segments() const { return segments_; }
   // A segment's moments; undefined while it is idle.
   const Tensor& exp_avg(size_t segment) const { return exp_avg_[segment]; }
@@ -48,6 +51,7 @@ class AdamW {
   std::vector<Tensor> values_, exp_avg_, exp_avg_sq_;  // per segment
   std::vector<int64_t> first_step_;  // steps done when the segment's moments started
   int64_t step_ = 0;
+  int64_t freeze_after_ = 0;
 };
 
 }  // namespace trident::train

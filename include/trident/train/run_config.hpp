@@ -51,6 +51,7 @@ struct CommConfig {
   dist::CompressionKind compression = dist::CompressionKind::kNone;  // dp gradient compression
   double topk_ratio = 0.01;
   int topk_warmup = 0;     // steps of top-k's density warm-up (dist::CompressionOptions)
+  int topk_dense_steps = 0;  // uncompressed steps before top-k; AdamW's variance frozen after them
   int powersgd_rank = 4;
   DType grad_dtype = DType::kF32;  // dtype gradients are reduced in across dp (fp32, bf16, fp16)
 };

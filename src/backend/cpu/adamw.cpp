@@ -75,9 +75,9 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_s
   check_numel(exp_avg_sq, param.numel(), op, "exp_avg_sq");
   TRIDENT_CHECK(args.step >= 1, op, ": step ", args.step, " must be >= 1 (1-based)");
   const double bias1 = 1.0 - std::pow(args.beta1, double(args.step));
-  const double bias2_sqrt = std::sqrt(1.0 - std::pow(args.beta2, double(args.step)));
-  const AdamWConsts c{1.0 - args.lr * args.weight_decay, args.beta1, args.beta2, 1.0 - args.beta1,
-                     1.0 - args.beta2, args.lr / bias1, bias2_sqrt, args.eps, args.grad_scale};
+  const double b2 = args.second_moment_decay();
+  const AdamWConsts c{1.0 - args.lr * args.weight_decay, args.beta1, b2, 1.0 - args.beta1,
+                     1.0 - b2, args.lr / bias1, args.bias2_sqrt(), args.eps, args.grad_scale};
   dispatch_float(param.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     T* p = param.data<T>();

@@ -47,10 +47,10 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_s
   if (n == 0) return;
   // The constants in double, then rounded to fp32, exactly as the CPU's fp32 path does.
   const double bias1 = 1.0 - std::pow(args.beta1, double(args.step));
-  const double bias2_sqrt = std::sqrt(1.0 - std::pow(args.beta2, double(args.step)));
-  const AdamWConsts c{float(1.0 - args.lr * args.weight_decay), float(args.beta1), float(args.beta2),
-                      float(1.0 - args.beta1), float(1.0 - args.beta2), float(args.lr / bias1),
-                      float(bias2_sqrt), float(args.eps), float(args.grad_scale)};
+  const double b2 = args.second_moment_decay();
+  const AdamWConsts c{float(1.0 - args.lr * args.weight_decay), float(args.beta1), float(b2),
+                      float(1.0 - args.beta1), float(1.0 - b2), float(args.lr / bias1),
+                      float(args.bias2_sqrt()), float(args.eps), float(args.grad_scale)};
   adamw_kernel<<<grid_for(n), 256, 0, stream>>>(param.data<float>(), grad.data<float>(), exp_avg.data<float>(),
                                                 exp_avg_sq.data<float>(), n, c);
   TRIDENT_CUDA_LAUNCHED();
