@@ -62,8 +62,7 @@ const CudaLibrary& library() {
     lib.make_ops = reinterpret_cast<Ops* (*)(int, char*, size_t)>(dlsym(handle, "trident_cuda_make_ops"));
     lib.stream = reinterpret_cast<void* (*)(Ops*, char*, size_t)>(dlsym(handle, "trident_cuda_stream"));
     if (!lib.device_count || !lib.make_ops || !lib.stream) {
-      lib.error = "the CUDA backend library lacks its entry points (a stale build?)";
-      lib.device_count = nullptr;
+      lib = CudaLibrary{.error = "the CUDA backend library lacks its entry points (a stale build?)"};
     }
 #endif
   });

@@ -13,7 +13,6 @@
 
 #include "rank_threads.hpp"
 #include "backend_select.hpp"
-#include "trident/backend/cuda_ops.hpp"
 #include "trident/backend/profiling_ops.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/cli/config_parser.hpp"
@@ -130,9 +129,11 @@ int bench_step(int argc, char** argv) {
   }
   try {
     ScratchDir scratch;
+    const int threads = compute_threads(cfg.train.threads);
+    std::unique_ptr<Ops> backend = select_backend(cfg.train.backend, threads, log);
     // A device backend's timed steps run unprofiled (profiling synchronises around every
     // kernel); as many profiled steps follow for the breakdown.
-    const bool on_cpu = cfg.train.backend == "cpu" || cuda_device_count() == 0;
+    const bool on_cpu = backend->device() == Device::kCPU;
     const int64_t steps = options.warmup + options.steps * (on_cpu ? 1 : 2);
     const int64_t tokens = steps * cfg.train.global_batch * cfg.model.seq_len + cfg.model.seq_len + 1;
     write_synthetic_shard((scratch.path / "synthetic").string(), tokens, cfg.model.vocab, cfg.train.seed);
@@ -142,8 +143,6 @@ int bench_step(int argc, char** argv) {
     cfg.checkpoint.resume = "none";
     cfg.train.steps = steps;
 
-    const int threads = compute_threads(cfg.train.threads);
-    std::unique_ptr<Ops> backend = select_backend(cfg.train.backend, threads, log);
     KernelTimes kernel_times;
     std::unique_ptr<Ops> ops = make_profiling_ops(*backend, kernel_times);
     kernel_times.enabled = on_cpu;

@@ -36,8 +36,8 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 
 // The MPI datatype and sum operation for a reduction over x's elements.
 std::pair<MPI_Datatype, MPI_Op> mpi_sum(const Tensor& x, const char* op) {
-  host_memory(x, op);
   if (x.dtype() != DType::kBF16 && x.dtype() != DType::kF16) return {mpi_float_type(x, op), MPI_SUM};
+  host_memory(x, op);
   static MPI_Op bf16_sum = MPI_OP_NULL, fp16_sum = MPI_OP_NULL;  // created once, live until MPI_Finalize
   MPI_Op& sum = x.dtype() == DType::kBF16 ? bf16_sum : fp16_sum;
   if (sum == MPI_OP_NULL)
