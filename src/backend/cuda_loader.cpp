@@ -22,6 +22,8 @@ struct CudaLibrary {
   int (*device_count)(char*, size_t) = nullptr;
   Ops* (*make_ops)(int, char*, size_t) = nullptr;
   void* (*stream)(Ops*, char*, size_t) = nullptr;
+  int (*nccl_unique_id)(void*, char*, size_t) = nullptr;
+  DeviceCollectives* (*nccl_make)(Ops*, const void*, int, int, const char*, char*, size_t) = nullptr;
   std::string error;  // why it could not be loaded
 };
 
@@ -61,7 +63,10 @@ const CudaLibrary& library() {
     lib.device_count = reinterpret_cast<int (*)(char*, size_t)>(dlsym(handle, "trident_cuda_device_count"));
     lib.make_ops = reinterpret_cast<Ops* (*)(int, char*, size_t)>(dlsym(handle, "trident_cuda_make_ops"));
     lib.stream = reinterpret_cast<void* (*)(Ops*, char*, size_t)>(dlsym(handle, "trident_cuda_stream"));
-    if (!lib.device_count || !lib.make_ops || !lib.stream) {
+    lib.nccl_unique_id = reinterpret_cast<int (*)(void*, char*, size_t)>(dlsym(handle, "trident_nccl_unique_id"));
+    lib.nccl_make = reinterpret_cast<DeviceCollectives* (*)(Ops*, const void*, int, int, const char*, char*, size_t)>(
+        dlsym(handle, "trident_nccl_make"));
+    if (!lib.device_count || !lib.make_ops || !lib.stream || !lib.nccl_unique_id || !lib.nccl_make) {
       lib = CudaLibrary{.error = "the CUDA backend library lacks its entry points (a stale build?)"};
     }
 #endif
@@ -107,6 +112,26 @@ void* cuda_stream(Ops& ops) {
   void* stream = lib.stream(&ops, error.data(), error.size());
   if (!stream) throw Error(error.data());
   return stream;
+}
+
+
+DeviceCollectives::UniqueId nccl_unique_id() {
+  const CudaLibrary& lib = library();
+  if (!lib.nccl_unique_id) throw Error("nccl_unique_id: " + lib.error);
+  DeviceCollectives::UniqueId id{};
+  std::array<char, 1024> error{};
+  if (lib.nccl_unique_id(id.data(), error.data(), error.size()) != 0) throw Error(error.data());
+  return id;
+}
+
+std::unique_ptr<DeviceCollectives> make_nccl_collectives(Ops& ops, const DeviceCollectives::UniqueId& id, int size,
+                                                         int rank, const std::string& name) {
+  const CudaLibrary& lib = library();
+  if (!lib.nccl_make) throw Error("NCCL group " + name + ": " + lib.error);
+  std::array<char, 1024> error{};
+  DeviceCollectives* group = lib.nccl_make(&ops, id.data(), size, rank, name.c_str(), error.data(), error.size());
+  if (!group) throw Error(error.data());
+  return std::unique_ptr<DeviceCollectives>(group);
 }
 
 }  // namespace trident

@@ -62,4 +62,14 @@ std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const 
   return make_cuda_ops(local.rank);
 }
 
+void attach_device_groups(dist::Topology& topology, Ops& backend) {
+  if (backend.device() != Device::kCUDA) return;
+  dist::DeviceGroupMaker maker;
+  maker.unique_id = [] { return nccl_unique_id(); };
+  maker.make = [&backend](const DeviceCollectives::UniqueId& id, int size, int rank, const std::string& name) {
+    return make_nccl_collectives(backend, id, size, rank, name);
+  };
+  topology.attach_device(maker);
+}
+
 }  // namespace trident::cli

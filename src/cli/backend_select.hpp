@@ -6,6 +6,7 @@
 
 #include "trident/backend/ops.hpp"
 #include "trident/core/log.hpp"
+#include "trident/dist/topology.hpp"
 
 namespace trident::cli {
 
@@ -23,5 +24,11 @@ NodeRank node_rank();
 // ranks than GPUs, is a ConfigError (exit code 2). Collective over MPI_COMM_WORLD unless kind
 // is cpu.
 std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const Logger& log);
+
+// Collective: with the CUDA backend, an NCCL communicator for each of topology's groups that
+// moves GPU tensors (Topology::attach_device), ordered after backend's compute stream; nothing
+// for the CPU backend. backend must outlive them; a successful run ends them with
+// topology.shutdown_device().
+void attach_device_groups(dist::Topology& topology, Ops& backend);
 
 }  // namespace trident::cli

@@ -149,6 +149,7 @@ int bench_step(int argc, char** argv) {
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
     dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
     topology.set_watchdog(&watchdog);
+    attach_device_groups(topology, *backend);  // the CUDA backend itself: NCCL needs its stream
     train::Trainer trainer(cfg, *ops, topology, log);
 
     for (int64_t s = 0; s < options.warmup; ++s) trainer.train_step(s);
@@ -189,6 +190,7 @@ int bench_step(int argc, char** argv) {
     phases.push_back({"other", std::max(0.0, step_s - accounted)});
     double worst[2] = {step_s, peak_rss_mb()};
     topology.world().all_reduce_max(worst, 2);
+    topology.shutdown_device();  // the steps are done; what follows is rank 0's report
 
     const model::ModelConfig& m = trainer.model().config();
     const double tokens_per_step = double(cfg.train.global_batch) * double(m.seq_len);

@@ -64,12 +64,14 @@ int run_eval(int argc, char** argv) {
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
     dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
     topology.set_watchdog(&watchdog);
+    attach_device_groups(topology, *ops);
     log.info(topology.describe());
     train::Trainer trainer(cfg, *ops, topology, log);
     if (trainer.start_step() == 0 && cfg.init_from.empty())
       log.warn("no checkpoint found (checkpoint.resume = ", cfg.checkpoint.resume,
                "): evaluating the freshly initialised model");
     trainer.evaluate(trainer.start_step());
+    topology.shutdown_device();
     return 0;
   } catch (const ConfigError& e) {
     mpi.abort(2, std::string("trident eval: error: ") + e.what());

@@ -55,6 +55,7 @@ int run_train(int argc, char** argv) {
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());  // outlives the topology's use
     dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
     topology.set_watchdog(&watchdog);
+    attach_device_groups(topology, *ops);
     const std::string grid = topology.describe();
     log.info(grid);
     log.info("threads per rank: ", threads);
@@ -67,6 +68,7 @@ int run_train(int argc, char** argv) {
     else
       log.info("done: ", cfg.train.steps, " steps in ", watch.seconds(), " s, final loss ", last.loss,
                "; run directory ", cfg.log.run_dir);
+    topology.shutdown_device();
     return 0;
   } catch (const ConfigError& e) {
     mpi.abort(2, std::string("trident train: error: ") + e.what());

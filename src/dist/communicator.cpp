@@ -12,11 +12,14 @@ namespace trident::dist {
 
 namespace {
 
-// MPI here is not assumed CUDA-aware: GPU tensors go through NcclComm (nccl_comm.hpp).
+// MPI here is not assumed CUDA-aware: GPU tensors go to the group's DeviceCollectives before
+// reaching these MPI paths; this guards the raw-pointer ones.
 void host_memory(const Tensor& x, const char* op) {
   TRIDENT_CHECK(x.device() == Device::kCPU, "Communicator::", op,
-                ": the tensor is in GPU memory; MPI communicators take host tensors (NcclComm takes GPU ones)");
+                ": the tensor is in GPU memory; MPI takes host tensors only");
 }
+
+bool on_gpu(const Tensor& x) { return x.defined() && x.device() == Device::kCUDA; }
 
 MPI_Datatype mpi_float_type(const Tensor& x, const char* op) {
   host_memory(x, op);
@@ -79,24 +82,39 @@ const char* comm_op_name(CommOp op) {
 // --- CommRequest --------------------------------------------------------------------------
 
 CommRequest::~CommRequest() {
+  if (device_) {
+    try {
+      device_->join(ticket_);
+    } catch (...) {  // a failed device stays failed: the next checked call reports it
+    }
+    return;
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && pending()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
 }
 
 CommRequest::CommRequest(CommRequest&& o) noexcept
-    : owner_(o.owner_), op_(o.op_), requests_(std::exchange(o.requests_, {})), counts_(std::move(o.counts_)) {}
+    : owner_(o.owner_),
+      op_(o.op_),
+      requests_(std::exchange(o.requests_, {})),
+      counts_(std::move(o.counts_)),
+      device_(std::exchange(o.device_, nullptr)),
+      ticket_(o.ticket_) {}
 
 CommRequest& CommRequest::operator=(CommRequest&& o) noexcept {
   std::swap(owner_, o.owner_);
   std::swap(op_, o.op_);
   std::swap(requests_, o.requests_);
   std::swap(counts_, o.counts_);
+  std::swap(device_, o.device_);
+  std::swap(ticket_, o.ticket_);
   return *this;
 }
 
 bool CommRequest::test() {
   if (!pending()) return true;
+  if (device_) return device_->done(ticket_);
   int done = 0;
   MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE));
   if (done) requests_.clear();
@@ -105,6 +123,10 @@ bool CommRequest::test() {
 
 void CommRequest::wait() {
   if (!pending()) return;
+  if (device_) {
+    std::exchange(device_, nullptr)->join(ticket_);
+    return;
+  }
   WatchdogScope watch(owner_ ? owner_->watchdog_ : nullptr, comm_op_name(op_),
                       owner_ ? owner_->description_ : std::string());
   const double t0 = MPI_Wtime();
@@ -122,6 +144,7 @@ Communicator::Communicator(MPI_Comm comm) : comm_(comm) {
 }
 
 Communicator::~Communicator() {
+  if (watchdog_ && device_) watchdog_->forget(device_.get());
   if (comm_ != MPI_COMM_NULL && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -131,7 +154,7 @@ Communicator::~Communicator() {
 
 Communicator::Communicator(Communicator&& o) noexcept
     : comm_(std::exchange(o.comm_, MPI_COMM_NULL)), rank_(o.rank_), size_(o.size_), watchdog_(o.watchdog_),
-      description_(std::move(o.description_)), bytes_(o.bytes_), seconds_(o.seconds_) {}
+      description_(std::move(o.description_)), device_(std::move(o.device_)), bytes_(o.bytes_), seconds_(o.seconds_) {}
 
 Communicator& Communicator::operator=(Communicator&& o) noexcept {
   // Swap: o's destructor then frees the communicator this one held.
@@ -140,6 +163,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   std::swap(size_, o.size_);
   std::swap(watchdog_, o.watchdog_);
   std::swap(description_, o.description_);
+  std::swap(device_, o.device_);
   std::swap(bytes_, o.bytes_);
   std::swap(seconds_, o.seconds_);
   return *this;
@@ -160,6 +184,37 @@ void Communicator::set_watchdog(Watchdog* dog, const std::string& name) {
   description_ += ")";
 }
 
+void Communicator::attach_device(std::unique_ptr<DeviceCollectives> device) {
+  TRIDENT_CHECK(device && device->size() == size_ && device->rank() == rank_,
+                "attach_device: the device group does not match ", description_.empty() ? "this group" : description_);
+  device_ = std::move(device);
+}
+
+void Communicator::shutdown_device() {
+  if (!device_) return;
+  WatchdogScope watch(watchdog_, "shutdown", description_);
+  if (watchdog_) watchdog_->forget(device_.get());
+  device_->shutdown();
+  device_.reset();
+}
+
+DeviceCollectives& Communicator::device_for(const char* op) {
+  TRIDENT_CHECK(device_, "Communicator::", op, " on ", description_.empty() ? "a group" : description_,
+                ": the tensor is in GPU memory and the group has no device communicator (NCCL) attached");
+  return *device_;
+}
+
+CommRequest Communicator::device_request(CommOp op, uint64_t bytes) {
+  const uint64_t ticket = device_->mark();
+  account(op, bytes, 0);
+  if (watchdog_) {
+    DeviceCollectives* device = device_.get();
+    watchdog_->track(device, [device, ticket] { return device->done(ticket); },
+                     std::string(comm_op_name(op)) + " on " + description_ + " (GPU)");
+  }
+  return CommRequest(this, op, device_.get(), ticket);
+}
+
 void Communicator::account(CommOp op, uint64_t bytes, double seconds) {
   bytes_[static_cast<int>(op)] += bytes;
   seconds_[static_cast<int>(op)] += seconds;
@@ -169,6 +224,15 @@ uint64_t Communicator::bytes_moved() const { return std::accumulate(bytes_.begin
 double Communicator::seconds() const { return std::accumulate(seconds_.begin(), seconds_.end(), 0.0); }
 
 CommRequest Communicator::iall_reduce_sum(Tensor& x) {
+  if (on_gpu(x)) {
+    if (size_ == 1 || x.numel() == 0) return {};
+    DeviceCollectives& device = device_for("all_reduce_sum");
+    {
+      WatchdogScope watch(watchdog_, "all_reduce", description_);  // NCCL may connect peers here
+      device.all_reduce_sum(x);
+    }
+    return device_request(CommOp::kAllReduce, x.bytes());
+  }
   const auto [type, sum] = mpi_sum(x, "all_reduce_sum");
   std::vector<MPI_Request> requests;
   if (size_ > 1 && x.numel() > 0) {
@@ -185,6 +249,7 @@ CommRequest Communicator::iall_reduce_sum(Tensor& x) {
 }
 
 void Communicator::all_reduce_sum(Tensor& x) {
+  if (on_gpu(x)) return iall_reduce_sum(x).wait();
   const auto [type, sum] = mpi_sum(x, "all_reduce_sum");
   if (size_ == 1 || x.numel() == 0) return;
   WatchdogScope watch(watchdog_, "all_reduce", description_);
@@ -231,6 +296,16 @@ std::vector<int> block_layout(const Communicator& c, int64_t n, const char* op) 
 }  // namespace
 
 CommRequest Communicator::ireduce_scatter_sum(const Tensor& in, Tensor& out) {
+  if (on_gpu(in)) {
+    TRIDENT_CHECK(out.dtype() == in.dtype() && out.numel() * size_ == in.numel(), "reduce_scatter_sum on the GPU: ",
+                  in.numel(), " elements do not split into ", size_, " blocks of out's ", out.numel());
+    DeviceCollectives& device = device_for("reduce_scatter_sum");  // groups of one have none: callers skip them
+    {
+      WatchdogScope watch(watchdog_, "reduce_scatter", description_);
+      device.reduce_scatter_sum(in, out);
+    }
+    return device_request(CommOp::kReduceScatter, in.bytes());
+  }
   const auto [type, sum] = mpi_sum(in, "reduce_scatter_sum");
   const Block mine = block(in.numel(), rank_);
   TRIDENT_CHECK(out.dtype() == in.dtype() && out.numel() == mine.end - mine.begin, "reduce_scatter_sum: rank ",
@@ -245,6 +320,19 @@ CommRequest Communicator::ireduce_scatter_sum(const Tensor& in, Tensor& out) {
 void Communicator::reduce_scatter_sum(const Tensor& in, Tensor& out) { ireduce_scatter_sum(in, out).wait(); }
 
 CommRequest Communicator::iall_gather_in_place(Tensor& x) {
+  if (on_gpu(x)) {
+    if (size_ == 1 || x.numel() == 0) return {};
+    TRIDENT_CHECK(x.numel() % size_ == 0, "all_gather on the GPU: ", x.numel(), " elements do not split into ", size_,
+                  " equal blocks");
+    DeviceCollectives& device = device_for("all_gather");
+    const int64_t n = x.numel() / size_;
+    Tensor flat = x.flat();
+    {
+      WatchdogScope watch(watchdog_, "all_gather", description_);
+      device.all_gather(flat.narrow(rank_ * n, (rank_ + 1) * n), flat);
+    }
+    return device_request(CommOp::kAllGather, x.bytes());
+  }
   const MPI_Datatype type = mpi_element_type(x, "all_gather");
   std::vector<int> layout = block_layout(*this, x.numel(), "all_gather");
   std::vector<MPI_Request> requests(1);
@@ -281,6 +369,15 @@ void Communicator::all_gather_bytes(const void* send, void* recv, int64_t bytes)
 }
 
 void Communicator::broadcast(Tensor& x, int root) {
+  if (on_gpu(x)) {
+    if (size_ == 1) return;
+    DeviceCollectives& device = device_for("broadcast");
+    {
+      WatchdogScope watch(watchdog_, "broadcast", description_);
+      device.broadcast(x, root);
+    }
+    return device_request(CommOp::kBroadcast, x.bytes()).wait();
+  }
   host_memory(x, "broadcast");
   broadcast(x.raw(), x.bytes(), root);
 }
@@ -294,6 +391,7 @@ void Communicator::broadcast(void* data, size_t bytes, int root) {
 }
 
 CommRequest Communicator::isend(const Tensor& x, int peer, int tag) {
+  if (on_gpu(x)) return device_exchange({{const_cast<Tensor*>(&x), peer, true, tag}});
   host_memory(x, "send");
   std::vector<MPI_Request> requests(1);
   MPI_CHECK(MPI_Isend(x.raw(), checked_count(static_cast<int64_t>(x.bytes()), "send"), MPI_BYTE, peer, tag, comm_,
@@ -303,6 +401,7 @@ CommRequest Communicator::isend(const Tensor& x, int peer, int tag) {
 }
 
 CommRequest Communicator::irecv(Tensor& x, int peer, int tag) {
+  if (on_gpu(x)) return device_exchange({{&x, peer, false, tag}});
   host_memory(x, "recv");
   std::vector<MPI_Request> requests(1);
   MPI_CHECK(MPI_Irecv(x.raw(), checked_count(static_cast<int64_t>(x.bytes()), "recv"), MPI_BYTE, peer, tag, comm_,
@@ -312,6 +411,33 @@ CommRequest Communicator::irecv(Tensor& x, int peer, int tag) {
 
 void Communicator::send(const Tensor& x, int peer, int tag) { isend(x, peer, tag).wait(); }
 void Communicator::recv(Tensor& x, int peer, int tag) { irecv(x, peer, tag).wait(); }
+
+void Communicator::exchange(const std::vector<Transfer>& transfers) {
+  if (transfers.empty()) return;
+  if (on_gpu(*transfers.front().tensor)) return device_exchange(transfers).wait();
+  std::vector<CommRequest> requests;
+  for (const Transfer& t : transfers)  // receives first: a matching send then needs no buffering
+    if (!t.send) requests.push_back(irecv(*t.tensor, t.peer, t.tag));
+  for (const Transfer& t : transfers)
+    if (t.send) requests.push_back(isend(*t.tensor, t.peer, t.tag));
+  for (CommRequest& r : requests) r.wait();
+}
+
+CommRequest Communicator::device_exchange(const std::vector<Transfer>& transfers) {
+  DeviceCollectives& device = device_for("exchange");
+  std::vector<DeviceCollectives::Transfer> moves;
+  uint64_t bytes = 0;
+  for (const Transfer& t : transfers) {
+    TRIDENT_CHECK(on_gpu(*t.tensor), "Communicator::exchange: host and GPU tensors in one exchange");
+    moves.push_back({t.tensor, t.peer, t.send});
+    if (t.send) bytes += t.tensor->bytes();
+  }
+  {
+    WatchdogScope watch(watchdog_, "send_recv", description_);
+    device.exchange(moves);
+  }
+  return device_request(CommOp::kPointToPoint, bytes);
+}
 
 void Communicator::barrier() {
   if (size_ == 1) return;

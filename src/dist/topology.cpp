@@ -62,6 +62,67 @@ void Topology::set_watchdog(Watchdog* dog) {
   if (embedding_) embedding_->set_watchdog(dog, "embedding group");
 }
 
+namespace {
+
+void attach_one(Communicator& group, const DeviceGroupMaker& maker, const std::string& name, Watchdog* dog) {
+  if (group.size() == 1) return;
+  DeviceCollectives::UniqueId id{};
+  if (group.rank() == 0) id = maker.unique_id();
+  group.broadcast(id.data(), id.size(), 0);
+  WatchdogScope watch(dog, "creating the NCCL communicator", name);
+  group.attach_device(maker.make(id, group.size(), group.rank(), name));
+}
+
+}  // namespace
+
+void Topology::attach_device(const DeviceGroupMaker& maker) {
+  // The same order on every rank: each creation is collective over its group only.
+  attach_one(tp_, maker, "tp group", watchdog_);
+  attach_one(dp_, maker, "dp group", watchdog_);
+  attach_one(pp_, maker, "pp group", watchdog_);
+  if (embedding_) attach_one(*embedding_, maker, "embedding group", watchdog_);
+  if (layout_.pp > 1) make_pipeline_lanes(maker);
+}
+
+// Pair i joins pipeline ranks i and i+1 (mod pp) by two lanes: activations from i to i+1 and
+// gradients back. Every rank makes its pairs in ascending i, each collective over the pair only,
+// so the creations chain without waiting in a cycle.
+void Topology::make_pipeline_lanes(const DeviceGroupMaker& maker) {
+  const int pp = layout_.pp, me = pp_rank_;
+  MPI_Group pp_group = MPI_GROUP_NULL;
+  MPI_CHECK(MPI_Comm_group(pp_.comm(), &pp_group));
+  for (int i = 0; i < pp; ++i) {
+    const int ends[2] = {i, (i + 1) % pp};
+    if (me != ends[0] && me != ends[1]) continue;
+    MPI_Group pair = MPI_GROUP_NULL;
+    MPI_CHECK(MPI_Group_incl(pp_group, 2, ends, &pair));
+    for (int kind = 0; kind < 2; ++kind) {
+      MPI_Comm comm = MPI_COMM_NULL;
+      MPI_CHECK(MPI_Comm_create_group(pp_.comm(), pair, 2 * i + kind, &comm));
+      auto lane = std::make_unique<Communicator>(comm);
+      const std::string name = std::string(kind == 0 ? "activation" : "gradient") + " lane " + std::to_string(i) +
+                               (kind == 0 ? "->" : "<-") + std::to_string(ends[1]);
+      lane->set_watchdog(watchdog_, name);
+      attach_one(*lane, maker, name, watchdog_);
+      if (me == ends[0]) (kind == 0 ? lanes_.act_out : lanes_.grad_in) = lane.get();
+      if (me == ends[1]) (kind == 0 ? lanes_.act_in : lanes_.grad_out) = lane.get();
+      lane_groups_.push_back(std::move(lane));
+    }
+    MPI_Group_free(&pair);
+  }
+  MPI_Group_free(&pp_group);
+}
+
+void Topology::shutdown_device() {
+  for (auto& lane : lane_groups_) lane->shutdown_device();  // ascending pairs, as made
+  lanes_ = PipelineLanes{};
+  lane_groups_.clear();
+  tp_.shutdown_device();
+  dp_.shutdown_device();
+  pp_.shutdown_device();
+  if (embedding_) embedding_->shutdown_device();
+}
+
 std::string Topology::describe() {
   constexpr int kHostLen = 64;
   char host[kHostLen] = {};

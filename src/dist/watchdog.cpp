@@ -3,8 +3,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 namespace trident::dist {
 
@@ -32,21 +35,63 @@ void Watchdog::end() {
   what_.clear();
 }
 
+void Watchdog::track(const void* owner, std::function<bool()> done, std::string what) {
+  if (timeout_s_ <= 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  tracked_.push_back({owner, std::move(done), std::move(what), MPI_Wtime()});
+}
+
+void Watchdog::forget(const void* owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(tracked_, [owner](const Tracked& t) { return t.owner == owner; });
+}
+
 void Watchdog::run() {
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto poll = std::chrono::milliseconds(std::max(50, static_cast<int>(timeout_s_ * 1000 / 10)));
+  // At least once a second: tracked GPU operations are retired here, and pile up in between.
+  const auto poll = std::chrono::milliseconds(std::clamp(static_cast<int>(timeout_s_ * 1000 / 10), 50, 1000));
   while (!stop_) {
     wake_.wait_for(lock, poll);
-    if (stop_ || what_.empty()) continue;
+    if (stop_) break;
+    check_tracked();
+    if (what_.empty()) continue;
     const double waited = MPI_Wtime() - started_;
-    if (waited < timeout_s_) continue;
-    std::fprintf(stderr,
-                 "[rank %d] watchdog: %s has waited %.1f s (comm.timeout_s = %g) at step %lld; a peer is stuck "
-                 "or dead: aborting the job\n",
-                 world_rank_, what_.c_str(), waited, timeout_s_, static_cast<long long>(step_.load()));
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 3);
+    if (waited >= timeout_s_) abort_job(what_, "has waited", waited);
   }
+}
+
+void Watchdog::check_tracked() {
+  const double now = MPI_Wtime();
+  std::vector<const void*> blocked;  // an owner's operations complete in order: skip after the first pending
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    if (std::find(blocked.begin(), blocked.end(), it->owner) != blocked.end()) {
+      ++it;
+      continue;
+    }
+    bool done = false;
+    try {
+      done = it->done();
+    } catch (const std::exception& e) {
+      abort_job(it->what + " failed (" + e.what() + ")", "after", now - it->since);
+    }
+    if (done) {
+      it = tracked_.erase(it);
+      continue;
+    }
+    if (now - it->since >= timeout_s_) abort_job(it->what, "has not completed after", now - it->since);
+    blocked.push_back(it->owner);
+    ++it;
+  }
+}
+
+void Watchdog::abort_job(const std::string& what, const char* why, double waited) {
+  std::fprintf(stderr,
+               "[rank %d] watchdog: %s %s %.1f s (comm.timeout_s = %g) at step %lld; a peer is stuck "
+               "or dead: aborting the job\n",
+               world_rank_, what.c_str(), why, waited, timeout_s_, static_cast<long long>(step_.load()));
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 3);
+  std::abort();  // MPI_Abort does not return; the compiler cannot know
 }
 
 WatchdogScope::WatchdogScope(Watchdog* dog, const char* op, const std::string& group) : dog_(dog) {

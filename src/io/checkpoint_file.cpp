@@ -95,9 +95,9 @@ std::vector<const ShardPiece*> pieces_of(const std::string& name, const std::vec
   std::vector<const ShardPiece*> out;
   for (const ShardPiece& p : pieces)
     if (p.dataset == name && (!writing || p.write)) {
-      // HDF5 reads and writes host memory; the CUDA backend's tensors would need staging first.
+      // HDF5 reads and writes host memory; the caller stages GPU tensors (train::Checkpointer does).
       TRIDENT_CHECK(!p.data.defined() || p.data.device() == Device::kCPU, "checkpoint: ", name,
-                    " is in GPU memory; checkpoints of the CUDA backend's tensors are not supported yet");
+                    " is in GPU memory; pieces must be staged in host memory");
       out.push_back(&p);
     }
   std::sort(out.begin(), out.end(), [](const ShardPiece* a, const ShardPiece* b) { return a->begin < b->begin; });

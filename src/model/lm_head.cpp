@@ -63,14 +63,24 @@ void LMHead::combine_stats(Ops& ops, const Tensor& targets, HeadBuffers& b) cons
   tp_.comm->all_reduce_sum(sum, static_cast<int>(2 * n));  // sums and target logits together
 }
 
+namespace {
+// The targets as the host reads them (which rows count): in place on the CPU, else a copy.
+const int32_t* host_targets(Ops& ops, const Tensor& targets, HeadBuffers& b) {
+  if (targets.device() == Device::kCPU) return targets.data<int32_t>();
+  if (!b.host_targets.defined() || b.host_targets.numel() != targets.numel())
+    b.host_targets = Tensor::zeros(Shape{targets.numel()}, DType::kI32);
+  ops.copy(targets, b.host_targets);
+  return b.host_targets.data<int32_t>();
+}
+}  // namespace
+
 EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const {
   combine_stats(ops, targets, b);
   const int64_t n = b.row_max.numel();
   const double* mx = b.host_stats.narrow(0, 1).data<double>();
   const double* sum = b.host_stats.narrow(1, 2).data<double>();
   const double* tl = b.host_stats.narrow(2, 3).data<double>();
-  const int32_t* t = targets.device() == Device::kCPU ? targets.data<int32_t>() : nullptr;
-  TRIDENT_CHECK(t != nullptr, "evaluation reads targets on the host");
+  const int32_t* t = host_targets(ops, targets, b);
   EvalSums sums;
   for (int64_t i = 0; i < n; ++i) {
     if (t[i] < 0) continue;
@@ -138,8 +148,7 @@ double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_
   const double* mx = host_max.data<double>();
   const double* sum = host_sum.data<double>();
   const double* tl = host_tl.data<double>();
-  const int32_t* t = targets.device() == Device::kCPU ? targets.data<int32_t>() : nullptr;
-  TRIDENT_CHECK(t != nullptr, "vocabulary-parallel loss reads targets on the host");
+  const int32_t* t = host_targets(ops, targets, b);
   double loss_sum = 0;
   for (int64_t i = 0; i < n; ++i)
     if (t[i] >= 0) loss_sum += mx[i] + std::log(sum[i]) - tl[i];

@@ -51,8 +51,8 @@ io::ShardPiece piece_of(const model::Parameter& p, const std::string& dataset, i
 }  // namespace
 
 Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, AdamW& optimizer,
-                           const Logger& log)
-    : cfg_(cfg), topology_(topology), model_(model), optimizer_(optimizer), log_(log) {
+                           Ops& ops, const Logger& log)
+    : cfg_(cfg), topology_(topology), model_(model), optimizer_(optimizer), ops_(ops), log_(log) {
   dir_ = cfg.checkpoint.dir.empty() ? (fs::path(cfg.log.run_dir) / "checkpoints").string() : cfg.checkpoint.dir;
   datasets_ = io::gather_datasets(topology.world().comm(), my_datasets());
   if (cfg.checkpoint.async) {
@@ -61,17 +61,26 @@ Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model
     TRIDENT_CONFIG_CHECK(provided >= MPI_THREAD_MULTIPLE, "checkpoint.async = true needs MPI_THREAD_MULTIPLE, this MPI "
                          "provides level ", provided, "; use checkpoint.async = false");
     MPI_Comm_dup(topology.world().comm(), &async_comm_);
-    // Snapshot buffers, allocated once: the flat parameters and this rank's moments.
-    const model::ParamStore& store = model.params();
-    snapshot_values_ = Tensor::zeros(store.flat_values().shape(), store.flat_values().dtype());
-    int64_t total = 0;
-    for (size_t i = 0; i < optimizer.segments().size(); ++i) {
-      moment_offsets_.push_back(total);
-      total += optimizer.exp_avg(i).numel();
-    }
-    snapshot_exp_avg_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, store.flat_values().dtype());
-    snapshot_exp_avg_sq_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, store.flat_values().dtype());
   }
+  if (keeps_snapshot()) allocate_snapshot();
+}
+
+bool Checkpointer::stage_through_host() const { return model_.params().flat_values().device() != Device::kCPU; }
+
+void Checkpointer::allocate_snapshot() {
+  // Host buffers, allocated once: the flat parameters, this rank's moments, staged frozen values.
+  const model::ParamStore& store = model_.params();
+  const DType dtype = store.flat_values().dtype();
+  snapshot_values_ = Tensor::zeros(store.flat_values().shape(), dtype);
+  int64_t total = 0;
+  for (size_t i = 0; i < optimizer_.segments().size(); ++i) {
+    moment_offsets_.push_back(total);
+    total += optimizer_.exp_avg(i).numel();
+  }
+  snapshot_exp_avg_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, dtype);
+  snapshot_exp_avg_sq_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, dtype);
+  if (stage_through_host() && store.frozen_numel() > 0)
+    snapshot_frozen_ = Tensor::zeros(Shape{store.frozen_numel()}, dtype);
 }
 
 Checkpointer::~Checkpointer() {
@@ -120,7 +129,7 @@ void Checkpointer::set_compressor(dist::GradCompressor* compressor, dist::Compre
   compressor_ = compressor;
   compression_ = kind;
   datasets_ = io::gather_datasets(topology_.world().comm(), my_datasets());
-  if (compressor_ && cfg_.checkpoint.async) snapshot_comm_ = Tensor::zeros(compressor_->state().shape(), DType::kF32);
+  if (compressor_ && keeps_snapshot()) snapshot_comm_ = Tensor::zeros(compressor_->state().shape(), DType::kF32);
 }
 
 std::string Checkpointer::comm_dataset() const {
@@ -157,6 +166,46 @@ std::vector<io::ShardPiece> Checkpointer::live_pieces() {
              [&](size_t i, bool second) { return second ? optimizer_.exp_avg_sq(i) : optimizer_.exp_avg(i); });
   if (compressor_) out.push_back(comm_piece(compressor_->state()));
   return out;
+}
+
+Tensor Checkpointer::snapshot_value(const model::Parameter& p) const {
+  const int64_t n = p.local_shape.numel();
+  if (p.trainable()) return snapshot_values_.narrow(p.offset, p.offset + n);
+  return stage_through_host() ? snapshot_frozen_.narrow(p.offset, p.offset + n) : p.value.flat();
+}
+
+Tensor Checkpointer::snapshot_moment(size_t i, bool second) const {
+  const Tensor& buffer = second ? snapshot_exp_avg_sq_ : snapshot_exp_avg_;
+  return buffer.narrow(moment_offsets_[i], moment_offsets_[i] + optimizer_.exp_avg(i).numel());
+}
+
+std::vector<io::ShardPiece> Checkpointer::snapshot_pieces() {
+  std::vector<io::ShardPiece> out =
+      pieces([&](const model::Parameter& p) { return snapshot_value(p); },
+             [&](size_t i, bool second) { return optimizer_.active(i) ? snapshot_moment(i, second) : Tensor(); });
+  if (compressor_) out.push_back(comm_piece(snapshot_comm_));
+  return out;
+}
+
+std::vector<io::ShardPiece> Checkpointer::snapshot() {
+  Tensor values = snapshot_values_;  // Ops::copy writes through a handle; this one shares the buffer
+  ops_.copy(model_.params().flat_values(), values);
+  for (size_t i = 0; i < optimizer_.segments().size(); ++i) {
+    if (!optimizer_.active(i)) continue;  // idle under LISA
+    Tensor exp_avg = snapshot_moment(i, false), exp_avg_sq = snapshot_moment(i, true);
+    ops_.copy(optimizer_.exp_avg(i), exp_avg);
+    ops_.copy(optimizer_.exp_avg_sq(i), exp_avg_sq);
+  }
+  if (compressor_) ops_.copy(compressor_->state(), snapshot_comm_);
+  if (snapshot_frozen_.defined() && !snapshot_frozen_current_) {
+    for (const auto& p : model_.params().all()) {
+      if (p->trainable()) continue;
+      Tensor frozen = snapshot_value(*p);
+      ops_.copy(p->value.flat(), frozen);
+    }
+    snapshot_frozen_current_ = true;
+  }
+  return snapshot_pieces();
 }
 
 Tensor Checkpointer::zero_moments(int64_t n) {
@@ -238,35 +287,14 @@ double Checkpointer::save(int64_t steps_done) {
   if (topology_.world_rank() == 0) fs::create_directories(dir_);
   topology_.world().barrier();
   if (!cfg_.checkpoint.async) {
-    write(steps_done, topology_.world().comm(), live_pieces());
+    write(steps_done, topology_.world().comm(), stage_through_host() ? snapshot() : live_pieces());
     return stall.seconds();
   }
   // Snapshot the state, then write it from a thread while training goes on.
-  std::copy_n(static_cast<const char*>(model_.params().flat_values().raw()), snapshot_values_.bytes(),
-              static_cast<char*>(snapshot_values_.raw()));
-  const size_t elem = dtype_size(snapshot_values_.dtype());
-  for (size_t i = 0; i < optimizer_.segments().size(); ++i) {
-    if (!optimizer_.active(i)) continue;  // idle under LISA
-    const size_t bytes = static_cast<size_t>(optimizer_.exp_avg(i).numel()) * elem, at = size_t(moment_offsets_[i]) * elem;
-    std::copy_n(static_cast<const char*>(optimizer_.exp_avg(i).raw()), bytes, static_cast<char*>(snapshot_exp_avg_.raw()) + at);
-    std::copy_n(static_cast<const char*>(optimizer_.exp_avg_sq(i).raw()), bytes,
-                static_cast<char*>(snapshot_exp_avg_sq_.raw()) + at);
-  }
-  if (snapshot_comm_.defined())
-    std::copy_n(compressor_->state().data<float>(), snapshot_comm_.numel(), snapshot_comm_.data<float>());
-  std::vector<io::ShardPiece> snapshot = pieces(
-      [&](const model::Parameter& p) {  // frozen values never change: written from where they live
-        return p.trainable() ? snapshot_values_.narrow(p.offset, p.offset + p.local_shape.numel()) : p.value.flat();
-      },
-      [&](size_t i, bool second) {
-        if (!optimizer_.active(i)) return Tensor();
-        const Tensor& buffer = second ? snapshot_exp_avg_sq_ : snapshot_exp_avg_;
-        return buffer.narrow(moment_offsets_[i], moment_offsets_[i] + optimizer_.exp_avg(i).numel());
-      });
-  if (snapshot_comm_.defined()) snapshot.push_back(comm_piece(snapshot_comm_));
-  writer_ = std::thread([this, steps_done, snapshot = std::move(snapshot)] {
+  std::vector<io::ShardPiece> staged = snapshot();
+  writer_ = std::thread([this, steps_done, staged = std::move(staged)] {
     try {
-      write(steps_done, async_comm_, snapshot);
+      write(steps_done, async_comm_, staged);
     } catch (...) {
       writer_error_ = std::current_exception();
     }
@@ -293,16 +321,33 @@ void Checkpointer::prune() {
   for (size_t i = 0; i + static_cast<size_t>(cfg_.checkpoint.keep) < files.size(); ++i) fs::remove(files[i]);
 }
 
-void Checkpointer::load_model(const std::string& path) {
-  std::vector<io::ShardPiece> wanted = live_pieces();
+io::CheckpointAttributes Checkpointer::read(const std::string& path,
+                                            const std::function<bool(const std::string&)>& wanted) {
   std::map<std::string, Shape> expected = datasets_;
-  // The model's weights; LoRA adapters keep their initialisation (a base model has none).
-  auto unwanted = [](const std::string& name) {
-    return name.rfind("/model/", 0) != 0 || name.find(".lora_") != std::string::npos;
+  std::erase_if(expected, [&](const auto& d) { return !wanted(d.first); });
+  auto select = [&](std::vector<io::ShardPiece> all) {
+    std::erase_if(all, [&](const io::ShardPiece& p) { return !wanted(p.dataset); });
+    return all;
   };
-  std::erase_if(wanted, [&](const io::ShardPiece& p) { return unwanted(p.dataset); });
-  std::erase_if(expected, [&](const auto& d) { return unwanted(d.first); });
-  io::read_checkpoint(path, topology_.world().comm(), expected, wanted);
+  std::vector<io::ShardPiece> live = select(live_pieces());
+  if (!stage_through_host()) return io::read_checkpoint(path, topology_.world().comm(), expected, live);
+  // The same pieces in the same order, in host memory: read there, then copied up one by one.
+  std::vector<io::ShardPiece> staged = select(snapshot_pieces());
+  io::CheckpointAttributes attributes = io::read_checkpoint(path, topology_.world().comm(), expected, staged);
+  for (size_t i = 0; i < live.size(); ++i) {
+    TRIDENT_CHECK(staged[i].dataset == live[i].dataset && staged[i].begin == live[i].begin,
+                  "checkpoint staging: piece ", i, " is ", staged[i].dataset, " on the host but ", live[i].dataset);
+    ops_.copy(staged[i].data, live[i].data);
+  }
+  snapshot_frozen_current_ = false;  // the next save copies the loaded frozen values down again
+  return attributes;
+}
+
+void Checkpointer::load_model(const std::string& path) {
+  // The model's weights; LoRA adapters keep their initialisation (a base model has none).
+  read(path, [](const std::string& name) {
+    return name.rfind("/model/", 0) == 0 && name.find(".lora_") == std::string::npos;
+  });
 }
 
 int64_t Checkpointer::resume() {
@@ -310,18 +355,15 @@ int64_t Checkpointer::resume() {
   if (mode == "none") return 0;
   std::string path = mode == "auto" ? newest(dir_) : mode;
   if (path.empty()) return 0;  // auto with nothing to resume: a fresh run
-  std::vector<io::ShardPiece> wanted = live_pieces();
-  std::map<std::string, Shape> expected = datasets_;
-  if (compressor_ && !comm_state_resumable(path)) {
+  const bool comm_resumable = !compressor_ || comm_state_resumable(path);
+  if (!comm_resumable) {
     // Another layout or compression wrote it: the residuals belong to other ranks' gradients.
-    std::erase_if(expected, [](const auto& d) { return d.first.rfind("/comm/", 0) == 0; });
-    std::erase_if(wanted, [](const io::ShardPiece& p) { return p.dataset.rfind("/comm/", 0) == 0; });
     compressor_->reset_state();
     log_.info("warning: ", path, " holds no gradient-compression state for this layout and comm.compression; ",
               "error-feedback residuals start at zero");
   }
-  const io::CheckpointState state =
-      io::checkpoint_state(io::read_checkpoint(path, topology_.world().comm(), expected, wanted), path);
+  const io::CheckpointState state = io::checkpoint_state(
+      read(path, [&](const std::string& name) { return comm_resumable || name.rfind("/comm/", 0) != 0; }), path);
   optimizer_.set_steps_taken(state.step);
   restored_loss_scale_ = state.loss_scale;
   log_.info("resumed from ", path, ": ", state.step, " steps done (written by dp ", state.layout_dp, " tp ",

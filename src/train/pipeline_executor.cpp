@@ -7,8 +7,8 @@
 namespace trident::train {
 
 PipelineExecutor::PipelineExecutor(model::GPTModel& model, dist::Communicator& pp, ScheduleKind kind,
-                                   int micro_batches, int virtual_stages)
-    : model_(model), pp_(pp), micro_batches_(micro_batches), chunks_(model.num_chunks()) {
+                                   int micro_batches, int virtual_stages, const dist::PipelineLanes* lanes)
+    : model_(model), pp_(pp), lanes_(lanes), micro_batches_(micro_batches), chunks_(model.num_chunks()) {
   actions_ = build_schedule(kind, pp.size(), pp.rank(), micro_batches, virtual_stages);
   slots_ = model.plan().slots;
   TRIDENT_CHECK(max_in_flight(actions_, chunks_) <= slots_, "the schedule keeps ", max_in_flight(actions_, chunks_),
@@ -35,6 +35,18 @@ std::pair<int, int> PipelineExecutor::prev_of(int chunk) const {
   return {(r + pp - 1) % pp, r == 0 ? chunk - 1 : chunk};
 }
 
+dist::CommRequest PipelineExecutor::send(const Tensor& x, bool grad, int peer, int tag) {
+  if (!lanes_) return pp_.isend(x, peer, tag);
+  dist::Communicator& lane = *(grad ? lanes_->grad_out : lanes_->act_out);
+  return lane.isend(x, 1 - lane.rank(), tag);
+}
+
+dist::CommRequest PipelineExecutor::recv(Tensor& x, bool grad, int peer, int tag) {
+  if (!lanes_) return pp_.irecv(x, peer, tag);
+  dist::Communicator& lane = *(grad ? lanes_->grad_in : lanes_->act_in);
+  return lane.irecv(x, 1 - lane.rank(), tag);
+}
+
 double PipelineExecutor::run(int64_t step, double grad_scale, const std::function<void(int, data::Batch&)>& fill,
                              data::Batch& batch, const std::function<void(int64_t)>& on_final) {
   const double start = MPI_Wtime();
@@ -48,7 +60,7 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::functio
         sends_act_[index].wait();  // the slot's previous output must have left before reuse
         const auto [peer, peer_chunk] = prev_of(a.chunk);
         const double t0 = MPI_Wtime();
-        pp_.irecv(model_.input(a.chunk, s), peer, tag(a.micro_batch, peer_chunk, false)).wait();
+        recv(model_.input(a.chunk, s), false, peer, tag(a.micro_batch, peer_chunk, false)).wait();
         wait_s_ += MPI_Wtime() - t0;
         break;
       }
@@ -66,14 +78,14 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::functio
       case ActionKind::kSendAct: {
         const auto [peer, peer_chunk] = next_of(a.chunk);
         (void)peer_chunk;
-        sends_act_[index] = pp_.isend(model_.output(a.chunk, s), peer, tag(a.micro_batch, a.chunk, false));
+        sends_act_[index] = send(model_.output(a.chunk, s), false, peer, tag(a.micro_batch, a.chunk, false));
         break;
       }
       case ActionKind::kRecvGrad: {
         sends_grad_[index].wait();
         const auto [peer, peer_chunk] = next_of(a.chunk);
         const double t0 = MPI_Wtime();
-        pp_.irecv(model_.grad(a.chunk, s), peer, tag(a.micro_batch, peer_chunk, true)).wait();
+        recv(model_.grad(a.chunk, s), true, peer, tag(a.micro_batch, peer_chunk, true)).wait();
         wait_s_ += MPI_Wtime() - t0;
         break;
       }
@@ -86,7 +98,7 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::functio
       case ActionKind::kSendGrad: {
         const auto [peer, peer_chunk] = prev_of(a.chunk);
         (void)peer_chunk;
-        sends_grad_[index] = pp_.isend(model_.grad(a.chunk, s), peer, tag(a.micro_batch, a.chunk, true));
+        sends_grad_[index] = send(model_.grad(a.chunk, s), true, peer, tag(a.micro_batch, a.chunk, true));
         break;
       }
     }
@@ -110,10 +122,10 @@ model::EvalSums PipelineExecutor::run_eval(int micro_batches, const std::functio
       const int stage = c * pp + pp_.rank();
       if (stage > 0) {
         const auto [peer, peer_chunk] = prev_of(c);
-        pp_.irecv(model_.input(c, 0), peer, tag(mb, peer_chunk, false)).wait();
+        recv(model_.input(c, 0), false, peer, tag(mb, peer_chunk, false)).wait();
       }
       sums += model_.evaluate(c, 0, batch.tokens, batch.targets, batch.positions);
-      if (stage < last_stage) pp_.isend(model_.output(c, 0), next_of(c).first, tag(mb, c, false)).wait();
+      if (stage < last_stage) send(model_.output(c, 0), false, next_of(c).first, tag(mb, c, false)).wait();
     }
   }
   return sums;

@@ -60,8 +60,12 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
       cfg.model, ops, DType::kF32, cfg.train.micro_batch, GradReducer::pad_multiple(topology.layout().dp), tp, plan,
       matmul != DType::kF32 ? std::optional<DType>(matmul) : std::nullopt);
   model_->initialize(cfg.train.seed);
+  TRIDENT_CONFIG_CHECK(ops.device() == Device::kCPU || topology.layout().pp > 1 ||
+                           cfg.schedule != ScheduleKind::kInterleaved,
+                       "parallel.schedule = interleaved with parallel.pp = 1 passes activations from a rank to "
+                       "itself, which the GPU backend does not do; use parallel.schedule = 1f1b");
   pipeline_ = std::make_unique<PipelineExecutor>(*model_, topology.pp(), cfg.schedule, micro_batches,
-                                                 cfg.virtual_stages);
+                                                 cfg.virtual_stages, topology.pipeline_lanes());
   bubble_theory_ = topology.layout().pp > 1
                        ? theoretical_bubble(cfg.schedule, topology.layout().pp, micro_batches, cfg.virtual_stages)
                        : 0.0;
@@ -128,7 +132,7 @@ Trainer::Trainer(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const
     lisa_ = std::make_unique<LisaSchedule>(cfg.lisa, cfg.model.layers, cfg.train.seed);
     lisa_full_state_bytes_ = optimizer_->state_bytes();
   }
-  checkpointer_ = std::make_unique<Checkpointer>(cfg, topology, *model_, *optimizer_, log);
+  checkpointer_ = std::make_unique<Checkpointer>(cfg, topology, *model_, *optimizer_, ops, log);
   checkpointer_->set_compressor(reducer_->compressor(), cfg.comm.compression);  // error-feedback state
   if (!cfg.init_from.empty()) {  // pretrained weights; a checkpoint resumed below replaces them
     if (model::is_hf_model_dir(cfg.init_from)) load_hf_model(model_->params(), ops, model_->config(), cfg.init_from);

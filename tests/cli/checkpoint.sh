@@ -18,15 +18,17 @@ h5diff "$work/straight/checkpoints/step_00000020.h5" "$work/split/checkpoints/st
 h5diff "$work/straight/checkpoints/step_00000020.h5" "$work/split/checkpoints/step_00000020.h5" /optim /optim \
   || fail "final optimizer state differs after resume"
 
-# 1b. Asynchronous checkpoints (snapshot + writer thread) hold exactly the synchronous state.
-mpirun -np 2 "$trident" train $cfg --parallel.dp=2 --checkpoint.interval=5 --checkpoint.async=true \
-  --log.run_dir="$work/async" > "$work/async.log"
-mpirun -np 2 "$trident" train $cfg --parallel.dp=2 --checkpoint.interval=5 --log.run_dir="$work/sync" > "$work/sync.log"
+# 1b. Asynchronous checkpoints (snapshot + writer thread) hold exactly the synchronous state,
+# error-feedback residuals of gradient compression included.
+mpirun -np 2 "$trident" train $cfg --parallel.dp=2 --comm.compression=int8 --checkpoint.interval=5 \
+  --checkpoint.async=true --log.run_dir="$work/async" > "$work/async.log"
+mpirun -np 2 "$trident" train $cfg --parallel.dp=2 --comm.compression=int8 --checkpoint.interval=5 \
+  --log.run_dir="$work/sync" > "$work/sync.log"
 for step in 00000015 00000020; do
-  h5diff "$work/async/checkpoints/step_$step.h5" "$work/sync/checkpoints/step_$step.h5" /model /model \
-    || fail "async checkpoint $step differs from the synchronous one"
-  h5diff "$work/async/checkpoints/step_$step.h5" "$work/sync/checkpoints/step_$step.h5" /optim /optim \
-    || fail "async optimizer state $step differs from the synchronous one"
+  for group in /model /optim /comm; do
+    h5diff "$work/async/checkpoints/step_$step.h5" "$work/sync/checkpoints/step_$step.h5" $group $group \
+      || fail "async checkpoint $step differs from the synchronous one in $group"
+  done
 done
 [[ $(ls "$work/async/checkpoints" | grep -c '^step_.*\.h5$') -eq 3 ]] || fail "checkpoint.keep = 3 not honoured"
 

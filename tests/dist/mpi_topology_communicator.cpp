@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "trident/dist/topology.hpp"
@@ -155,6 +158,47 @@ TEST(Communicator, NonBlockingAllReduceAndPointToPoint) {
     for (int64_t i = 0; i < size; ++i) ASSERT_EQ(in.data<float>()[i], float((r + n - 1) % n));
   }
   EXPECT_GT(world.bytes(CommOp::kPointToPoint), 0u);
+}
+
+// exchange(): sends and receives posted together, so every rank may send to both neighbours and
+// receive from both in one call, whatever the order of the list.
+TEST(Communicator, ExchangeWithBothNeighbours) {
+  Communicator world(MPI_COMM_WORLD);
+  const int n = world.size(), r = world.rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
+  Tensor to_next = Tensor::zeros(Shape{1001}, DType::kF32), to_prev = Tensor::zeros(Shape{1001}, DType::kF32);
+  Tensor from_prev = Tensor::zeros(Shape{1001}, DType::kF32), from_next = Tensor::zeros(Shape{1001}, DType::kF32);
+  for (int64_t i = 0; i < 1001; ++i) {
+    to_next.data<float>()[i] = float(r * 10000 + i);
+    to_prev.data<float>()[i] = float(-r * 10000 - i);
+  }
+  world.exchange({{&to_next, next, true, 1}, {&to_prev, prev, true, 2}, {&from_next, next, false, 2},
+                  {&from_prev, prev, false, 1}});
+  for (int64_t i = 0; i < 1001; ++i) {
+    ASSERT_EQ(from_prev.data<float>()[i], float(prev * 10000 + i));
+    ASSERT_EQ(from_next.data<float>()[i], float(-next * 10000 - i));
+  }
+}
+
+// GPU operations never block the host, so the watchdog polls them: one that completes within
+// comm.timeout_s is retired, and one whose owner is forgotten is no longer watched. Either one,
+// left tracked past the timeout, would end the job (exit 3) and fail this test.
+TEST(Watchdog, TracksAsynchronousOperationsUntilTheyComplete) {
+  Watchdog dog(0.5, 0);  // polls every 50 ms
+  std::atomic<bool> finished{false};
+  std::atomic<int> polls{0}, forgotten_polls{0};
+  int owner = 0, forgotten = 0;
+  dog.track(&owner, [&] { return ++polls, finished.load(); }, "an operation that completes");
+  dog.track(&forgotten, [&] { return ++forgotten_polls, false; }, "an operation whose owner goes away");
+  dog.forget(&forgotten);
+  const int forgotten_before = forgotten_polls.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_GE(polls.load(), 2) << "the watchdog does not poll a pending operation";
+  finished = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  const int polls_when_done = polls.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // past the timeout
+  EXPECT_EQ(polls.load(), polls_when_done) << "a completed operation is still polled";
+  EXPECT_EQ(forgotten_polls.load(), forgotten_before) << "a forgotten operation is still polled";
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "mpi_job_dir.hpp"
 #include "trident/backend/cpu_ops.hpp"
 #include "trident/train/trainer.hpp"
 
@@ -65,22 +66,10 @@ class CompressionTraining : public ::testing::Test {
  protected:
   void SetUp() override {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    // One directory for the job (rank 0's process id), so resume finds what every rank wrote.
-    int id = getpid();
-    MPI_Bcast(&id, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    dir = "/tmp/trident_compression_" + std::to_string(id);
-  }
-  void TearDown() override {
-    MPI_Barrier(MPI_COMM_WORLD);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) std::filesystem::remove_all(dir);
-    MPI_Barrier(MPI_COMM_WORLD);
   }
   int world = 1;
-  std::string dir;
+  trident::testing::MpiJobDir job{"trident_compression"};  // resume finds what every rank wrote
+  const std::string& dir = job.path;
 };
 
 TEST_F(CompressionTraining, OverlapOnAndOffAreIdenticalAndZeroAgrees) {

@@ -103,6 +103,27 @@ TEST(PipelineSchedule, SendsMatchReceivesAndNothingDeadlocks) {
   }
 }
 
+// On the GPU each (sender, kind) pair has its own lane, a FIFO that NCCL matches in order
+// (dist::PipelineLanes): the receiver must take a lane's messages in the order they were sent.
+// With that, lanes behave as the tagged MPI messages above, which never deadlock.
+TEST(PipelineSchedule, EveryLaneIsReceivedInTheOrderItIsSent) {
+  for (const Case& c : cases()) {
+    if (c.pp == 1) continue;  // no lanes: the GPU refuses interleaving on one stage
+    // (sender stage, is gradient) -> the (micro-batch, receiving chunk) sequence, as sent / received.
+    std::map<std::pair<int, bool>, std::vector<std::pair<int, int>>> sent, received;
+    for (int s = 0; s < c.pp; ++s)
+      for (const Action& a : build_schedule(c.kind, c.pp, s, c.m, c.v)) {
+        const int next_stage = (s + 1) % c.pp, next_chunk = s == c.pp - 1 ? a.chunk + 1 : a.chunk;
+        const int prev_stage = (s + c.pp - 1) % c.pp, prev_chunk = s == 0 ? a.chunk - 1 : a.chunk;
+        if (a.kind == ActionKind::kSendAct) sent[{s, false}].push_back({a.micro_batch, next_chunk});
+        if (a.kind == ActionKind::kSendGrad) sent[{s, true}].push_back({a.micro_batch, prev_chunk});
+        if (a.kind == ActionKind::kRecvAct) received[{prev_stage, false}].push_back({a.micro_batch, a.chunk});
+        if (a.kind == ActionKind::kRecvGrad) received[{next_stage, true}].push_back({a.micro_batch, a.chunk});
+      }
+    EXPECT_EQ(sent, received) << name(c);
+  }
+}
+
 TEST(PipelineSchedule, OneFOneBShape) {
   // pp=4, stage 0, m=6: 3 warm-up forwards, then alternating, then 3 backwards.
   const auto a = build_schedule(ScheduleKind::kOneFOneB, 4, 0, 6, 1);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "trident/backend/device_collectives.hpp"
 #include "trident/backend/ops.hpp"
 
 namespace trident {
@@ -21,9 +22,17 @@ int cuda_device_count(std::string* reason = nullptr);
 // trident::Error when CUDA is not built or the device cannot be used.
 std::unique_ptr<Ops> make_cuda_ops(int device);
 
-// The CUDA backend's compute stream (a cudaStream_t), so that communication (NcclComm) can be
+// The CUDA backend's compute stream (a cudaStream_t), so that communication (DeviceCollectives) can be
 // ordered after the kernels that produce its data without a host synchronisation. Throws for
 // any other backend.
 void* cuda_stream(Ops& ops);
+
+// NCCL, in the same library. A new unique id, made by one rank of a group and handed to the
+// others (dist::Topology does it over MPI).
+DeviceCollectives::UniqueId nccl_unique_id();
+// Collective over the size ranks given id: this rank's member of the group, its operations
+// ordered after ops's compute stream. Throws trident::Error when CUDA is not built or NCCL fails.
+std::unique_ptr<DeviceCollectives> make_nccl_collectives(Ops& ops, const DeviceCollectives::UniqueId& id, int size,
+                                                         int rank, const std::string& name);
 
 }  // namespace trident

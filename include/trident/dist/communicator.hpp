@@ -6,14 +6,20 @@
 // MACHINE-NOTES.md). `trident bench allreduce` measured 2-4 MiB pieces fastest (8-10 GB/s on
 // 2 ranks at 64-256 MiB against ~2 GB/s for one plain call).
 // Bytes and seconds are accounted per operation kind (metrics comm_bytes, comm_s).
+// GPU tensors go to the group's DeviceCollectives (NCCL, attached by Topology::attach_device):
+// there every call is ordered on the GPU's streams instead of blocking the host, and a
+// request's wait() makes the compute stream wait for it (trident/backend/device_collectives.hpp).
 #pragma once
 #include <mpi.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "trident/backend/device_collectives.hpp"
 #include "trident/core/tensor.hpp"
 #include "trident/dist/watchdog.hpp"
 
@@ -24,13 +30,16 @@ const char* comm_op_name(CommOp op);
 
 class Communicator;
 
-// Outstanding non-blocking operation (possibly several MPI requests, one per chunk).
-// Non-copyable, movable; the destructor waits for completion (local, never a new collective).
+// Outstanding non-blocking operation: MPI requests (possibly several, one per chunk), or a ticket
+// of the group's DeviceCollectives for GPU tensors. Non-copyable, movable; the destructor waits
+// for completion (local, never a new collective).
 class CommRequest {
  public:
   CommRequest() = default;
   CommRequest(Communicator* owner, CommOp op, std::vector<MPI_Request> requests, std::vector<int> counts = {})
       : owner_(owner), op_(op), requests_(std::move(requests)), counts_(std::move(counts)) {}
+  CommRequest(Communicator* owner, CommOp op, DeviceCollectives* device, uint64_t ticket)
+      : owner_(owner), op_(op), device_(device), ticket_(ticket) {}
   ~CommRequest();
   CommRequest(CommRequest&& o) noexcept;
   CommRequest& operator=(CommRequest&& o) noexcept;
@@ -39,14 +48,17 @@ class CommRequest {
 
   // True when complete; also lets MPI progress the operation.
   bool test();
+  // Host tensors: blocks until complete. GPU tensors: the compute stream waits for it.
   void wait();
-  bool pending() const { return !requests_.empty(); }
+  bool pending() const { return !requests_.empty() || device_ != nullptr; }
 
  private:
   Communicator* owner_ = nullptr;
   CommOp op_ = CommOp::kAllReduce;
   std::vector<MPI_Request> requests_;
   std::vector<int> counts_;  // counts/displacements MPI reads until completion
+  DeviceCollectives* device_ = nullptr;
+  uint64_t ticket_ = 0;
 };
 
 class Communicator {
@@ -68,6 +80,12 @@ class Communicator {
   // Reports this communicator's blocking waits to dog (nullptr: none), naming the group by
   // name and its members' world ranks.
   void set_watchdog(Watchdog* dog, const std::string& name);
+
+  // GPU tensors passed to this group go to device (made collectively by Topology::attach_device).
+  void attach_device(std::unique_ptr<DeviceCollectives> device);
+  DeviceCollectives* device() const { return device_.get(); }
+  // Collective: ends the device group (NCCL's explicit shutdown); a no-op without one.
+  void shutdown_device();
 
   // In-place sum over the group of an fp32/fp64 tensor, chunked.
   void all_reduce_sum(Tensor& x);
@@ -106,6 +124,16 @@ class Communicator {
   void recv(Tensor& x, int peer, int tag);
   CommRequest isend(const Tensor& x, int peer, int tag);
   CommRequest irecv(Tensor& x, int peer, int tag);
+  // Sends and receives posted together and completed together, so that two ranks may each send
+  // to the other in one call. On the GPU this is one NCCL group (its order of calls across ranks
+  // matches the transfers, tags are not used); pipeline stages exchange activations this way.
+  struct Transfer {
+    Tensor* tensor;
+    int peer;
+    bool send;  // false: receive into tensor
+    int tag;
+  };
+  void exchange(const std::vector<Transfer>& transfers);
   void barrier();
 
   // Bytes this rank handed to communication and seconds spent waiting for it, per kind and in
@@ -118,12 +146,18 @@ class Communicator {
  private:
   friend class CommRequest;
   void account(CommOp op, uint64_t bytes, double seconds);
+  // GPU tensors: the device group, or an error naming op and group when none is attached.
+  DeviceCollectives& device_for(const char* op);
+  // A request for the device operations just enqueued (watched by the watchdog until done).
+  CommRequest device_request(CommOp op, uint64_t bytes);
+  CommRequest device_exchange(const std::vector<Transfer>& transfers);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   Watchdog* watchdog_ = nullptr;
   std::string description_;  // "the dp group (world ranks 0, 2)"
+  std::unique_ptr<DeviceCollectives> device_;
   std::array<uint64_t, static_cast<int>(CommOp::kCount)> bytes_{};
   std::array<double, static_cast<int>(CommOp::kCount)> seconds_{};
 };

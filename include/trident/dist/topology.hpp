@@ -8,12 +8,36 @@
 //   model-parallel groups (same dp_i):       {0,1,4,5,8,9,12,13} {2,3,6,7,10,11,14,15}
 //   embedding groups (first + last stage):   {0,12} {1,13} {2,14} {3,15}
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "trident/dist/communicator.hpp"
 
 namespace trident::dist {
+
+// Makes this rank's member of a GPU group (NCCL in the CUDA backend): unique_id() runs on the
+// group's rank 0, whose id the others receive over MPI; make() is collective over the group.
+struct DeviceGroupMaker {
+  std::function<DeviceCollectives::UniqueId()> unique_id;
+  std::function<std::unique_ptr<DeviceCollectives>(const DeviceCollectives::UniqueId& id, int size, int rank,
+                                                   const std::string& name)>
+      make;
+};
+
+// Pipeline point-to-point on the GPU: a two-rank communicator per direction and kind between
+// neighbouring stages (peer: rank 1 - rank() in each). NCCL runs a communicator's operations in
+// order on one stream, so on a single pp communicator a send waiting for its receiver would
+// hold up the receives queued behind it; with one lane per (sender, receiver, kind) every lane
+// is a FIFO that both ends walk in the same order (tested against the schedules), which is
+// how MPI's tagged non-blocking messages behave.
+struct PipelineLanes {
+  Communicator* act_out;   // activations to the next stage
+  Communicator* act_in;    // activations from the previous stage
+  Communicator* grad_out;  // gradients to the previous stage
+  Communicator* grad_in;   // gradients from the next stage
+};
 
 struct Layout {
   int dp = 1;
@@ -44,6 +68,16 @@ class Topology {
   Communicator& model_parallel() { return model_parallel_; }
   // Only meaningful on the first and last pipeline stage (nullptr elsewhere).
   Communicator* embedding() { return embedding_.get(); }
+  // After attach_device with pp > 1; nullptr otherwise (the CPU uses pp() with MPI tags).
+  const PipelineLanes* pipeline_lanes() const { return lanes_.act_out ? &lanes_ : nullptr; }
+
+  // Collective: the tp, dp, pp and embedding groups of more than one rank get a GPU group each,
+  // so GPU tensors passed to them travel over it (the world and model-parallel groups only
+  // reduce host scalars), and with pp > 1 the pipeline lanes are made. Call set_watchdog first,
+  // so that a rank that never joins is reported.
+  void attach_device(const DeviceGroupMaker& maker);
+  // Collective: ends the GPU groups (explicit NCCL shutdown; never from destructors).
+  void shutdown_device();
 
   // Every group reports its blocking waits to dog (it must outlive the topology's use).
   void set_watchdog(Watchdog* dog);
@@ -53,6 +87,8 @@ class Topology {
   std::string describe();
 
  private:
+  void make_pipeline_lanes(const DeviceGroupMaker& maker);
+
   Layout layout_;
   int dp_rank_ = 0, tp_rank_ = 0, pp_rank_ = 0;
   Communicator world_;
@@ -61,6 +97,8 @@ class Topology {
   Communicator pp_;
   Communicator model_parallel_;
   std::unique_ptr<Communicator> embedding_;
+  std::vector<std::unique_ptr<Communicator>> lane_groups_;  // owns the lanes' communicators
+  PipelineLanes lanes_{};
   Watchdog* watchdog_ = nullptr;
 };
 

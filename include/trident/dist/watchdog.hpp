@@ -1,11 +1,15 @@
 // Watchdog: a thread per rank that notices when a blocking communication has waited longer than
 // comm.timeout_s, prints which operation, which group, which peer ranks and the step, and ends
 // the job with MPI_Abort so the scheduler can requeue it, instead of hanging silently.
-// Communicators report their blocking waits to it (Communicator::set_watchdog).
+// Communicators report their blocking waits to it (Communicator::set_watchdog), and their GPU
+// operations, which never block the host: the thread polls those until they complete, so a
+// collective stuck on the GPU is reported by name too.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,9 +28,23 @@ class Watchdog {
   // A blocking wait starts / ends (called by the communicator, one at a time per rank).
   void begin(std::string what);
   void end();
+  // An asynchronous operation of owner: done() (called from the watchdog's thread; it may throw
+  // on a failed operation) must turn true within the timeout. A no-op when disabled.
+  void track(const void* owner, std::function<bool()> done, std::string what);
+  // Drops owner's operations (before owner goes away).
+  void forget(const void* owner);
 
  private:
+  struct Tracked {
+    const void* owner;
+    std::function<bool()> done;
+    std::string what;
+    double since;
+  };
   void run();
+  // Caller holds mutex_. Drops completed operations; aborts the job on a failed or late one.
+  void check_tracked();
+  [[noreturn]] void abort_job(const std::string& what, const char* why, double waited);
 
   double timeout_s_;
   int world_rank_;
@@ -35,6 +53,7 @@ class Watchdog {
   std::condition_variable wake_;
   std::string what_;        // the wait in progress ("" = none)
   double started_ = 0;      // MPI_Wtime at its start
+  std::deque<Tracked> tracked_;
   bool stop_ = false;
   std::thread thread_;
 };

@@ -25,6 +25,7 @@ struct HeadBuffers {
   // on the device and on the host where the group's values are combined).
   Tensor row_max, sum_exp, target_logit;
   Tensor host_stats;   // [4, N] fp64: max, sum, target logit, this shard's max
+  Tensor host_targets; // [N] int32: the targets where the host reads them (GPU backend)
 };
 
 // Evaluation sums over the valid targets of some rows: summed token loss, targets the model

@@ -12,6 +12,11 @@
 // training goes on (needs MPI_THREAD_MULTIPLE, checked at start). The next checkpoint, or the
 // end of the run, waits for the previous write.
 //
+// State in GPU memory (the CUDA backend): HDF5 reads and writes host memory only, so every save
+// goes through the host snapshot buffers (filled by Ops::copy; written on the calling thread
+// when synchronous) and every load reads into them and copies up to the device. On the CPU,
+// synchronous saves and all loads use the live tensors in place.
+//
 // Gradient compression state (error-feedback residuals, PowerSGD's Q) is per rank and has no
 // global shape: each rank stores its own as /comm/state/rank_<world rank, 5 digits> (one fp32
 // vector), with the root attribute comm_compression. A resume with the same dp, tp, pp, ZeRO
@@ -26,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "trident/backend/ops.hpp"
 #include "trident/core/log.hpp"
 #include "trident/dist/compression.hpp"
 #include "trident/dist/topology.hpp"
@@ -38,7 +44,8 @@ namespace trident::train {
 
 class Checkpointer {
  public:
-  Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, AdamW& optimizer,
+  // ops: the backend that holds the model's and optimizer's tensors (copies to and from the host).
+  Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, AdamW& optimizer, Ops& ops,
                const Logger& log);
   ~Checkpointer();
 
@@ -78,6 +85,22 @@ class Checkpointer {
   std::vector<io::ShardPiece> pieces(const std::function<Tensor(const model::Parameter&)>& value,
                                      const std::function<Tensor(size_t, bool)>& moment);
   std::vector<io::ShardPiece> live_pieces();
+  // Whether the state is in GPU memory, where HDF5 cannot read or write it: saves and loads then
+  // go through the host snapshot.
+  bool stage_through_host() const;
+  // Whether snapshot buffers exist: asynchronous saves, or state staged through the host.
+  bool keeps_snapshot() const { return cfg_.checkpoint.async || stage_through_host(); }
+  void allocate_snapshot();
+  // The snapshot's view of parameter p's values and of segment i's moments. Frozen values are
+  // snapshotted only when staged: on the CPU they never change, so they are written in place.
+  Tensor snapshot_value(const model::Parameter& p) const;
+  Tensor snapshot_moment(size_t i, bool second) const;
+  // Copies the state into the snapshot buffers and returns its pieces (snapshot_pieces()).
+  std::vector<io::ShardPiece> snapshot();
+  // The pieces of the snapshot buffers, in the order of live_pieces(); no copy.
+  std::vector<io::ShardPiece> snapshot_pieces();
+  // Reads the datasets `wanted` selects into the live state (through the snapshot when staged).
+  io::CheckpointAttributes read(const std::string& path, const std::function<bool(const std::string&)>& wanted);
   // This rank's compression state dataset and piece (data: the live state or its snapshot).
   std::string comm_dataset() const;
   io::ShardPiece comm_piece(const Tensor& data) const;
@@ -93,6 +116,7 @@ class Checkpointer {
   dist::Topology& topology_;
   model::GPTModel& model_;
   AdamW& optimizer_;
+  Ops& ops_;
   const Logger& log_;
   std::string dir_;
   std::map<std::string, Shape> datasets_;  // every rank's, identical on all ranks
@@ -100,7 +124,10 @@ class Checkpointer {
   double loss_scale_ = 1.0, restored_loss_scale_ = 0.0;  // set by the writer thread in async mode
   // Asynchronous mode.
   MPI_Comm async_comm_ = MPI_COMM_NULL;
-  Tensor snapshot_values_, snapshot_exp_avg_, snapshot_exp_avg_sq_, snapshot_comm_;
+  // Host snapshot (keeps_snapshot()): flat values, moments, compression state; frozen values
+  // only when staged, copied again only after a load (training never changes them).
+  Tensor snapshot_values_, snapshot_exp_avg_, snapshot_exp_avg_sq_, snapshot_comm_, snapshot_frozen_;
+  bool snapshot_frozen_current_ = false;
   Tensor zeros_;  // zero_moments()
   dist::GradCompressor* compressor_ = nullptr;
   dist::CompressionKind compression_ = dist::CompressionKind::kNone;

@@ -8,6 +8,7 @@
 
 #include "trident/data/batch.hpp"
 #include "trident/dist/communicator.hpp"
+#include "trident/dist/topology.hpp"
 #include "trident/model/gpt_model.hpp"
 #include "trident/train/pipeline_schedule.hpp"
 
@@ -15,9 +16,10 @@ namespace trident::train {
 
 class PipelineExecutor {
  public:
-  // pp: the pipeline communicator (size 1 without pipeline parallelism).
+  // pp: the pipeline communicator (size 1 without pipeline parallelism). lanes: the GPU's
+  // pipeline lanes (Topology::pipeline_lanes), which then carry the transfers; nullptr: pp does.
   PipelineExecutor(model::GPTModel& model, dist::Communicator& pp, ScheduleKind kind, int micro_batches,
-                   int virtual_stages);
+                   int virtual_stages, const dist::PipelineLanes* lanes = nullptr);
 
   // Most micro-batches one chunk holds at once: the slots the model must be built with.
   static int slots_needed(ScheduleKind kind, int pp, int micro_batches, int virtual_stages);
@@ -45,9 +47,14 @@ class PipelineExecutor {
   // Neighbouring virtual stage of (this stage, chunk): rank in pp and its chunk.
   std::pair<int, int> next_of(int chunk) const;
   std::pair<int, int> prev_of(int chunk) const;
+  // Transfers to / from a neighbouring stage (peer: its pp rank) over the lane of that
+  // direction and kind, or over pp.
+  dist::CommRequest send(const Tensor& x, bool grad, int peer, int tag);
+  dist::CommRequest recv(Tensor& x, bool grad, int peer, int tag);
 
   model::GPTModel& model_;
   dist::Communicator& pp_;
+  const dist::PipelineLanes* lanes_;
   int micro_batches_, chunks_, slots_;
   std::vector<Action> actions_;
   std::vector<dist::CommRequest> sends_act_, sends_grad_;  // per (chunk, slot): pending sends

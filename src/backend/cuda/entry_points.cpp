@@ -4,6 +4,8 @@
 #include <cstring>
 #include <exception>
 
+#include "nccl_collectives.hpp"
+
 namespace {
 
 void put(const std::string& text, char* out, size_t size) {
@@ -34,6 +36,29 @@ extern "C" trident::Ops* trident_cuda_make_ops(int device, char* error, size_t s
 extern "C" void* trident_cuda_stream(trident::Ops* ops, char* error, size_t size) {
   try {
     return trident::cuda::stream_of(*ops);
+  } catch (const std::exception& e) {
+    put(e.what(), error, size);
+    return nullptr;
+  }
+}
+
+extern "C" int trident_nccl_unique_id(void* id, char* error, size_t size) {
+  try {
+    const trident::DeviceCollectives::UniqueId made = trident::cuda::nccl_unique_id();
+    std::memcpy(id, made.data(), made.size());
+    return 0;
+  } catch (const std::exception& e) {
+    put(e.what(), error, size);
+    return -1;
+  }
+}
+
+extern "C" trident::DeviceCollectives* trident_nccl_make(trident::Ops* ops, const void* id, int group_size, int rank,
+                                                         const char* name, char* error, size_t size) {
+  try {
+    trident::DeviceCollectives::UniqueId unique{};
+    std::memcpy(unique.data(), id, unique.size());
+    return trident::cuda::make_nccl_collectives(*ops, unique, group_size, rank, name).release();
   } catch (const std::exception& e) {
     put(e.what(), error, size);
     return nullptr;

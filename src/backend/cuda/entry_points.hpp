@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "trident/backend/device_collectives.hpp"
 #include "trident/backend/ops.hpp"
 
 namespace trident::cuda {
@@ -24,4 +25,10 @@ int trident_cuda_device_count(char* reason, size_t size);
 trident::Ops* trident_cuda_make_ops(int device, char* error, size_t size);
 // The compute stream of a CudaOps, or nullptr with the error in error.
 void* trident_cuda_stream(trident::Ops* ops, char* error, size_t size);
+// A new ncclUniqueId into id (128 bytes); 0 on success, else -1 with the error in error.
+int trident_nccl_unique_id(void* id, char* error, size_t size);
+// This rank's member of an NCCL group (delete it through DeviceCollectives), or nullptr with
+// the error in error. Collective over the group_size ranks given the same id.
+trident::DeviceCollectives* trident_nccl_make(trident::Ops* ops, const void* id, int group_size, int rank,
+                                              const char* name, char* error, size_t size);
 }
