@@ -8,19 +8,29 @@
 #  3. times GPT-2 124M training steps (seq 1024, bf16) on one GPU: tokens/s, MFU over 989
 #     TFLOP/s (H100/H200 dense bf16), and the GEMM-only and attention-only kernel time per step.
 # Results also go to $OUT (or ./gpu-check-out) as JSON and logs.
-#   ./utils/gpu-check.sh [--skip-build] [--steps N]
+# Where the image lacks MPI, HDF5 and oneDNN (nothing can be installed), build the kit here
+# (utils/gpu-kit.sh), carry gpu-kit.tar.xz and input/data there, and run with --kit:
+#   ./utils/gpu-check.sh [--skip-build] [--kit DIR] [--steps N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-check-out}
 mkdir -p "$out"
-steps=10 build=1
+steps=10 build=1 kit=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-build) build=0; shift ;;
+    --kit) kit=$2; build=0; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    *) echo "usage: utils/gpu-check.sh [--skip-build] [--steps N]" >&2; exit 2 ;;
+    *) echo "usage: utils/gpu-check.sh [--skip-build] [--kit DIR] [--steps N]" >&2; exit 2 ;;
   esac
 done
+trident=build-gpu/trident test_cuda=build-gpu/tests/cuda/test_cuda mpi_nccl=build-gpu/tests/mpi_nccl
+if [ -n "$kit" ]; then
+  [ -d "$kit" ] || tar -xJf "$kit.tar.xz"
+  # shellcheck source=/dev/null
+  source "$kit/env.sh"
+  trident=$kit/bin/trident test_cuda=$kit/bin/test_cuda mpi_nccl=$kit/bin/mpi_nccl
+fi
 nvidia-smi -L | tee "$out/gpus.txt"
 gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
 [ "$gpus" -gt 0 ] || { echo "gpu-check: no GPU visible" >&2; exit 2; }
@@ -33,22 +43,22 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 status=0
 echo "== GPU kernels against the CPU backend"
-build-gpu/tests/test_cuda --gtest_output="json:$out/test_cuda.json" 2>&1 | tee "$out/test_cuda.log" | \
+"$test_cuda" --gtest_output="json:$out/test_cuda.json" 2>&1 | tee "$out/test_cuda.log" | \
   grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" || true
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 if [ "$gpus" -ge 2 ]; then  # NCCL refuses two ranks on one GPU
   echo "== NCCL collectives on $gpus GPUs"
-  mpirun -np "$gpus" --oversubscribe build-gpu/tests/mpi_nccl 2>&1 | tee "$out/mpi_nccl.log" | \
+  mpirun -np "$gpus" --oversubscribe "$mpi_nccl" 2>&1 | tee "$out/mpi_nccl.log" | \
     grep -E "^\[  (FAILED|PASSED|SKIPPED) " || true
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 else
   echo "== NCCL collectives: one GPU, not run (a rank per GPU is needed)"
 fi
 echo "== training on the GPU end to end"
-bash tests/cli/gpu_train.sh "$PWD/build-gpu/trident" "$PWD" 2>&1 | tee "$out/gpu_train.log" || status=1
+bash tests/cli/gpu_train.sh "$(realpath "$trident")" "$PWD" 2>&1 | tee "$out/gpu_train.log" || status=1
 
 echo "== GPT-2 124M, seq 1024, bf16, one GPU"
-build-gpu/trident bench step --config input/configs/bench-gpt2-124m-gpu.ini --steps "$steps" --json \
+"$trident" bench step --config input/configs/bench-gpt2-124m-gpu.ini --steps "$steps" --json \
   > "$out/bench_step.json" || status=1
 python3 - "$out/bench_step.json" <<'PY'
 import json, sys
