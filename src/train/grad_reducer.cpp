@@ -30,6 +30,7 @@ GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator
   }
   next_to_start_ = buckets_.size();
   segments_ = optimizer_segments();
+  norm_ranges_ = norm_ranges();
   TRIDENT_CONFIG_CHECK(options.grad_dtype == params.flat_grads().dtype() ||
                            options.compression.kind == dist::CompressionKind::kNone,
                        "comm.grad_dtype = ", dtype_name(options.grad_dtype),
@@ -103,10 +104,33 @@ void GradReducer::finish() {
   }
 }
 
+std::vector<Tensor> GradReducer::norm_ranges() const {
+  struct Run {
+    Tensor parent;  // the flat gradient, or a bucket's ZeRO block
+    int64_t begin, end;
+  };
+  std::vector<Run> runs;
+  const bool sharded = options_.zero && dp_.size() > 1;
+  for (const OptimSegment& s : segments_) {
+    if (!s.counts_in_norm) continue;
+    Run r{params_.flat_grads(), s.begin, s.end};
+    if (sharded)
+      for (const Bucket& b : buckets_)
+        if (s.begin >= block_begin(b) && s.end <= block_end(b))
+          r = {b.shard_grad, s.begin - block_begin(b), s.end - block_begin(b)};
+    if (!runs.empty() && runs.back().parent.raw() == r.parent.raw() && runs.back().end == r.begin)
+      runs.back().end = r.end;
+    else
+      runs.push_back(r);
+  }
+  std::vector<Tensor> ranges;
+  for (const Run& r : runs) ranges.push_back(r.parent.narrow(r.begin, r.end));
+  return ranges;
+}
+
 double GradReducer::grad_norm() {
   double sum = 0;
-  for (const OptimSegment& s : segments_)
-    if (s.counts_in_norm) sum += ops_.sum_squares(s.grad);
+  for (const Tensor& range : norm_ranges_) sum += ops_.sum_squares(range);
   if (options_.zero && dp_.size() > 1) dp_.all_reduce_sum(&sum, 1);  // each dp rank holds a share
   if (model_parallel_) model_parallel_->all_reduce_sum(&sum, 1);   // each rank holds a part of the model
   return std::sqrt(sum);

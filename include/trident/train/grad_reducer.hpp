@@ -83,6 +83,9 @@ class GradReducer {
   };
   void start(size_t i);
   void make_compressor();
+  // The gradient the norm counts, as few contiguous ranges as the segments allow: one
+  // sum_squares each, so a GPU returns one number per range rather than per parameter.
+  std::vector<Tensor> norm_ranges() const;
   // This rank's block of a bucket, as the communicator splits it.
   int64_t block_begin(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).begin; }
   int64_t block_end(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).end; }
@@ -94,6 +97,7 @@ class GradReducer {
   dist::Communicator* model_parallel_;
   int tp_rank_;
   std::vector<OptimSegment> segments_;
+  std::vector<Tensor> norm_ranges_;
   std::vector<Bucket> buckets_;
   size_t next_to_start_ = 0;  // buckets start from the last one down
   std::unique_ptr<dist::GradCompressor> compressor_;
