@@ -1,6 +1,7 @@
 // CUDA flash attention against the CPU backend on the same inputs: forward (out, lse), backward
-// (dq, dk, dv, given the CPU forward's out and lse), and generation against a cache. fp32 and
-// bf16 activations, odd sequence lengths and head sizes, GQA, and packed documents.
+// (dq, dk, dv, given the CPU forward's out and lse), and generation against a cache. fp32, bf16
+// and fp16 activations (16-bit ones at head size 64 or 128 run on the tensor-core kernels), odd
+// sequence lengths and head sizes, GQA, and packed documents.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -47,6 +48,22 @@ double tolerance(DType dtype, bool gradient) {
   return 1e-2;
 }
 
+// Whether a case runs on the tensor-core kernels: every tensor bf16 or every one fp16, head
+// size 64 or 128.
+bool tensor_core_path(DType dtype, int64_t HS) {
+  return (dtype == DType::kBF16 || dtype == DType::kF16) && (HS == 64 || HS == 128);
+}
+
+// The tensor-core kernels round P (and dS in the backward) to the 16-bit input dtype before
+// their products, as FlashAttention-2 does: each term of a sum carries up to half a unit of that
+// rounding, on top of the output's own. Three units of the rounding tolerance cover it (a CPU
+// emulation of the kernels measured below 7.5e-3 for bf16 and 1e-3 for fp16 on these cases).
+double tensor_core_tolerance(DType dtype) { return 3 * cuda_test::tol_for(dtype, 0); }
+
+double case_tolerance(DType dtype, int64_t HS, bool gradient) {
+  return tensor_core_path(dtype, HS) ? tensor_core_tolerance(dtype) : tolerance(dtype, gradient);
+}
+
 struct Case {
   int64_t B, T, NH, NKV, HS;
   bool packed;  // two documents per row (positions restart)
@@ -83,6 +100,19 @@ std::vector<Case> cases() {
   return out;
 }
 
+// The tensor-core kernels (attention_tc_*.cu): bf16 and fp16, both head sizes, ragged lengths
+// (T not a multiple of the 64-row tiles, and T = 1), GQA and packed documents.
+std::vector<Case> tensor_core_cases() {
+  std::vector<Case> out;
+  for (DType dtype : {DType::kBF16, DType::kF16})
+    for (int64_t T : {1, 37, 128, 200})
+      for (int64_t HS : {64, 128})
+        for (bool packed : {false, true}) out.push_back({2, T, 8, 2, HS, packed, dtype});
+  out.push_back({3, 70, 4, 4, 64, true, DType::kF16});   // no GQA
+  out.push_back({1, 131, 3, 1, 128, false, DType::kBF16});  // one kv head for three query heads
+  return out;
+}
+
 struct Inputs {
   Tensor q, k, v, positions, dout;
 };
@@ -97,11 +127,9 @@ Inputs make_inputs(const Case& c, uint64_t seed) {
   return in;
 }
 
-TEST(CudaAttention, ForwardMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+void forward_matches_cpu(const std::vector<Case>& all, uint64_t seed) {
   auto gpu = make_cuda_ops(0);
-  uint64_t seed = 100;
-  for (const Case& c : cases()) {
+  for (const Case& c : all) {
     SCOPED_TRACE(c.str());
     const Inputs in = make_inputs(c, seed += 10);
     Tensor out = Tensor::zeros(in.q.shape(), c.dtype), lse = Tensor::zeros(Shape{c.B, c.NH, c.T}, DType::kF32);
@@ -110,16 +138,14 @@ TEST(CudaAttention, ForwardMatchesCpu) {
     Tensor d_out = gpu->zeros(in.q.shape(), c.dtype), d_lse = gpu->zeros(lse.shape(), DType::kF32);
     gpu->attention_forward(to_device(*gpu, in.q), to_device(*gpu, in.k), to_device(*gpu, in.v), int(c.NH),
                            int(c.NKV), to_device(*gpu, in.positions), d_out, d_lse);
-    EXPECT_LE(rel_err(to_host(*gpu, d_out), out), tolerance(c.dtype, false)) << "out";
+    EXPECT_LE(rel_err(to_host(*gpu, d_out), out), case_tolerance(c.dtype, c.HS, false)) << "out";
     EXPECT_LE(rel_err(to_host(*gpu, d_lse), lse), 1e-5) << "lse";
   }
 }
 
-TEST(CudaAttention, BackwardMatchesCpu) {
-  SKIP_WITHOUT_GPU();
+void backward_matches_cpu(const std::vector<Case>& all, uint64_t seed) {
   auto gpu = make_cuda_ops(0);
-  uint64_t seed = 5000;
-  for (const Case& c : cases()) {
+  for (const Case& c : all) {
     SCOPED_TRACE(c.str());
     const Inputs in = make_inputs(c, seed += 10);
     // Both backends get the CPU forward's out and lse.
@@ -135,36 +161,59 @@ TEST(CudaAttention, BackwardMatchesCpu) {
     gpu->attention_backward(to_device(*gpu, in.q), to_device(*gpu, in.k), to_device(*gpu, in.v), to_device(*gpu, out),
                             to_device(*gpu, lse), to_device(*gpu, in.dout), int(c.NH), int(c.NKV),
                             to_device(*gpu, in.positions), d_dq, d_dk, d_dv);
-    EXPECT_LE(rel_err(to_host(*gpu, d_dq), dq, 1.0), tolerance(c.dtype, true)) << "dq";
-    EXPECT_LE(rel_err(to_host(*gpu, d_dk), dk, 1.0), tolerance(c.dtype, true)) << "dk";
-    EXPECT_LE(rel_err(to_host(*gpu, d_dv), dv, 1.0), tolerance(c.dtype, true)) << "dv";
+    const double tol = case_tolerance(c.dtype, c.HS, true);
+    EXPECT_LE(rel_err(to_host(*gpu, d_dq), dq, 1.0), tol) << "dq";
+    EXPECT_LE(rel_err(to_host(*gpu, d_dk), dk, 1.0), tol) << "dk";
+    EXPECT_LE(rel_err(to_host(*gpu, d_dv), dv, 1.0), tol) << "dv";
   }
 }
 
-// No atomics anywhere: two runs give the same bits.
+TEST(CudaAttention, ForwardMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  forward_matches_cpu(cases(), 100);
+}
+
+TEST(CudaAttention, BackwardMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  backward_matches_cpu(cases(), 5000);
+}
+
+TEST(CudaAttention, TensorCoreForwardMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  forward_matches_cpu(tensor_core_cases(), 300);
+}
+
+TEST(CudaAttention, TensorCoreBackwardMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  backward_matches_cpu(tensor_core_cases(), 7000);
+}
+
+// No atomics anywhere: two runs give the same bits (fp32 kernels and tensor-core kernels).
 TEST(CudaAttention, BackwardIsDeterministic) {
   SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_ops(0);
-  const Case c{2, 200, 8, 2, 128, true, DType::kF32};
-  const Inputs in = make_inputs(c, 77);
-  Tensor q = to_device(*gpu, in.q), k = to_device(*gpu, in.k), v = to_device(*gpu, in.v);
-  Tensor pos = to_device(*gpu, in.positions), dout = to_device(*gpu, in.dout);
-  Tensor out = gpu->zeros(q.shape(), DType::kF32), lse = gpu->zeros(Shape{c.B, c.NH, c.T}, DType::kF32);
-  gpu->attention_forward(q, k, v, int(c.NH), int(c.NKV), pos, out, lse);
-  std::vector<double> first;
-  for (int run = 0; run < 2; ++run) {
-    Tensor dq = gpu->zeros(q.shape(), DType::kF32), dk = gpu->zeros(k.shape(), DType::kF32),
-           dv = gpu->zeros(v.shape(), DType::kF32);
-    gpu->attention_backward(q, k, v, out, lse, dout, int(c.NH), int(c.NKV), pos, dq, dk, dv);
-    std::vector<double> all;
-    for (const Tensor* t : {&dq, &dk, &dv}) {
-      const std::vector<double> f = values(to_host(*gpu, *t));
-      all.insert(all.end(), f.begin(), f.end());
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Case c{2, 200, 8, 2, 128, true, dtype};
+    const Inputs in = make_inputs(c, 77);
+    Tensor q = to_device(*gpu, in.q), k = to_device(*gpu, in.k), v = to_device(*gpu, in.v);
+    Tensor pos = to_device(*gpu, in.positions), dout = to_device(*gpu, in.dout);
+    Tensor out = gpu->zeros(q.shape(), dtype), lse = gpu->zeros(Shape{c.B, c.NH, c.T}, DType::kF32);
+    gpu->attention_forward(q, k, v, int(c.NH), int(c.NKV), pos, out, lse);
+    std::vector<double> first;
+    for (int run = 0; run < 2; ++run) {
+      Tensor dq = gpu->zeros(q.shape(), dtype), dk = gpu->zeros(k.shape(), dtype), dv = gpu->zeros(v.shape(), dtype);
+      gpu->attention_backward(q, k, v, out, lse, dout, int(c.NH), int(c.NKV), pos, dq, dk, dv);
+      std::vector<double> all;
+      for (const Tensor* t : {&dq, &dk, &dv}) {
+        const std::vector<double> f = values(to_host(*gpu, *t));
+        all.insert(all.end(), f.begin(), f.end());
+      }
+      if (run == 0)
+        first = all;
+      else
+        EXPECT_EQ(std::memcmp(first.data(), all.data(), all.size() * sizeof(double)), 0);
     }
-    if (run == 0)
-      first = all;
-    else
-      EXPECT_EQ(std::memcmp(first.data(), all.data(), all.size() * sizeof(double)), 0);
   }
 }
 

@@ -10,6 +10,7 @@
 // Pass 3 recomputes the scores pass 2 already had: about 1.4x the FLOPs of an atomicAdd dQ, but
 // dq, dk, dv are written once each, in their own dtype, and bit-reproducible run to run.
 #include "attention_common.cuh"
+#include "attention_tc.cuh"
 #include "kernels.cuh"
 
 namespace trident::cuda {
@@ -308,7 +309,27 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     const int64_t rows = s.B * s.T * s.NH;
     attention_backward_rowdot<<<grid_for(rows * 32, 256), 256, 0, stream>>>(a, rows);
     TRIDENT_CUDA_LAUNCHED();
-    if (s.HS <= 64)
+    // All bf16 or all fp16 at head size 64 or 128: the tensor-core kernels (attention_tc_backward.cu).
+    if (attn::tc::eligible({&q, &k, &v, &out, &dout, &dq, &dk, &dv}, s.HS)) {
+      attn::tc::TcArgs t{};
+      t.q = a.q;
+      t.k = a.k;
+      t.v = a.v;
+      t.dout = a.dout;
+      t.lse = a.lse;
+      t.D = D;
+      t.positions = a.positions;
+      t.dq = a.dq;
+      t.dk = a.dk;
+      t.dv = a.dv;
+      t.T = a.T;
+      t.NH = a.NH;
+      t.group = a.group;
+      t.q_stride = a.q_stride;
+      t.kv_stride = a.kv_stride;
+      t.scale = a.scale;
+      attn::tc::backward(t, q.dtype(), a.HS, static_cast<int>(s.B), static_cast<int>(s.NKV), stream);
+    } else if (s.HS <= 64)
       launch_backward<64, 64, 32, 64, 32>(a, static_cast<int>(s.B), static_cast<int>(s.NKV), stream);
     else
       launch_backward<128, 32, 32, 32, 32>(a, static_cast<int>(s.B), static_cast<int>(s.NKV), stream);

@@ -4,6 +4,7 @@
 // tile once at the end; no T x T matrix exists beyond one Br x Bc score tile in shared memory.
 // GQA: query head h reads kv head h / (NH/NKV). Also saves lse[B, NH, T] for the backward pass.
 #include "attention_common.cuh"
+#include "attention_tc.cuh"
 #include "kernels.cuh"
 
 namespace trident::cuda {
@@ -139,12 +140,32 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int he
   const attn::Shape4 s = attn::check_attention(op, q, k, v, out, lse, positions, heads, kv_heads);
   if (s.B == 0 || s.T == 0) return;
   attn::check_grid(op, s, q);
+  const float scale = 1.f / std::sqrt(static_cast<float>(s.HS));
+  const int32_t* pos = positions.defined() ? static_cast<const int32_t*>(positions.raw()) : nullptr;
+  // All bf16 or all fp16 at head size 64 or 128: the tensor-core kernels (attention_tc_forward.cu).
+  if (attn::tc::eligible({&q, &k, &v, &out}, s.HS)) {
+    attn::tc::TcArgs a{};
+    a.q = q.raw();
+    a.k = k.raw();
+    a.v = v.raw();
+    a.o = out.raw();
+    a.lse_out = static_cast<float*>(lse.raw());
+    a.positions = pos;
+    a.T = static_cast<int>(s.T);
+    a.NH = static_cast<int>(s.NH);
+    a.group = s.group();
+    a.q_stride = s.q_stride();
+    a.kv_stride = s.kv_stride();
+    a.scale = scale;
+    attn::tc::forward(a, q.dtype(), static_cast<int>(s.HS), static_cast<int>(s.B), stream);
+    return;
+  }
   ForwardArgs a{q.raw(),
                 k.raw(),
                 v.raw(),
                 out.raw(),
                 static_cast<float*>(lse.raw()),
-                positions.defined() ? static_cast<const int32_t*>(positions.raw()) : nullptr,
+                pos,
                 elem_of(q, op, "q"),
                 elem_of(k, op, "k"),
                 elem_of(v, op, "v"),
@@ -155,7 +176,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int he
                 s.group(),
                 s.q_stride(),
                 s.kv_stride(),
-                1.f / std::sqrt(static_cast<float>(s.HS))};
+                scale};
   // Tiles sized for about 70 KiB of shared memory: two or three blocks per SM on sm_80/sm_90.
   if (s.HS <= 64)
     launch_forward<64, 64, 64>(a, static_cast<int>(s.B), stream);
