@@ -20,6 +20,7 @@ constexpr const char* kNotBuilt = "built without CUDA (-DTRIDENT_CUDA=OFF or nvc
 
 struct CudaLibrary {
   int (*device_count)(char*, size_t) = nullptr;
+  int (*device_uuid)(int, char*, size_t) = nullptr;
   Ops* (*make_ops)(int, char*, size_t) = nullptr;
   void* (*stream)(Ops*, char*, size_t) = nullptr;
   int (*nccl_unique_id)(void*, char*, size_t) = nullptr;
@@ -61,12 +62,14 @@ const CudaLibrary& library() {
       return;
     }
     lib.device_count = reinterpret_cast<int (*)(char*, size_t)>(dlsym(handle, "trident_cuda_device_count"));
+    lib.device_uuid = reinterpret_cast<int (*)(int, char*, size_t)>(dlsym(handle, "trident_cuda_device_uuid"));
     lib.make_ops = reinterpret_cast<Ops* (*)(int, char*, size_t)>(dlsym(handle, "trident_cuda_make_ops"));
     lib.stream = reinterpret_cast<void* (*)(Ops*, char*, size_t)>(dlsym(handle, "trident_cuda_stream"));
     lib.nccl_unique_id = reinterpret_cast<int (*)(void*, char*, size_t)>(dlsym(handle, "trident_nccl_unique_id"));
     lib.nccl_make = reinterpret_cast<DeviceCollectives* (*)(Ops*, const void*, int, int, const char*, char*, size_t)>(
         dlsym(handle, "trident_nccl_make"));
-    if (!lib.device_count || !lib.make_ops || !lib.stream || !lib.nccl_unique_id || !lib.nccl_make) {
+    if (!lib.device_count || !lib.device_uuid || !lib.make_ops || !lib.stream || !lib.nccl_unique_id ||
+        !lib.nccl_make) {
       lib = CudaLibrary{.error = "the CUDA backend library lacks its entry points (a stale build?)"};
     }
 #endif
@@ -94,6 +97,14 @@ int cuda_device_count(std::string* reason) {
   const int count = lib.device_count(why.data(), why.size());
   if (reason) *reason = why.data();
   return count;
+}
+
+std::string cuda_device_uuid(int device) {
+  const CudaLibrary& lib = library();
+  if (!lib.device_uuid) throw Error("cuda_device_uuid(" + std::to_string(device) + "): " + lib.error);
+  std::array<char, 512> out{};
+  if (lib.device_uuid(device, out.data(), out.size()) != 0) throw Error(out.data());
+  return out.data();
 }
 
 std::unique_ptr<Ops> make_cuda_ops(int device) {

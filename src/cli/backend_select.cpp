@@ -2,7 +2,10 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "trident/backend/cpu_ops.hpp"
 #include "trident/backend/cuda_ops.hpp"
@@ -21,7 +24,44 @@ int env_int(const char* name) {
   return *end == '\0' && v >= 0 ? static_cast<int>(v) : -1;
 }
 
+// The GPU identity of every rank on this node, by world rank (collective over MPI_COMM_WORLD;
+// ranks without a GPU give "").
+struct NodeGpus {
+  std::vector<int> world_ranks;
+  std::vector<std::string> ids;
+};
+NodeGpus node_gpu_ids(const std::string& mine) {
+  constexpr int kLen = 64;
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int size = 1, world_rank = 0;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  std::vector<char> all(static_cast<size_t>(size) * kLen), own(kLen, '\0');
+  std::copy_n(mine.begin(), std::min<size_t>(mine.size(), kLen - 1), own.begin());
+  NodeGpus out;
+  out.world_ranks.resize(static_cast<size_t>(size));
+  MPI_CHECK(MPI_Allgather(own.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, node));
+  MPI_CHECK(MPI_Allgather(&world_rank, 1, MPI_INT, out.world_ranks.data(), 1, MPI_INT, node));
+  MPI_Comm_free(&node);
+  for (int r = 0; r < size; ++r) out.ids.emplace_back(&all[static_cast<size_t>(r) * kLen]);
+  return out;
+}
+
 }  // namespace
+
+int device_for_rank(const NodeRank& local, int visible) {
+  if (visible >= local.size) return local.rank;
+  if (visible == 1) return 0;
+  return local.rank % visible;
+}
+
+std::pair<int, int> first_shared_gpu(const std::vector<std::string>& gpu_ids) {
+  for (size_t i = 0; i < gpu_ids.size(); ++i)
+    for (size_t j = i + 1; j < gpu_ids.size(); ++j)
+      if (!gpu_ids[i].empty() && gpu_ids[i] == gpu_ids[j]) return {int(i), int(j)};
+  return {-1, -1};
+}
 
 NodeRank node_rank() {
   // The split runs on every rank (it is collective); the launcher's numbering wins where given,
@@ -48,18 +88,23 @@ std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const 
   const NodeRank local = node_rank();
   std::string why;
   const int gpus = cuda_device_count(&why);
+  const int device = gpus > 0 ? device_for_rank(local, gpus) : -1;
+  // Every non-cpu rank takes part, with or without a GPU, so that the gather matches.
+  const std::string mine = device >= 0 ? cuda_device_uuid(device) : "";
+  const NodeGpus node = node_gpu_ids(mine);
   if (gpus == 0) {
     TRIDENT_CONFIG_CHECK(kind != "cuda", "train.backend = cuda, but no GPU can be used (", why,
                          "); use train.backend = auto or cpu");
     log.info("backend: no GPU (", why, "): using the CPU backend");
     return make_cpu_ops(threads);
   }
-  TRIDENT_CONFIG_CHECK(local.size <= gpus, "train.backend = ", kind, ": ", local.size,
-                       " ranks on this node but ", gpus, " GPUs visible; run one rank per GPU");
-  TRIDENT_CONFIG_CHECK(local.rank < gpus, "train.backend = ", kind, ": node-local rank ", local.rank,
-                       " has no GPU (", gpus, " visible); run one rank per GPU");
-  log.info("backend: cuda, ", gpus, " GPUs on this node, node-local rank r uses GPU r");
-  return make_cuda_ops(local.rank);
+  const auto [a, b] = first_shared_gpu(node.ids);
+  TRIDENT_CONFIG_CHECK(a < 0, "train.backend = ", kind, ": ranks ", node.world_ranks[size_t(a)], " and ",
+                       node.world_ranks[size_t(b)], " would share ", node.ids[size_t(a)], " (", local.size,
+                       " ranks on this node, ", gpus, " GPUs visible to each); run one rank per GPU");
+  log.info("backend: cuda, ", gpus, gpus == 1 ? " GPU" : " GPUs", " visible per rank; node-local rank ", local.rank,
+           " uses GPU ", device, " (", mine, ")");
+  return make_cuda_ops(device);
 }
 
 void attach_device_groups(dist::Topology& topology, Ops& backend) {

@@ -3,6 +3,8 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trident/backend/ops.hpp"
 #include "trident/core/log.hpp"
@@ -19,10 +21,19 @@ struct NodeRank {
 };
 NodeRank node_rank();
 
+// The visible GPU a rank takes: its node-local index where it sees at least as many GPUs as the
+// node has ranks (mpirun: every rank sees all of them); GPU 0 where it sees one (the launcher
+// gave each rank its own: Slurm's --gpus-per-task=1 sets CUDA_VISIBLE_DEVICES per task); its
+// local index modulo the GPUs it sees otherwise (then a shared GPU is reported, see below).
+int device_for_rank(const NodeRank& local, int visible);
+// The first two node-local ranks whose GPU identities are equal (empty: that rank has none),
+// or {-1, -1} when every rank has its own.
+std::pair<int, int> first_shared_gpu(const std::vector<std::string>& gpu_ids);
+
 // The backend for kind "auto" | "cpu" | "cuda" (threads: CPU threads per rank). auto without a
-// usable GPU logs one line and returns the CPU backend; cuda without one, or a node with more
-// ranks than GPUs, is a ConfigError (exit code 2). Collective over MPI_COMM_WORLD unless kind
-// is cpu.
+// usable GPU logs one line and returns the CPU backend; cuda without one, or two ranks of a node
+// on one GPU (more ranks than GPUs), is a ConfigError (exit code 2). Collective over
+// MPI_COMM_WORLD unless kind is cpu.
 std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const Logger& log);
 
 // Collective: with the CUDA backend, an NCCL communicator for each of topology's groups that

@@ -18,6 +18,10 @@ bool cuda_built();
 // device (cudaGetDeviceCount failing counts as none). reason, when given, receives why it is 0.
 int cuda_device_count(std::string* reason = nullptr);
 
+// The identity of visible device `device` (nvidia-smi's "GPU-<uuid>"): ranks that see the
+// same GPU under different indices (per-rank CUDA_VISIBLE_DEVICES) still compare equal.
+std::string cuda_device_uuid(int device);
+
 // A CUDA backend on device `device` (0-based; must be < cuda_device_count()). Throws
 // trident::Error when CUDA is not built or the device cannot be used.
 std::unique_ptr<Ops> make_cuda_ops(int device);

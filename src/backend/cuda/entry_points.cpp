@@ -24,6 +24,16 @@ extern "C" int trident_cuda_device_count(char* reason, size_t size) {
   return count;
 }
 
+extern "C" int trident_cuda_device_uuid(int device, char* uuid, size_t size) {
+  try {
+    put(trident::cuda::device_uuid(device), uuid, size);
+    return 0;
+  } catch (const std::exception& e) {
+    put(e.what(), uuid, size);
+    return -1;
+  }
+}
+
 extern "C" trident::Ops* trident_cuda_make_ops(int device, char* error, size_t size) {
   try {
     return trident::cuda::make_ops(device).release();

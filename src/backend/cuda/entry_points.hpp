@@ -13,6 +13,7 @@
 namespace trident::cuda {
 
 int device_count(std::string* reason);  // device_select.cpp
+std::string device_uuid(int device);     // device_select.cpp
 std::unique_ptr<Ops> make_ops(int device);  // cuda_ops.cu
 void* stream_of(Ops& ops);                  // cuda_ops.cu
 
@@ -21,6 +22,9 @@ void* stream_of(Ops& ops);                  // cuda_ops.cu
 extern "C" {
 // GPUs visible; on 0, why goes to reason (NUL-terminated, truncated to size).
 int trident_cuda_device_count(char* reason, size_t size);
+// The identity of visible device `device` ("GPU-" and its UUID) into uuid (NUL-terminated,
+// truncated to size); 0 on success, else -1 with the error in uuid.
+int trident_cuda_device_uuid(int device, char* uuid, size_t size);
 // A new CudaOps (delete it through Ops), or nullptr with the error in error.
 trident::Ops* trident_cuda_make_ops(int device, char* error, size_t size);
 // The compute stream of a CudaOps, or nullptr with the error in error.
