@@ -69,6 +69,6 @@ print(f"tokens/s {r['tokens_per_s']:.0f}   model TFLOP/s {r['tflops']:.1f}   MFU
       f"(measured-peak MFU {100 * r['mfu']:.1f}%)   step {r['step_s'] * 1e3:.1f} ms")
 print(f"per step: GEMM {k.get('gemm', 0) * 1e3:.1f} ms, attention {attention * 1e3:.1f} ms "
       f"(forward {k.get('attention_forward', 0) * 1e3:.1f}, backward {k.get('attention_backward', 0) * 1e3:.1f}); "
-      f"peak host RSS {r['peak_rss_mb']:.0f} MiB")
+      f"peak GPU memory {r.get('peak_gpu_mb', 0):.0f} MiB, peak host RSS {r['peak_rss_mb']:.0f} MiB")
 PY
 exit $status

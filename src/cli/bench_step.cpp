@@ -188,8 +188,8 @@ int bench_step(int argc, char** argv) {
     for (const Phase& p : phases) accounted += p.seconds;
     const double step_s = seconds / n;
     phases.push_back({"other", std::max(0.0, step_s - accounted)});
-    double worst[2] = {step_s, peak_rss_mb()};
-    topology.world().all_reduce_max(worst, 2);
+    double worst[3] = {step_s, peak_rss_mb(), backend->peak_device_mb()};
+    topology.world().all_reduce_max(worst, 3);
     topology.shutdown_device();  // the steps are done; what follows is rank 0's report
 
     const model::ModelConfig& m = trainer.model().config();
@@ -223,6 +223,7 @@ int bench_step(int argc, char** argv) {
       out.set("peak_gflops", Json(peak / 1e9));
       out.set("gemm_gflops_per_rank", Json(gemm_rate / 1e9));
       out.set("peak_rss_mb", Json(worst[1]));
+      if (!on_cpu) out.set("peak_gpu_mb", Json(worst[2]));
       out.set("accounted_mb", Json(accounted_mb));
       out.set("loss", Json(loss));
       Json breakdown = Json::object();
@@ -246,6 +247,7 @@ int bench_step(int argc, char** argv) {
     std::printf("  GEMM rate (rank 0)  %12.1f   GFLOP/s inside GEMM calls\n", gemm_rate / 1e9);
     std::printf("  peak RSS            %12.1f   MiB per rank (accounted: %.1f MiB parameters+gradients+optimizer+activations)\n",
                 worst[1], accounted_mb);
+    if (!on_cpu) std::printf("  peak GPU memory     %12.1f   MiB per rank (live tensors)\n", worst[2]);
     std::printf("  time per step, rank 0:\n");
     for (const Phase& p : phases)
       std::printf("    %-18s %9.4f s  %5.1f%%\n", p.name.c_str(), p.seconds, 100 * p.seconds / step_s);

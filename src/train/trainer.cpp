@@ -306,29 +306,31 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
   const double mfu = flops / r.seconds / (peak_flops_ * topology_.world_size());
   const double mem_mb = peak_rss_mb();
   if (metrics_) {
-    metrics_->write({{"step", double(step + 1)},
-                     {"loss", r.loss},
-                     {"lr", r.lr},
-                     {"grad_norm", r.grad_norm},
-                     {"tokens", tokens_per_step * double(step + 1)},
-                     {"tokens_per_s", tokens_per_s},
-                     {"mfu", mfu},
-                     {"loss_scale", r.loss_scale},
-                     {"skipped", r.skipped ? 1.0 : 0.0},
-                     {"mem_mb", mem_mb},
-                     {"elapsed_s", elapsed_},
-                     {"step_s", r.seconds},
-                     {"comm_bytes", double(reducer_->step_wire_bytes())},       // this step, on the wire
-                     {"comm_bytes_raw", double(reducer_->step_raw_bytes())},   // the same uncompressed
-                     {"comm_s", topology_.dp().seconds()},
-                     {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)},
-                     {"trainable_params", double(trainable_params())},
-                     {"bubble", r.bubble},
-                     {"act_mb", double(model_->activation_bytes()) / double(1 << 20)},
-                     {"ckpt_stall_s", ckpt_stall_s_},
-                     {"ckpt_write_s", checkpointer_->last_write_seconds()},
-                     {"bubble_theory", bubble_theory_},
-                     {"padding", padding_share(sampler_->global_batch_stats(step))}});
+    io::MetricsWriter::Record record = {{"step", double(step + 1)},
+                                        {"loss", r.loss},
+                                        {"lr", r.lr},
+                                        {"grad_norm", r.grad_norm},
+                                        {"tokens", tokens_per_step * double(step + 1)},
+                                        {"tokens_per_s", tokens_per_s},
+                                        {"mfu", mfu},
+                                        {"loss_scale", r.loss_scale},
+                                        {"skipped", r.skipped ? 1.0 : 0.0},
+                                        {"mem_mb", mem_mb},
+                                        {"elapsed_s", elapsed_},
+                                        {"step_s", r.seconds},
+                                        {"comm_bytes", double(reducer_->step_wire_bytes())},       // this step, on the wire
+                                        {"comm_bytes_raw", double(reducer_->step_raw_bytes())},   // the same uncompressed
+                                        {"comm_s", topology_.dp().seconds()},
+                                        {"optim_state_mb", double(optimizer_->state_bytes()) / double(1 << 20)},
+                                        {"trainable_params", double(trainable_params())},
+                                        {"bubble", r.bubble},
+                                        {"act_mb", double(model_->activation_bytes()) / double(1 << 20)},
+                                        {"ckpt_stall_s", ckpt_stall_s_},
+                                        {"ckpt_write_s", checkpointer_->last_write_seconds()},
+                                        {"bubble_theory", bubble_theory_},
+                                        {"padding", padding_share(sampler_->global_batch_stats(step))}};
+    if (ops_.device() != Device::kCPU) record.push_back({"gpu_mem_mb", ops_.peak_device_mb()});
+    metrics_->write(record);
   }
   const double eta = elapsed_ / double(step + 1) * double(cfg_.train.steps - step - 1);
   char line[256];

@@ -41,6 +41,12 @@ PY
 run cpu 1 --train.backend=cpu
 run gpu 1 --train.backend=cuda --checkpoint.interval=15 --checkpoint.async=false
 compare cpu gpu 2e-2
+python3 - "$work/gpu/metrics.jsonl" <<'PY' || fail "the GPU run's metrics lack gpu_mem_mb"
+import json, sys
+mem = [l.get("gpu_mem_mb", 0) for l in map(json.loads, open(sys.argv[1])) if "loss" in l]
+assert all(m > 0 for m in mem), mem
+print(f"GPU memory: peak {max(mem):.1f} MiB of live tensors")
+PY
 run gpu_resumed 1 --train.backend=cuda --checkpoint.resume="$work/gpu/checkpoints/step_00000015.h5"
 python3 - "$work/gpu/metrics.jsonl" "$work/gpu_resumed/metrics.jsonl" <<'PY' || fail "the GPU run does not resume"
 import json, sys

@@ -287,6 +287,24 @@ TEST_F(CudaCoreTest, PeakFlopsIsMeasured) {
   std::printf("peak: bf16 %.1f TFLOP/s, tf32 %.1f TFLOP/s\n", bf16 / 1e12, tf32 / 1e12);
 }
 
+// The GPU's memory figure (metrics gpu_mem_mb): the most bytes live tensors held at once, in
+// allocator size classes; freeing keeps the peak, and a reused cached block adds nothing.
+TEST_F(CudaCoreTest, PeakDeviceMemoryFollowsLiveTensors) {
+  SKIP_WITHOUT_GPU();
+  init();
+  EXPECT_EQ(cpu_->peak_device_mb(), 0.0);
+  const double before = gpu_->peak_device_mb();
+  {
+    Tensor a = gpu_->zeros(Shape{64 << 20}, DType::kF32);  // 256 MiB, above anything init() made
+    EXPECT_GE(gpu_->peak_device_mb(), before + 256.0 - 1e-9);
+    EXPECT_LE(gpu_->peak_device_mb(), before + 256.0 * 1.25);  // size classes waste at most 25%
+  }
+  const double after_free = gpu_->peak_device_mb();
+  EXPECT_GE(after_free, before + 256.0 - 1e-9);
+  { Tensor b = gpu_->zeros(Shape{64 << 20}, DType::kF32); }  // the cached block again: same peak
+  EXPECT_EQ(gpu_->peak_device_mb(), after_free);
+}
+
 TEST_F(CudaCoreTest, HostTensorsAndBadDtypesAreErrors) {
   SKIP_WITHOUT_GPU();
   init();

@@ -43,6 +43,11 @@ class Ops {
   // returned already). For timing; results are ordered without it (copy() to the host waits).
   virtual void synchronize() {}
 
+  // Most device memory held by this backend's tensors at once since it was made, in MiB (the
+  // GPU's "memory" figure; its allocator's cache not counted). 0 on the CPU backend, whose
+  // memory is the process's (peak RSS).
+  virtual double peak_device_mb() const { return 0; }
+
   // A zero-filled tensor on this device.
   virtual Tensor zeros(Shape shape, DType dtype) = 0;
   // dst = src, elementwise (same numel); across devices when one side is on the host. Converts

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -16,6 +17,7 @@ struct DeviceAllocator::Pool {
   std::mutex mutex;  // deleters may run on any thread
   std::unordered_map<size_t, std::vector<void*>> free_blocks;  // size class -> blocks
   size_t cached_bytes = 0;
+  size_t in_use = 0, peak_in_use = 0;
 
   void release_locked() {
     int previous = -1;
@@ -43,6 +45,16 @@ size_t DeviceAllocator::round_size(size_t bytes) {
 DeviceAllocator::DeviceAllocator(int device) : pool_(std::make_shared<Pool>()) { pool_->device = device; }
 
 DeviceAllocator::~DeviceAllocator() = default;  // the pool lives on while any block is out
+
+size_t DeviceAllocator::bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(pool_->mutex);
+  return pool_->in_use;
+}
+
+size_t DeviceAllocator::peak_bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(pool_->mutex);
+  return pool_->peak_in_use;
+}
 
 void DeviceAllocator::release_cache() {
   std::lock_guard<std::mutex> lock(pool_->mutex);
@@ -74,11 +86,17 @@ std::shared_ptr<Storage> DeviceAllocator::allocate(size_t bytes) {
                   ": " + cudaGetErrorString(status));
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(pool_->mutex);
+    pool_->in_use += size;
+    pool_->peak_in_use = std::max(pool_->peak_in_use, pool_->in_use);
+  }
   std::shared_ptr<Pool> pool = pool_;
   return std::make_shared<Storage>(p, bytes, Device::kCUDA, [pool, size](void* block) {
     std::lock_guard<std::mutex> lock(pool->mutex);
     pool->free_blocks[size].push_back(block);
     pool->cached_bytes += size;
+    pool->in_use -= size;
   });
 }
 

@@ -77,6 +77,7 @@ class CudaOps final : public Ops {
   Device device() const override { return Device::kCUDA; }
   cudaStream_t stream() const { return stream_; }
   void synchronize() override { TRIDENT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  double peak_device_mb() const override { return double(alloc_->peak_bytes_in_use()) / double(1 << 20); }
   std::string name() const override { return "cuda:" + std::to_string(device_); }
 
   double peak_flops(DType dtype) override {

@@ -14,6 +14,7 @@ class ProfilingOps final : public Ops {
   std::string name() const override { return inner_.name(); }
   double peak_flops(DType dtype) override { return inner_.peak_flops(dtype); }
   void synchronize() override { inner_.synchronize(); }
+  double peak_device_mb() const override { return inner_.peak_device_mb(); }
   Tensor zeros(Shape shape, DType dtype) override { return inner_.zeros(shape, dtype); }
   void copy(const Tensor& src, Tensor& dst) override { timed(KernelPhase::kElementwise, "copy", [&] { inner_.copy(src, dst); }); }
   void fill(Tensor& x, double value) override { timed(KernelPhase::kElementwise, "fill", [&] { inner_.fill(x, value); }); }
