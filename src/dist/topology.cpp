@@ -50,6 +50,7 @@ Topology::Topology(const Layout& layout, MPI_Comm base)
   const bool in_embedding = is_first_stage() || is_last_stage();
   MPI_Comm emb = split(world_, in_embedding ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_);
   if (emb != MPI_COMM_NULL) embedding_ = std::make_unique<Communicator>(emb);
+  if (layout.pp > 1) make_pipeline_lanes();
 }
 
 void Topology::set_watchdog(Watchdog* dog) {
@@ -60,6 +61,7 @@ void Topology::set_watchdog(Watchdog* dog) {
   pp_.set_watchdog(dog, "pp group");
   model_parallel_.set_watchdog(dog, "model-parallel group");
   if (embedding_) embedding_->set_watchdog(dog, "embedding group");
+  for (size_t i = 0; i < lane_groups_.size(); ++i) lane_groups_[i]->set_watchdog(dog, lane_names_[i]);
 }
 
 namespace {
@@ -81,13 +83,13 @@ void Topology::attach_device(const DeviceGroupMaker& maker) {
   attach_one(dp_, maker, "dp group", watchdog_);
   attach_one(pp_, maker, "pp group", watchdog_);
   if (embedding_) attach_one(*embedding_, maker, "embedding group", watchdog_);
-  if (layout_.pp > 1) make_pipeline_lanes(maker);
+  for (size_t i = 0; i < lane_groups_.size(); ++i) attach_one(*lane_groups_[i], maker, lane_names_[i], watchdog_);
 }
 
 // Pair i joins pipeline ranks i and i+1 (mod pp) by two lanes: activations from i to i+1 and
 // gradients back. Every rank makes its pairs in ascending i, each collective over the pair only,
 // so the creations chain without waiting in a cycle.
-void Topology::make_pipeline_lanes(const DeviceGroupMaker& maker) {
+void Topology::make_pipeline_lanes() {
   const int pp = layout_.pp, me = pp_rank_;
   MPI_Group pp_group = MPI_GROUP_NULL;
   MPI_CHECK(MPI_Comm_group(pp_.comm(), &pp_group));
@@ -100,12 +102,10 @@ void Topology::make_pipeline_lanes(const DeviceGroupMaker& maker) {
       MPI_Comm comm = MPI_COMM_NULL;
       MPI_CHECK(MPI_Comm_create_group(pp_.comm(), pair, 2 * i + kind, &comm));
       auto lane = std::make_unique<Communicator>(comm);
-      const std::string name = std::string(kind == 0 ? "activation" : "gradient") + " lane " + std::to_string(i) +
-                               (kind == 0 ? "->" : "<-") + std::to_string(ends[1]);
-      lane->set_watchdog(watchdog_, name);
-      attach_one(*lane, maker, name, watchdog_);
       if (me == ends[0]) (kind == 0 ? lanes_.act_out : lanes_.grad_in) = lane.get();
       if (me == ends[1]) (kind == 0 ? lanes_.act_in : lanes_.grad_out) = lane.get();
+      lane_names_.push_back(std::string(kind == 0 ? "activation" : "gradient") + " lane of pp ranks " +
+                            std::to_string(ends[0]) + (kind == 0 ? "->" : "<-") + std::to_string(ends[1]));
       lane_groups_.push_back(std::move(lane));
     }
     MPI_Group_free(&pair);
@@ -115,8 +115,6 @@ void Topology::make_pipeline_lanes(const DeviceGroupMaker& maker) {
 
 void Topology::shutdown_device() {
   for (auto& lane : lane_groups_) lane->shutdown_device();  // ascending pairs, as made
-  lanes_ = PipelineLanes{};
-  lane_groups_.clear();
   tp_.shutdown_device();
   dp_.shutdown_device();
   pp_.shutdown_device();

@@ -179,6 +179,35 @@ TEST(Communicator, ExchangeWithBothNeighbours) {
   }
 }
 
+// The pipeline lanes (the GPU's pipeline transfers; the CPU's too): on a pipeline of every rank,
+// activations go to the next stage and gradients to the previous one, each over its own lane,
+// every rank sending on both before it receives on either (one communicator for both would
+// serve NCCL's in-order matching badly; MPI does not care, the wiring is what is checked).
+TEST(Topology, PipelineLanesConnectNeighbouringStages) {
+  const int n = world_size();
+  Topology topology(Layout{1, 1, n}, MPI_COMM_WORLD);
+  const PipelineLanes* lanes = topology.pipeline_lanes();
+  if (n == 1) {
+    EXPECT_EQ(lanes, nullptr);
+    return;
+  }
+  ASSERT_NE(lanes, nullptr);
+  for (Communicator* lane : {lanes->act_out, lanes->act_in, lanes->grad_out, lanes->grad_in}) EXPECT_EQ(lane->size(), 2);
+  const int r = topology.pp_rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
+  Tensor act = Tensor::zeros(Shape{33}, DType::kF32), grad = Tensor::zeros(Shape{33}, DType::kF32);
+  Tensor act_in = Tensor::zeros(Shape{33}, DType::kF32), grad_in = Tensor::zeros(Shape{33}, DType::kF32);
+  std::fill(act.data<float>(), act.data<float>() + 33, float(100 + r));
+  std::fill(grad.data<float>(), grad.data<float>() + 33, float(-100 - r));
+  CommRequest sent_act = lanes->act_out->isend(act, 1 - lanes->act_out->rank(), 0);
+  CommRequest sent_grad = lanes->grad_out->isend(grad, 1 - lanes->grad_out->rank(), 0);
+  lanes->act_in->irecv(act_in, 1 - lanes->act_in->rank(), 0).wait();
+  lanes->grad_in->irecv(grad_in, 1 - lanes->grad_in->rank(), 0).wait();
+  sent_act.wait();
+  sent_grad.wait();
+  EXPECT_EQ(act_in.data<float>()[32], float(100 + prev)) << "activation from the previous stage";
+  EXPECT_EQ(grad_in.data<float>()[32], float(-100 - next)) << "gradient from the next stage";
+}
+
 // GPU operations never block the host, so the watchdog polls them: one that completes within
 // comm.timeout_s is retired, and one whose owner is forgotten is no longer watched. Either one,
 // left tracked past the timeout, would end the job (exit 3) and fail this test.

@@ -26,12 +26,13 @@ struct DeviceGroupMaker {
       make;
 };
 
-// Pipeline point-to-point on the GPU: a two-rank communicator per direction and kind between
-// neighbouring stages (peer: rank 1 - rank() in each). NCCL runs a communicator's operations in
+// Pipeline point-to-point: a two-rank communicator per direction and kind between neighbouring
+// stages (peer: rank 1 - rank() in each). For the GPU: NCCL runs a communicator's operations in
 // order on one stream, so on a single pp communicator a send waiting for its receiver would
 // hold up the receives queued behind it; with one lane per (sender, receiver, kind) every lane
-// is a FIFO that both ends walk in the same order (tested against the schedules), which is
-// how MPI's tagged non-blocking messages behave.
+// is a FIFO that both ends walk in the same order (tested against the schedules), which is how
+// MPI's tagged non-blocking messages behave. The CPU uses the same lanes over MPI, so every
+// pipeline run here exercises the wiring the GPU relies on.
 struct PipelineLanes {
   Communicator* act_out;   // activations to the next stage
   Communicator* act_in;    // activations from the previous stage
@@ -68,12 +69,12 @@ class Topology {
   Communicator& model_parallel() { return model_parallel_; }
   // Only meaningful on the first and last pipeline stage (nullptr elsewhere).
   Communicator* embedding() { return embedding_.get(); }
-  // After attach_device with pp > 1; nullptr otherwise (the CPU uses pp() with MPI tags).
+  // With pp > 1; nullptr otherwise.
   const PipelineLanes* pipeline_lanes() const { return lanes_.act_out ? &lanes_ : nullptr; }
 
   // Collective: the tp, dp, pp and embedding groups of more than one rank get a GPU group each,
   // so GPU tensors passed to them travel over it (the world and model-parallel groups only
-  // reduce host scalars), and with pp > 1 the pipeline lanes are made. Call set_watchdog first,
+  // reduce host scalars), and so do the pipeline lanes. Call set_watchdog first,
   // so that a rank that never joins is reported.
   void attach_device(const DeviceGroupMaker& maker);
   // Collective: ends the GPU groups (explicit NCCL shutdown; never from destructors).
@@ -87,7 +88,7 @@ class Topology {
   std::string describe();
 
  private:
-  void make_pipeline_lanes(const DeviceGroupMaker& maker);
+  void make_pipeline_lanes();
 
   Layout layout_;
   int dp_rank_ = 0, tp_rank_ = 0, pp_rank_ = 0;
@@ -98,6 +99,7 @@ class Topology {
   Communicator model_parallel_;
   std::unique_ptr<Communicator> embedding_;
   std::vector<std::unique_ptr<Communicator>> lane_groups_;  // owns the lanes' communicators
+  std::vector<std::string> lane_names_;
   PipelineLanes lanes_{};
   Watchdog* watchdog_ = nullptr;
 };

@@ -16,8 +16,8 @@ namespace trident::train {
 
 class PipelineExecutor {
  public:
-  // pp: the pipeline communicator (size 1 without pipeline parallelism). lanes: the GPU's
-  // pipeline lanes (Topology::pipeline_lanes), which then carry the transfers; nullptr: pp does.
+  // pp: the pipeline communicator (size 1 without pipeline parallelism). lanes: the pipeline
+  // lanes (Topology::pipeline_lanes), which then carry the transfers; nullptr: pp does.
   PipelineExecutor(model::GPTModel& model, dist::Communicator& pp, ScheduleKind kind, int micro_batches,
                    int virtual_stages, const dist::PipelineLanes* lanes = nullptr);
 
