@@ -42,7 +42,7 @@ kit=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cuda_dirs=$(find /usr/local/cuda/ /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu \
   $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
   -maxdepth 4 \( -name 'libcudart.so.13*' -o -name 'libcublasLt.so.13*' -o -name 'libnccl.so.2*' \) \
-  -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
+  -printf '%h\n' 2>/dev/null | sort -u | paste -sd:) || true  # missing directories are fine
 export PATH="$kit/bin:$PATH"
 export LD_LIBRARY_PATH="$kit/lib:$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OPAL_PREFIX="$kit"  # orted from $kit/bin, help texts from $kit/share/openmpi
