@@ -24,16 +24,14 @@ int env_int(const char* name) {
   return *end == '\0' && v >= 0 ? static_cast<int>(v) : -1;
 }
 
-// The GPU identity of every rank on this node, by world rank (collective over MPI_COMM_WORLD;
-// ranks without a GPU give "").
+// The GPU identity of every rank on this node (node: the node's ranks; collective over it),
+// with their world ranks; ranks without a GPU give "".
 struct NodeGpus {
   std::vector<int> world_ranks;
   std::vector<std::string> ids;
 };
-NodeGpus node_gpu_ids(const std::string& mine) {
+NodeGpus node_gpu_ids(MPI_Comm node, const std::string& mine) {
   constexpr int kLen = 64;
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   int size = 1, world_rank = 0;
   MPI_Comm_size(node, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -43,7 +41,6 @@ NodeGpus node_gpu_ids(const std::string& mine) {
   out.world_ranks.resize(static_cast<size_t>(size));
   MPI_CHECK(MPI_Allgather(own.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, node));
   MPI_CHECK(MPI_Allgather(&world_rank, 1, MPI_INT, out.world_ranks.data(), 1, MPI_INT, node));
-  MPI_Comm_free(&node);
   for (int r = 0; r < size; ++r) out.ids.emplace_back(&all[static_cast<size_t>(r) * kLen]);
   return out;
 }
@@ -63,15 +60,12 @@ std::pair<int, int> first_shared_gpu(const std::vector<std::string>& gpu_ids) {
   return {-1, -1};
 }
 
-NodeRank node_rank() {
-  // The split runs on every rank (it is collective); the launcher's numbering wins where given,
-  // since it is what the launcher used to bind ranks to cores and GPUs.
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+NodeRank node_rank(MPI_Comm node) {
+  // The launcher's numbering wins where given, since it is what the launcher used to bind ranks
+  // to cores and GPUs.
   NodeRank r;
   MPI_Comm_rank(node, &r.rank);
   MPI_Comm_size(node, &r.size);
-  MPI_Comm_free(&node);
   if (const int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK"); local >= 0) {
     r.rank = local;
     if (const int size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE"); size > 0) r.size = size;
@@ -85,13 +79,16 @@ std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const 
   TRIDENT_CONFIG_CHECK(kind == "auto" || kind == "cpu" || kind == "cuda",
                        "train.backend must be auto, cpu or cuda (got '", kind, "')");
   if (kind == "cpu") return make_cpu_ops(threads);
-  const NodeRank local = node_rank();
+  // The node's ranks, split once on every non-cpu rank (collective), with or without a GPU.
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_comm));
+  const NodeRank local = node_rank(node_comm);
   std::string why;
   const int gpus = cuda_device_count(&why);
   const int device = gpus > 0 ? device_for_rank(local, gpus) : -1;
-  // Every non-cpu rank takes part, with or without a GPU, so that the gather matches.
   const std::string mine = device >= 0 ? cuda_device_uuid(device) : "";
-  const NodeGpus node = node_gpu_ids(mine);
+  const NodeGpus node = node_gpu_ids(node_comm, mine);
+  MPI_Comm_free(&node_comm);
   if (gpus == 0) {
     TRIDENT_CONFIG_CHECK(kind != "cuda", "train.backend = cuda, but no GPU can be used (", why,
                          "); use train.backend = auto or cpu");

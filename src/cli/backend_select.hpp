@@ -1,6 +1,8 @@
 // The compute backend of a rank (train.backend): cpu, cuda, or auto (cuda when a GPU is
 // visible, else cpu). One MPI rank per GPU: the node-local rank picks the device.
 #pragma once
+#include <mpi.h>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,13 +15,13 @@
 namespace trident::cli {
 
 // This rank's place among the ranks of its node: the launcher's word where it gives one
-// (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE, SLURM_LOCALID), else a node-local MPI split.
-// Collective over MPI_COMM_WORLD.
+// (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE, SLURM_LOCALID), else its place in node, a communicator
+// of the node's ranks (an MPI_COMM_TYPE_SHARED split).
 struct NodeRank {
   int rank = 0;
   int size = 1;
 };
-NodeRank node_rank();
+NodeRank node_rank(MPI_Comm node);
 
 // The visible GPU a rank takes: its node-local index where it sees at least as many GPUs as the
 // node has ranks (mpirun: every rank sees all of them); GPU 0 where it sees one (the launcher

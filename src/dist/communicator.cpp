@@ -154,7 +154,8 @@ Communicator::~Communicator() {
 
 Communicator::Communicator(Communicator&& o) noexcept
     : comm_(std::exchange(o.comm_, MPI_COMM_NULL)), rank_(o.rank_), size_(o.size_), watchdog_(o.watchdog_),
-      description_(std::move(o.description_)), device_(std::move(o.device_)), bytes_(o.bytes_), seconds_(o.seconds_) {}
+      description_(std::move(o.description_)), device_(std::move(o.device_)), device_what_(std::move(o.device_what_)),
+      bytes_(o.bytes_), seconds_(o.seconds_) {}
 
 Communicator& Communicator::operator=(Communicator&& o) noexcept {
   // Swap: o's destructor then frees the communicator this one held.
@@ -164,6 +165,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   std::swap(watchdog_, o.watchdog_);
   std::swap(description_, o.description_);
   std::swap(device_, o.device_);
+  std::swap(device_what_, o.device_what_);
   std::swap(bytes_, o.bytes_);
   std::swap(seconds_, o.seconds_);
   return *this;
@@ -182,6 +184,9 @@ void Communicator::set_watchdog(Watchdog* dog, const std::string& name) {
   description_ = "the " + name + " (world ranks";
   for (int r = 0; r < size_; ++r) description_ += (r ? ", " : " ") + std::to_string(theirs[r]);
   description_ += ")";
+  for (int k = 0; k < static_cast<int>(CommOp::kCount); ++k)
+    device_what_[k] = std::make_shared<const std::string>(std::string(comm_op_name(static_cast<CommOp>(k))) + " on " +
+                                                          description_ + " (GPU)");
 }
 
 void Communicator::attach_device(std::unique_ptr<DeviceCollectives> device) {
@@ -209,8 +214,7 @@ CommRequest Communicator::device_request(CommOp op, uint64_t bytes) {
   account(op, bytes, 0);
   if (watchdog_) {
     DeviceCollectives* device = device_.get();
-    watchdog_->track(device, [device, ticket] { return device->done(ticket); },
-                     std::string(comm_op_name(op)) + " on " + description_ + " (GPU)");
+    watchdog_->track(device, [device, ticket] { return device->done(ticket); }, device_what_[static_cast<int>(op)]);
   }
   return CommRequest(this, op, device_.get(), ticket);
 }

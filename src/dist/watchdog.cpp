@@ -35,7 +35,7 @@ void Watchdog::end() {
   what_.clear();
 }
 
-void Watchdog::track(const void* owner, std::function<bool()> done, std::string what) {
+void Watchdog::track(const void* owner, std::function<bool()> done, std::shared_ptr<const std::string> what) {
   if (timeout_s_ <= 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   tracked_.push_back({owner, std::move(done), std::move(what), MPI_Wtime()});
@@ -72,13 +72,13 @@ void Watchdog::check_tracked() {
     try {
       done = it->done();
     } catch (const std::exception& e) {
-      abort_job(it->what + " failed (" + e.what() + ")", "after", now - it->since);
+      abort_job(*it->what + " failed (" + e.what() + ")", "after", now - it->since);
     }
     if (done) {
       it = tracked_.erase(it);
       continue;
     }
-    if (now - it->since >= timeout_s_) abort_job(it->what, "has not completed after", now - it->since);
+    if (now - it->since >= timeout_s_) abort_job(*it->what, "has not completed after", now - it->since);
     blocked.push_back(it->owner);
     ++it;
   }

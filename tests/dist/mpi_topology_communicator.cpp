@@ -216,8 +216,10 @@ TEST(Watchdog, TracksAsynchronousOperationsUntilTheyComplete) {
   std::atomic<bool> finished{false};
   std::atomic<int> polls{0}, forgotten_polls{0};
   int owner = 0, forgotten = 0;
-  dog.track(&owner, [&] { return ++polls, finished.load(); }, "an operation that completes");
-  dog.track(&forgotten, [&] { return ++forgotten_polls, false; }, "an operation whose owner goes away");
+  dog.track(&owner, [&] { return ++polls, finished.load(); },
+            std::make_shared<const std::string>("an operation that completes"));
+  dog.track(&forgotten, [&] { return ++forgotten_polls, false; },
+            std::make_shared<const std::string>("an operation whose owner goes away"));
   dog.forget(&forgotten);
   const int forgotten_before = forgotten_polls.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -158,6 +158,8 @@ class Communicator {
   Watchdog* watchdog_ = nullptr;
   std::string description_;  // "the dp group (world ranks 0, 2)"
   std::unique_ptr<DeviceCollectives> device_;
+  // "all_reduce on the dp group (world ranks 0, 2) (GPU)", per kind: what the watchdog names.
+  std::array<std::shared_ptr<const std::string>, static_cast<int>(CommOp::kCount)> device_what_;
   std::array<uint64_t, static_cast<int>(CommOp::kCount)> bytes_{};
   std::array<double, static_cast<int>(CommOp::kCount)> seconds_{};
 };

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -30,7 +31,8 @@ class Watchdog {
   void end();
   // An asynchronous operation of owner: done() (called from the watchdog's thread; it may throw
   // on a failed operation) must turn true within the timeout. A no-op when disabled.
-  void track(const void* owner, std::function<bool()> done, std::string what);
+  // what is shared: one string per communicator and operation, not one per call.
+  void track(const void* owner, std::function<bool()> done, std::shared_ptr<const std::string> what);
   // Drops owner's operations (before owner goes away).
   void forget(const void* owner);
 
@@ -38,7 +40,7 @@ class Watchdog {
   struct Tracked {
     const void* owner;
     std::function<bool()> done;
-    std::string what;
+    std::shared_ptr<const std::string> what;
     double since;
   };
   void run();
