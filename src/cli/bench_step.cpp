@@ -24,7 +24,9 @@
 #include "trident/dist/mpi_session.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/dist/watchdog.hpp"
-#include "trident/train/trainer.hpp"
+#include "trident/train/run_accounting.hpp"
+#include "trident/train/run_banner.hpp"
+#include "trident/train/run_builder.hpp"
 
 namespace trident::cli {
 namespace {
@@ -138,21 +140,25 @@ int bench_step(int argc, char** argv) {
     const int64_t tokens = steps * cfg.train.global_batch * cfg.model.seq_len + cfg.model.seq_len + 1;
     write_synthetic_shard((scratch.path / "synthetic").string(), tokens, cfg.model.vocab, cfg.train.seed);
     cfg.data.train = (scratch.path / "synthetic").string();
-    cfg.log.run_dir = (scratch.path / "run").string();
-    cfg.checkpoint.interval = 0;
-    cfg.checkpoint.resume = "none";
     cfg.train.steps = steps;
 
     KernelTimes kernel_times;
     std::unique_ptr<Ops> ops = make_profiling_ops(*backend, kernel_times);
     kernel_times.enabled = on_cpu;
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
-    dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
+    dist::Topology topology(cfg.layout, MPI_COMM_WORLD, mpi.reductions());
     topology.set_watchdog(&watchdog);
     attach_device_groups(topology, *backend);  // the CUDA backend itself: NCCL needs its stream
-    train::Trainer trainer(cfg, *ops, topology, log);
+    // What a training step needs and nothing else: no checkpoints, no run record, no weights
+    // loaded (the values do not change the time).
+    train::RunBuilder run(cfg, *ops, topology, log);
+    train::TrainingStep& step = run.step();
+    train::DataSource& data = run.train_data();
+    train::log_model_banner(run);
+    train::log_training_banner(run, ops->peak_flops(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32));
+    auto train_step = [&](int64_t s) { return step.run(s, data.load(s), data.valid_targets(s)); };
 
-    for (int64_t s = 0; s < options.warmup; ++s) trainer.train_step(s);
+    for (int64_t s = 0; s < options.warmup; ++s) train_step(s);
     auto comm_seconds = [&] {
       double t = topology.dp().seconds() + (topology.layout().tp > 1 ? topology.tp().seconds() : 0.0);
       if (topology.embedding()) t += topology.embedding()->seconds();
@@ -160,20 +166,20 @@ int bench_step(int argc, char** argv) {
     };
     kernel_times = KernelTimes{};
     kernel_times.enabled = on_cpu;
-    const double comm0 = comm_seconds(), data0 = trainer.data_seconds();
+    const double comm0 = comm_seconds(), data0 = data.seconds();
     double bubble = 0, loss = 0;
     topology.world().barrier();
     Stopwatch watch;
     const int64_t timed_end = options.warmup + options.steps;
     for (int64_t s = options.warmup; s < timed_end; ++s) {
-      const train::StepResult r = trainer.train_step(s);
+      const train::StepResult r = train_step(s);
       bubble += r.bubble * r.seconds;
       loss = r.loss;
     }
     const double seconds = watch.seconds();
     if (!on_cpu) {
       kernel_times.enabled = true;
-      for (int64_t s = timed_end; s < steps; ++s) trainer.train_step(s);
+      for (int64_t s = timed_end; s < steps; ++s) train_step(s);
     }
     const double n = double(options.steps);
 
@@ -183,7 +189,7 @@ int bench_step(int argc, char** argv) {
       phases.push_back({kernel_phase_name(static_cast<KernelPhase>(i)), kernel_times.seconds[i] / n});
     phases.push_back({"comm_wait", (comm_seconds() - comm0) / n});
     phases.push_back({"pipeline_bubble", bubble / n});
-    phases.push_back({"data", (trainer.data_seconds() - data0) / n});
+    phases.push_back({"data", (data.seconds() - data0) / n});
     double accounted = 0;
     for (const Phase& p : phases) accounted += p.seconds;
     const double step_s = seconds / n;
@@ -192,7 +198,7 @@ int bench_step(int argc, char** argv) {
     topology.world().all_reduce_max(worst, 3);
     topology.shutdown_device();  // the steps are done; what follows is rank 0's report
 
-    const model::ModelConfig& m = trainer.model().config();
+    const model::ModelConfig& m = run.model().config();
     const double tokens_per_step = double(cfg.train.global_batch) * double(m.seq_len);
     const double tokens_per_s = tokens_per_step / worst[0];
     const double flops_per_s = tokens_per_s * m.train_flops_per_token();
@@ -200,8 +206,8 @@ int bench_step(int argc, char** argv) {
     const double peak = ops->peak_flops(peak_dtype) * mpi.world_size();
     const double mfu = flops_per_s / peak;
     const double gemm_rate = kernel_times.seconds[0] > 0 ? kernel_times.gemm_flops / kernel_times.seconds[0] : 0;
-    const double accounted_mb = double(trainer.parameter_bytes() + trainer.optimizer_state_bytes() +
-                                       trainer.model().activation_bytes()) / double(1 << 20);
+    const double accounted_mb = double(train::parameter_bytes(run.model().params()) + run.optimizer().state_bytes() +
+                                       run.model().activation_bytes()) / double(1 << 20);
     if (mpi.world_rank() != 0) return 0;
     // The kernels behind the phases, slowest first: where an optimisation would pay.
     std::vector<KernelTimes::Kernel> kernels = kernel_times.kernels;

@@ -13,53 +13,14 @@
 #include <set>
 #include <sstream>
 
+#include "config_values.hpp"
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
-#include "trident/train/loss_scaler.hpp"
+#include "trident/io/checkpoint_file.hpp"
 
 namespace po = boost::program_options;
 
 namespace trident::cli {
-
-namespace {
-
-// The resolved string value of every key, with typed getters that name the key on error.
-class Values {
- public:
-  explicit Values(std::map<std::string, std::string> v) : values_(std::move(v)) {}
-  const std::string& str(const std::string& key) const { return values_.at(key); }
-
-  int64_t integer(const std::string& key) const {
-    const std::string& s = str(key);
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(s.c_str(), &end, 10);
-    TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected an integer, got '", s, "'");
-    return v;
-  }
-  int int32(const std::string& key) const {
-    const int64_t v = integer(key);
-    TRIDENT_CONFIG_CHECK(v >= INT32_MIN && v <= INT32_MAX, key, ": ", v, " is out of range");
-    return static_cast<int>(v);
-  }
-  double number(const std::string& key) const {
-    const std::string& s = str(key);
-    char* end = nullptr;
-    errno = 0;
-    const double v = std::strtod(s.c_str(), &end);
-    TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected a number, got '", s, "'");
-    return v;
-  }
-  bool boolean(const std::string& key) const {
-    std::string s = str(key);
-    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-    if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
-    if (s == "false" || s == "0" || s == "no" || s == "off") return false;
-    throw ConfigError(key + ": expected true or false, got '" + str(key) + "'");
-  }
- private:
-  std::map<std::string, std::string> values_;
-};
 
 std::string resolved_ini(const Values& v) {
   std::ostringstream os;
@@ -76,192 +37,7 @@ std::string resolved_ini(const Values& v) {
   return os.str();
 }
 
-train::RunConfig to_run_config(const Values& v, int world_size) {
-  train::RunConfig c;
-  model::ModelConfig& m = c.model;
-  m.arch = model::arch_from_name(v.str("model.arch"));
-  m.layers = v.int32("model.layers");
-  m.hidden = v.int32("model.hidden");
-  m.heads = v.int32("model.heads");
-  m.kv_heads = v.int32("model.kv_heads");
-  m.ffn_hidden = v.int32("model.ffn_hidden");
-  m.vocab = v.int32("model.vocab");
-  m.seq_len = v.int32("model.seq_len");
-  m.tie_embeddings = v.boolean("model.tie_embeddings");
-  m.dropout = v.number("model.dropout");
-  m.qkv_bias = v.boolean("model.qkv_bias");
-  m.norm_eps = v.number("model.norm_eps");
-  m.rope_theta = v.number("model.rope_theta");
-  TRIDENT_CONFIG_CHECK(m.norm_eps > 0, "model.norm_eps must be > 0 (got ", m.norm_eps, ")");
-  TRIDENT_CONFIG_CHECK(m.rope_theta > 0, "model.rope_theta must be > 0 (got ", m.rope_theta, ")");
-  if (v.boolean("lora.enabled")) {
-    m.lora.r = v.int32("lora.r");
-    m.lora.alpha = v.number("lora.alpha");
-    m.lora.targets = v.str("lora.targets");
-    TRIDENT_CONFIG_CHECK(m.lora.r >= 1, "lora.r must be >= 1 (got ", m.lora.r, ")");
-    m.lora.dropout = v.number("lora.dropout");
-  }
-  m.resolve();
-  c.init_from = v.str("model.init_from");
-  c.lora_init_from = v.str("lora.init_from");
-  TRIDENT_CONFIG_CHECK(c.lora_init_from.empty() || m.lora.enabled(), "lora.init_from needs lora.enabled = true");
-  TRIDENT_CONFIG_CHECK(c.lora_init_from.empty() || std::filesystem::is_regular_file(c.lora_init_from + "/adapter_config.json"),
-                       "lora.init_from: ", c.lora_init_from, " has no adapter_config.json (not a PEFT adapter directory)");
-
-  c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp")};
-  c.microbatches = v.int32("parallel.microbatches");
-  c.zero = v.int32("parallel.zero");
-  c.schedule = train::schedule_from_name(v.str("parallel.schedule"));
-  c.virtual_stages = v.int32("parallel.virtual_stages");
-  const std::string partition = v.str("parallel.partition");
-  TRIDENT_CONFIG_CHECK(partition == "uniform" || partition == "balanced", "parallel.partition: unknown partition '",
-                       partition, "' (expected uniform or balanced)");
-  c.balanced_partition = partition == "balanced";
-  c.sequence_parallel = v.boolean("parallel.sequence_parallel");
-  c.recompute = model::recompute_from_name(v.str("train.recompute"));
-  TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
-  c.comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap"),
-            .timeout_s = v.number("comm.timeout_s"),
-            .compression = dist::compression_from_name(v.str("comm.compression")),
-            .topk_ratio = v.number("comm.topk_ratio"),
-            .topk_warmup = v.int32("comm.topk_warmup"),
-            .topk_dense_steps = v.int32("comm.topk_dense_steps"),
-            .powersgd_rank = v.int32("comm.powersgd_rank")};
-  TRIDENT_CONFIG_CHECK(c.comm.topk_warmup >= 0, "comm.topk_warmup must be >= 0 (got ", c.comm.topk_warmup, ")");
-  TRIDENT_CONFIG_CHECK(c.comm.topk_dense_steps >= 0, "comm.topk_dense_steps must be >= 0 (got ",
-                       c.comm.topk_dense_steps, ")");
-  TRIDENT_CONFIG_CHECK(c.comm.topk_dense_steps == 0 || c.comm.compression == dist::CompressionKind::kTopK,
-                       "comm.topk_dense_steps applies to comm.compression = topk only");
-  TRIDENT_CONFIG_CHECK(c.comm.topk_ratio > 0 && c.comm.topk_ratio <= 1, "comm.topk_ratio must be in (0, 1] (got ",
-                       c.comm.topk_ratio, ")");
-  TRIDENT_CONFIG_CHECK(c.comm.powersgd_rank >= 1 && c.comm.powersgd_rank <= 64,
-                       "comm.powersgd_rank must be in 1..64 (got ", c.comm.powersgd_rank, ")");
-  {
-    const std::string grad_dtype = v.str("comm.grad_dtype");
-    TRIDENT_CONFIG_CHECK(grad_dtype == "fp32" || grad_dtype == "bf16" || grad_dtype == "fp16",
-                         "comm.grad_dtype must be fp32, bf16 or fp16 (got '", grad_dtype, "')");
-    c.comm.grad_dtype = dtype_from_name(grad_dtype);
-    TRIDENT_CONFIG_CHECK(c.comm.grad_dtype == DType::kF32 || c.comm.compression == dist::CompressionKind::kNone,
-                         "comm.grad_dtype = ", grad_dtype,
-                         " and comm.compression both shrink the gradient traffic: choose one");
-  }
-  TRIDENT_CONFIG_CHECK(c.comm.timeout_s >= 0, "comm.timeout_s must be >= 0 (0 turns the watchdog off)");
-  TRIDENT_CONFIG_CHECK(c.comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", c.comm.bucket_mb, ")");
-
-  train::TrainConfig& t = c.train;
-  t.steps = v.integer("train.steps");
-  t.micro_batch = v.int32("train.micro_batch");
-  t.global_batch = v.int32("train.global_batch");
-  t.lr = v.number("train.lr");
-  t.min_lr = v.number("train.min_lr");
-  t.warmup = v.integer("train.warmup");
-  t.decay = train::decay_from_name(v.str("train.decay"));
-  t.weight_decay = v.number("train.weight_decay");
-  t.beta1 = v.number("train.beta1");
-  t.beta2 = v.number("train.beta2");
-  t.eps = v.number("train.eps");
-  t.clip = v.number("train.clip");
-  t.seed = static_cast<uint64_t>(v.integer("train.seed"));
-  t.precision = dtype_from_name(v.str("train.precision"));
-  TRIDENT_CONFIG_CHECK(t.precision == DType::kF32 || t.precision == DType::kBF16 || t.precision == DType::kF16,
-                       "train.precision must be fp32, bf16 or fp16 (got ", v.str("train.precision"), ")");
-  t.loss_scale = v.str("train.loss_scale");
-  (void)train::LossScaler(t.loss_scale, /*enabled=*/true);  // checks the value
-  t.threads = v.int32("train.threads");
-  t.backend = v.str("train.backend");
-  t.max_bad_steps = v.int32("train.max_bad_steps");
-
-  c.data = {.train = v.str("data.train"), .valid = v.str("data.valid"), .packing = v.boolean("data.packing"),
-            .bucket = v.boolean("data.bucket")};
-  c.checkpoint = {.dir = v.str("checkpoint.dir"), .interval = v.int32("checkpoint.interval"),
-                  .keep = v.int32("checkpoint.keep"), .async = v.boolean("checkpoint.async"),
-                  .resume = v.str("checkpoint.resume")};
-  TRIDENT_CONFIG_CHECK(c.checkpoint.interval >= 0, "checkpoint.interval must be >= 0");
-  TRIDENT_CONFIG_CHECK(c.checkpoint.keep >= 0, "checkpoint.keep must be >= 0 (0 keeps all)");
-  TRIDENT_CONFIG_CHECK(!c.checkpoint.resume.empty(), "checkpoint.resume must be auto, none or a checkpoint path");
-  c.log = {.run_dir = v.str("log.run_dir"), .interval = v.int32("log.interval"),
-           .eval_interval = v.int32("log.eval_interval"), .eval_batches = v.int32("log.eval_batches")};
-  TRIDENT_CONFIG_CHECK(!c.data.bucket || !c.data.packing,
-                       "data.bucket = true groups unpacked rows by length: it needs data.packing = false");
-  TRIDENT_CONFIG_CHECK(!c.data.bucket || c.layout.pp == 1,
-                       "data.bucket = true cuts micro-batches to their longest row, which pipeline stages do not "
-                       "support yet: it needs parallel.pp = 1");
-  TRIDENT_CONFIG_CHECK(c.log.eval_interval >= 0, "log.eval_interval must be >= 0 (0: no evaluation)");
-  TRIDENT_CONFIG_CHECK(c.log.eval_batches >= 1, "log.eval_batches must be >= 1");
-  c.eval = {.task = v.str("eval.task"), .prompt_template = v.str("eval.template"),
-            .tokenizer = v.str("eval.tokenizer"), .max_new_tokens = v.int32("eval.max_new_tokens"),
-            .examples = v.int32("eval.examples"), .batch = v.int32("eval.batch")};
-  TRIDENT_CONFIG_CHECK(c.log.eval_interval == 0 || !c.data.valid.empty() || !c.eval.task.empty(),
-                       "log.eval_interval = ", c.log.eval_interval,
-                       " needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");
-  TRIDENT_CONFIG_CHECK(c.eval.examples >= 0, "eval.examples must be >= 0 (0: all)");
-  TRIDENT_CONFIG_CHECK(c.eval.batch >= 1, "eval.batch must be >= 1");
-  if (!c.eval.task.empty()) {
-    TRIDENT_CONFIG_CHECK(std::filesystem::is_regular_file(c.eval.task), "eval.task: no such file '", c.eval.task, "'");
-    TRIDENT_CONFIG_CHECK(c.eval.max_new_tokens >= 1 && c.eval.max_new_tokens < c.model.seq_len,
-                         "eval.max_new_tokens must be in [1, model.seq_len = ", c.model.seq_len, ") (got ",
-                         c.eval.max_new_tokens, ")");
-  }
-
-  c.lisa = {.enabled = v.boolean("lisa.enabled"), .layers = v.int32("lisa.layers"), .interval = v.int32("lisa.interval"),
-            .embedding = v.boolean("lisa.embedding"), .head = v.boolean("lisa.head")};
-  if (c.lisa.enabled) {
-    (void)train::LisaSchedule(c.lisa, m.layers, 0);  // checks layers and interval
-    TRIDENT_CONFIG_CHECK(!m.lora.enabled(), "lisa.enabled and lora.enabled: choose one way of fine-tuning");
-    // A block drawn again restarts its moments from zero: there is no variance to freeze.
-    TRIDENT_CONFIG_CHECK(c.comm.topk_dense_steps == 0, "lisa.enabled and comm.topk_dense_steps: not combinable");
-  }
-
-  // Rules across keys.
-  const dist::Layout& L = c.layout;
-  TRIDENT_CONFIG_CHECK(L.dp >= 1 && L.tp >= 1 && L.pp >= 1, "parallel.dp, parallel.tp and parallel.pp must be >= 1");
-  m.check_tensor_parallel(L.tp);
-  TRIDENT_CONFIG_CHECK(c.virtual_stages >= 1, "parallel.virtual_stages must be >= 1");
-  TRIDENT_CONFIG_CHECK(c.virtual_stages == 1 || c.schedule == train::ScheduleKind::kInterleaved,
-                       "parallel.virtual_stages = ", c.virtual_stages, " needs parallel.schedule = interleaved");
-  TRIDENT_CONFIG_CHECK(c.schedule != train::ScheduleKind::kInterleaved || c.virtual_stages > 1 || L.pp == 1,
-                       "parallel.schedule = interleaved needs parallel.virtual_stages > 1");
-  TRIDENT_CONFIG_CHECK(m.layers >= L.pp * c.virtual_stages, "model.layers = ", m.layers,
-                       " must be >= parallel.pp * parallel.virtual_stages = ", L.pp * c.virtual_stages);
-  TRIDENT_CONFIG_CHECK(world_size == L.world(), "parallel.dp * parallel.tp * parallel.pp = ", L.dp, " * ", L.tp,
-                       " * ", L.pp, " = ", L.world(), " but the job has ", world_size,
-                       " ranks (world size must equal dp*tp*pp)");
-  TRIDENT_CONFIG_CHECK(t.global_batch >= 1, "train.global_batch must be >= 1");
-  if (c.microbatches > 0) {
-    TRIDENT_CONFIG_CHECK(t.global_batch % (L.dp * c.microbatches) == 0, "train.global_batch = ", t.global_batch,
-                         " must be divisible by parallel.dp * parallel.microbatches = ", L.dp * c.microbatches);
-    t.micro_batch = t.global_batch / (L.dp * c.microbatches);
-  }
-  TRIDENT_CONFIG_CHECK(t.micro_batch >= 1, "train.micro_batch must be >= 1");
-  TRIDENT_CONFIG_CHECK(t.global_batch % (t.micro_batch * L.dp) == 0, "train.global_batch = ", t.global_batch,
-                       " must be divisible by train.micro_batch * parallel.dp = ", t.micro_batch, " * ", L.dp);
-  if (c.schedule == train::ScheduleKind::kInterleaved && L.pp > 1) {
-    const int micro_batches = t.global_batch / (t.micro_batch * L.dp);
-    TRIDENT_CONFIG_CHECK(micro_batches % L.pp == 0, "parallel.schedule = interleaved needs the micro-batches per step (",
-                         micro_batches, " = global_batch / (micro_batch * dp)) divisible by parallel.pp = ", L.pp);
-  }
-  if (c.sequence_parallel) {
-    TRIDENT_CONFIG_CHECK(L.tp > 1, "parallel.sequence_parallel = true needs parallel.tp > 1");
-    TRIDENT_CONFIG_CHECK(int64_t(t.micro_batch) * m.seq_len % L.tp == 0, "parallel.sequence_parallel: micro_batch * seq_len = ",
-                         int64_t(t.micro_batch) * m.seq_len, " must be divisible by parallel.tp = ", L.tp);
-  }
-  TRIDENT_CONFIG_CHECK(t.steps >= 1, "train.steps must be >= 1");
-  TRIDENT_CONFIG_CHECK(t.warmup >= 0, "train.warmup must be >= 0");
-  TRIDENT_CONFIG_CHECK(t.lr > 0 && t.min_lr >= 0 && t.min_lr <= t.lr, "train.lr must be > 0 and 0 <= train.min_lr <= train.lr");
-  TRIDENT_CONFIG_CHECK(t.beta1 >= 0 && t.beta1 < 1 && t.beta2 >= 0 && t.beta2 < 1, "train.beta1 and train.beta2 must be in [0, 1)");
-  TRIDENT_CONFIG_CHECK(t.eps > 0, "train.eps must be > 0");
-  TRIDENT_CONFIG_CHECK(t.clip >= 0, "train.clip must be >= 0");
-  TRIDENT_CONFIG_CHECK(t.weight_decay >= 0, "train.weight_decay must be >= 0");
-  TRIDENT_CONFIG_CHECK(t.threads >= 0, "train.threads must be >= 0");
-  TRIDENT_CONFIG_CHECK(t.backend == "auto" || t.backend == "cpu" || t.backend == "cuda",
-                       "train.backend must be auto, cpu or cuda (got '", t.backend, "')");
-  TRIDENT_CONFIG_CHECK(t.max_bad_steps >= 1, "train.max_bad_steps must be >= 1");
-  TRIDENT_CONFIG_CHECK(c.log.interval >= 1, "log.interval must be >= 1");
-  TRIDENT_CONFIG_CHECK(!c.log.run_dir.empty(), "log.run_dir must not be empty");
-
-  c.resolved_ini = resolved_ini(v);
-  return c;
-}
+namespace {
 
 po::options_description schema_options() {
   po::options_description desc("configuration keys (INI [section] key = value, or --section.key=value)");
@@ -295,6 +71,31 @@ bool has_placeholder(const std::string& text) {
 }
 }  // namespace
 
+namespace {
+
+// Boost's exception as a ConfigError naming where the input came from.
+[[noreturn]] void rethrow_config_error(const po::error& e, const std::string& input, const std::string& source) {
+  if (has_placeholder(input))
+    throw ConfigError("invalid configuration in " + source + " (a line or argument holding a %word% sequence is " +
+                      "not allowed where the option parser must report it)");
+  if (const auto* unknown = dynamic_cast<const po::unknown_option*>(&e))
+    throw ConfigError("unknown configuration key '" + unknown->get_option_name() + "' in " + source +
+                      " (trident train --help lists every key)");
+  throw ConfigError(std::string(e.what()) + " (in " + source + ")");
+}
+
+// Every schema key's value (vm's, else its default) and the keys vm set.
+std::map<std::string, std::string> schema_values(const po::variables_map& vm, std::set<std::string>* given = nullptr) {
+  std::map<std::string, std::string> values;
+  for (const ConfigKey& k : config_schema()) {
+    values[k.name] = vm[k.name].as<std::string>();
+    if (given && !vm[k.name].defaulted()) given->insert(k.name);
+  }
+  return values;
+}
+
+}  // namespace
+
 train::RunConfig parse_run_config(int argc, char** argv, int world_size) {
   po::options_description general("options");
   general.add_options()("config", po::value<std::string>(), "INI configuration file");
@@ -322,22 +123,40 @@ train::RunConfig parse_run_config(int argc, char** argv, int world_size) {
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    if (has_placeholder(input))
-      throw ConfigError("invalid configuration in " + source + " (a line or argument holding a %word% sequence is " +
-                        "not allowed where the option parser must report it)");
-    if (const auto* unknown = dynamic_cast<const po::unknown_option*>(&e))
-      throw ConfigError("unknown configuration key '" + unknown->get_option_name() + "' in " + source +
-                        " (trident train --help lists every key)");
-    throw ConfigError(std::string(e.what()) + " (in " + source + ")");
+    rethrow_config_error(e, input, source);
   }
-  std::map<std::string, std::string> values;
   std::set<std::string> given;  // keys set in the file or on the command line
-  for (const ConfigKey& k : config_schema()) {
-    values[k.name] = vm[k.name].as<std::string>();
-    if (!vm[k.name].defaulted()) given.insert(k.name);
-  }
+  std::map<std::string, std::string> values = schema_values(vm, &given);
   apply_init_from(values, given);
   return to_run_config(Values(std::move(values)), world_size);
+}
+
+model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from) {
+  po::variables_map vm;
+  try {
+    // Keys this trident does not know (a checkpoint of another version) are passed over.
+    std::istringstream lines(ini);
+    po::store(po::parse_config_file(lines, schema_options(), /*allow_unregistered=*/true), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    rethrow_config_error(e, ini, "the configuration text");
+  }
+  const Values values(schema_values(vm));
+  if (init_from) *init_from = values.str("model.init_from");
+  return read_model_section(values);
+}
+
+interop::CheckpointModel checkpoint_model(const std::string& path) {
+  const io::CheckpointListing listing = io::list_checkpoint(path);
+  const auto config = listing.attributes.texts.find("config");
+  TRIDENT_CONFIG_CHECK(config != listing.attributes.texts.end(), path, " has no config text: not a trident checkpoint");
+  interop::CheckpointModel model;
+  try {
+    model.config = model_config_from_ini(config->second, &model.init_from);
+  } catch (const ConfigError& e) {
+    throw ConfigError(detail::concat(path, ": its config text: ", e.what()));
+  }
+  return model;
 }
 
 }  // namespace trident::cli

@@ -80,6 +80,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"log.interval", "1", "steps between metrics lines"},
       {"log.eval_interval", "0", "steps between evaluations on data.valid (0 = none); also after the last step"},
       {"log.eval_batches", "8", "batches per evaluation"},
+      {"log.overwrite", "false", "a fresh start (no checkpoint resumed) in a run directory holding an earlier run's metrics.jsonl: false refuses (exit 2); true moves that record aside as metrics.jsonl.N, config.ini.N, eval.jsonl.N"},
       {"eval.task", "", "JSONL task (input/output or chat lines): greedy generation scored by exact match and token F1 at each evaluation"},
       {"eval.template", "auto", "prompt template of eval.task lines (plain | alpaca | chatml | custom; auto: the one data.train's prep.json names, else plain)"},
       {"eval.tokenizer", "auto", "tokenizer for eval.task (auto: model.init_from's tokenizer.json, else the one data.train's prep.json names, else byte)"},

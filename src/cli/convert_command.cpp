@@ -6,12 +6,13 @@
 #include <string>
 
 #include "trident/cli/commands.hpp"
+#include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
 #include "trident/dist/mpi_session.hpp"
 #include "trident/io/safetensors.hpp"
 #include "trident/model/hf_config.hpp"
-#include "trident/train/hf_convert.hpp"
-#include "trident/train/peft_convert.hpp"
+#include "trident/interop/hf_convert.hpp"
+#include "trident/interop/peft_convert.hpp"
 
 namespace trident::cli {
 namespace po = boost::program_options;
@@ -56,19 +57,19 @@ int convert(int argc, char** argv) {
   TRIDENT_CONFIG_CHECK(vm.count("input") && vm.count("output"), "--input and --output are required\n", kUsage);
   const std::string input = vm["input"].as<std::string>(), output = vm["output"].as<std::string>();
   if (vm.count("to") && vm["to"].as<std::string>() == "peft" && !vm.count("merge")) {
-    train::checkpoint_to_peft(input, output);
+    interop::checkpoint_to_peft(input, checkpoint_model(input), output);
     std::printf("wrote %s/adapter_model.safetensors and adapter_config.json from %s\n", output.c_str(), input.c_str());
   } else if (vm.count("to")) {
     const std::string to = vm["to"].as<std::string>();
     TRIDENT_CONFIG_CHECK(to == "hf" || to == "peft", "--to ", to, ": expected hf or peft");
     TRIDENT_CONFIG_CHECK(!vm.count("merge") || to == "peft", "--merge goes with --to peft");
-    train::checkpoint_to_hf(input, output, vm["tokenizer"].as<std::string>());
+    interop::checkpoint_to_hf(input, checkpoint_model(input), output, vm["tokenizer"].as<std::string>());
     std::printf("wrote %s/model.safetensors and config.json from %s\n", output.c_str(), input.c_str());
   } else {
     TRIDENT_CONFIG_CHECK(vm["from"].as<std::string>() == "hf", "--from ", vm["from"].as<std::string>(),
                          ": only hf is supported");
     const model::HfModelInfo info = model::read_hf_config(input);
-    train::hf_to_checkpoint(input, output, MPI_COMM_SELF, vm["seq-len"].as<int>());
+    interop::hf_to_checkpoint(input, output, MPI_COMM_SELF, vm["seq-len"].as<int>());
     std::printf("wrote %s from %s (%s, %d layers, hidden %d, vocab %d)\n", output.c_str(), input.c_str(),
                 model::hf_family_name(info.family), info.config.layers, info.config.hidden, info.config.vocab);
   }

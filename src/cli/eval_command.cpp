@@ -1,6 +1,7 @@
 // `trident eval`: perplexity and token accuracy of a trained model on data.valid, under any
 // layout, from the run's latest checkpoint (checkpoint.resume = auto) or a given one.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,9 @@
 #include "trident/core/log.hpp"
 #include "trident/dist/mpi_session.hpp"
 #include "trident/dist/watchdog.hpp"
-#include "trident/train/task_evaluator.hpp"
-#include "trident/train/trainer.hpp"
+#include "trident/train/eval/task_evaluator.hpp"
+#include "trident/train/run_banner.hpp"
+#include "trident/train/run_builder.hpp"
 
 namespace trident::cli {
 namespace {
@@ -24,7 +26,7 @@ constexpr const char* kUsage =
     "(checkpoint.resume = auto), else of model.init_from: perplexity and token accuracy on\n"
     "data.valid (log.eval_batches global batches) and/or exact match and F1 of greedy generation\n"
     "on eval.task (JSONL prompt/answer or chat lines); appends the results to\n"
-    "<log.run_dir>/eval.jsonl.";
+    "<log.run_dir>/eval.jsonl and changes nothing else there (no optimizer state is built).";
 
 }  // namespace
 
@@ -62,15 +64,27 @@ int run_eval(int argc, char** argv) {
   try {
     std::unique_ptr<Ops> ops = select_backend(cfg.train.backend, compute_threads(cfg.train.threads), log);
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
-    dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
+    dist::Topology topology(cfg.layout, MPI_COMM_WORLD, mpi.reductions());
     topology.set_watchdog(&watchdog);
     attach_device_groups(topology, *ops);
     log.info(topology.describe());
-    train::Trainer trainer(cfg, *ops, topology, log);
-    if (trainer.start_step() == 0 && cfg.init_from.empty())
+    // The model and its weights, and nothing of training: no optimizer, no run record.
+    train::RunBuilder run(cfg, *ops, topology, log);
+    train::log_model_banner(run);
+    run.load_initial_weights();
+    train::Checkpointer& reader = run.weights_reader();
+    const std::string checkpoint = reader.resume_path();
+    int64_t step = 0;
+    if (!checkpoint.empty()) {
+      step = reader.load_model(checkpoint, /*adapters=*/true);
+      log.info("evaluating ", checkpoint, " (", step, " steps done)");
+    } else if (cfg.init_from.empty()) {
       log.warn("no checkpoint found (checkpoint.resume = ", cfg.checkpoint.resume,
                "): evaluating the freshly initialised model");
-    trainer.evaluate(trainer.start_step());
+    }
+    if (mpi.world_rank() == 0) std::filesystem::create_directories(cfg.log.run_dir);  // for eval.jsonl
+    topology.world().barrier();
+    run.evaluation().evaluate(step);
     topology.shutdown_device();
     return 0;
   } catch (const ConfigError& e) {

@@ -10,7 +10,7 @@
 #include "trident/core/error.hpp"
 #include "trident/io/checkpoint_file.hpp"
 #include "trident/model/hf_config.hpp"
-#include "trident/train/hf_convert.hpp"
+
 
 namespace trident::cli {
 
@@ -47,7 +47,7 @@ void apply_init_from(std::map<std::string, std::string>& values, const std::set<
     const auto text = listing.attributes.texts.find("config");
     TRIDENT_CONFIG_CHECK(text != listing.attributes.texts.end(), "model.init_from = ", from,
                          ": the file has no config text (not a trident checkpoint)");
-    keys = model::hf_model_keys({.config = train::model_config_from_ini(text->second)});
+    keys = model::hf_model_keys({.config = model_config_from_ini(text->second)});
     source = from + " (its [model] section)";
   } else {
     throw ConfigError("model.init_from = " + from + ": neither a Hugging Face model directory (with config.json) nor "

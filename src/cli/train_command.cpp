@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "backend_select.hpp"
+#include "fault_injection.hpp"
 #include "trident/cli/commands.hpp"
 #include "rank_threads.hpp"
 #include "trident/cli/config_parser.hpp"
@@ -13,6 +14,7 @@
 #include "trident/dist/mpi_session.hpp"
 #include "trident/dist/watchdog.hpp"
 #include "trident/train/preemption.hpp"
+#include "trident/train/run_builder.hpp"
 #include "trident/train/trainer.hpp"
 
 namespace trident::cli {
@@ -51,15 +53,16 @@ int run_train(int argc, char** argv) {
   }
   try {
     const int threads = compute_threads(cfg.train.threads);
+    FaultInjection faults = FaultInjection::from_environment(mpi.world_rank());
     std::unique_ptr<Ops> ops = select_backend(cfg.train.backend, threads, log);
     dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());  // outlives the topology's use
-    dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
+    dist::Topology topology(cfg.layout, MPI_COMM_WORLD, mpi.reductions());
     topology.set_watchdog(&watchdog);
     attach_device_groups(topology, *ops);
-    const std::string grid = topology.describe();
-    log.info(grid);
+    log.info(topology.describe());
     log.info("threads per rank: ", threads);
-    train::Trainer trainer(cfg, *ops, topology, log, train::FaultInjection::from_environment());
+    train::RunBuilder run(cfg, *ops, topology, log, &faults);
+    train::Trainer trainer(run);
     Stopwatch watch;
     const train::StepResult last = trainer.run();
     if (trainer.preempted())

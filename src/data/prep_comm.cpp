@@ -7,6 +7,7 @@
 #include <string>
 
 #include "trident/core/error.hpp"
+#include "trident/dist/agreement.hpp"
 #include "trident/dist/mpi_session.hpp"
 
 namespace trident::data {
@@ -74,30 +75,7 @@ void PrepComm::throw_if_any_failed(std::exception_ptr error) const {
     if (error) std::rethrow_exception(error);
     return;
   }
-  int mine = error ? rank_ : size_, first = size_;
-  MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm_));
-  if (first == size_) return;
-  // The first failing rank sends (is it a ConfigError, message) to everyone.
-  int is_config = 0;
-  std::string message;
-  if (rank_ == first) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const ConfigError& e) {
-      is_config = 1, message = e.what();
-    } catch (const std::exception& e) {
-      message = e.what();
-    } catch (...) {
-      message = "unknown error";
-    }
-  }
-  int header[2] = {is_config, static_cast<int>(message.size())};
-  MPI_CHECK(MPI_Bcast(header, 2, MPI_INT, first, comm_));
-  message.resize(static_cast<size_t>(header[1]));
-  MPI_CHECK(MPI_Bcast(message.data(), header[1], MPI_CHAR, first, comm_));
-  if (rank_ != first) message = detail::concat(message, " (on rank ", first, ")");
-  if (header[0]) throw ConfigError(message);
-  throw Error(message);
+  dist::throw_if_any_failed(comm_, error);
 }
 
 }  // namespace trident::data

@@ -28,26 +28,14 @@ MPI_Datatype mpi_float_type(const Tensor& x, const char* op) {
   return x.dtype() == DType::kF64 ? MPI_DOUBLE : MPI_FLOAT;
 }
 
-// Sums of 16-bit floats (comm.grad_dtype): MPI has no bf16/fp16 type, so they travel as 2-byte
-// words and a user operation adds each pair in fp32 and rounds once (RNE).
-template <float (*Widen)(uint16_t), uint16_t (*Round)(float)>
-void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
-  const uint16_t* a = static_cast<const uint16_t*>(in);
-  uint16_t* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = Round(Widen(a[i]) + Widen(b[i]));
-}
-
-// The MPI datatype and sum operation for a reduction over x's elements.
-std::pair<MPI_Datatype, MPI_Op> mpi_sum(const Tensor& x, const char* op) {
+// The MPI datatype and sum operation for a reduction over x's elements: 16-bit floats travel
+// as 2-byte words summed by the session's user operations (ReductionOps).
+std::pair<MPI_Datatype, MPI_Op> mpi_sum(const Tensor& x, const ReductionOps* reductions, const char* op) {
   if (x.dtype() != DType::kBF16 && x.dtype() != DType::kF16) return {mpi_float_type(x, op), MPI_SUM};
   host_memory(x, op);
-  static MPI_Op bf16_sum = MPI_OP_NULL, fp16_sum = MPI_OP_NULL;  // created once, live until MPI_Finalize
-  MPI_Op& sum = x.dtype() == DType::kBF16 ? bf16_sum : fp16_sum;
-  if (sum == MPI_OP_NULL)
-    MPI_CHECK(MPI_Op_create(x.dtype() == DType::kBF16 ? &sum_16bit<bf16_bits_to_fp32, fp32_to_bf16_bits>
-                                                      : &sum_16bit<fp16_bits_to_fp32, fp32_to_fp16_bits>,
-                            /*commute=*/1, &sum));
-  return {MPI_UINT16_T, sum};
+  TRIDENT_CHECK(reductions, "Communicator::", op, " of ", dtype_name(x.dtype()),
+                ": this communicator was made without the session's 16-bit sums (ReductionOps)");
+  return {MPI_UINT16_T, reductions->sum_16bit(x.dtype())};
 }
 
 // Element type for operations that only move data (gathers): 16-bit floats travel as 2-byte words.
@@ -143,6 +131,14 @@ Communicator::Communicator(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
 }
 
+Communicator Communicator::duplicate() const {
+  MPI_Comm copy = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_dup(comm_, &copy));
+  Communicator out(copy);
+  out.reductions_ = reductions_;
+  return out;
+}
+
 Communicator::~Communicator() {
   if (watchdog_ && device_) watchdog_->forget(device_.get());
   if (comm_ != MPI_COMM_NULL && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF) {
@@ -154,7 +150,7 @@ Communicator::~Communicator() {
 
 Communicator::Communicator(Communicator&& o) noexcept
     : comm_(std::exchange(o.comm_, MPI_COMM_NULL)), rank_(o.rank_), size_(o.size_), watchdog_(o.watchdog_),
-      description_(std::move(o.description_)), device_(std::move(o.device_)), device_what_(std::move(o.device_what_)),
+      reductions_(o.reductions_), description_(std::move(o.description_)), device_(std::move(o.device_)), device_what_(std::move(o.device_what_)),
       bytes_(o.bytes_), seconds_(o.seconds_) {}
 
 Communicator& Communicator::operator=(Communicator&& o) noexcept {
@@ -163,6 +159,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   std::swap(rank_, o.rank_);
   std::swap(size_, o.size_);
   std::swap(watchdog_, o.watchdog_);
+  std::swap(reductions_, o.reductions_);
   std::swap(description_, o.description_);
   std::swap(device_, o.device_);
   std::swap(device_what_, o.device_what_);
@@ -237,7 +234,7 @@ CommRequest Communicator::iall_reduce_sum(Tensor& x) {
     }
     return device_request(CommOp::kAllReduce, x.bytes());
   }
-  const auto [type, sum] = mpi_sum(x, "all_reduce_sum");
+  const auto [type, sum] = mpi_sum(x, reductions_, "all_reduce_sum");
   std::vector<MPI_Request> requests;
   if (size_ > 1 && x.numel() > 0) {
     const size_t elem = dtype_size(x.dtype()), chunk = kMaxChunkBytes / elem, n = static_cast<size_t>(x.numel());
@@ -254,7 +251,7 @@ CommRequest Communicator::iall_reduce_sum(Tensor& x) {
 
 void Communicator::all_reduce_sum(Tensor& x) {
   if (on_gpu(x)) return iall_reduce_sum(x).wait();
-  const auto [type, sum] = mpi_sum(x, "all_reduce_sum");
+  const auto [type, sum] = mpi_sum(x, reductions_, "all_reduce_sum");
   if (size_ == 1 || x.numel() == 0) return;
   WatchdogScope watch(watchdog_, "all_reduce", description_);
   const double t0 = MPI_Wtime();
@@ -310,7 +307,7 @@ CommRequest Communicator::ireduce_scatter_sum(const Tensor& in, Tensor& out) {
     }
     return device_request(CommOp::kReduceScatter, in.bytes());
   }
-  const auto [type, sum] = mpi_sum(in, "reduce_scatter_sum");
+  const auto [type, sum] = mpi_sum(in, reductions_, "reduce_scatter_sum");
   const Block mine = block(in.numel(), rank_);
   TRIDENT_CHECK(out.dtype() == in.dtype() && out.numel() == mine.end - mine.begin, "reduce_scatter_sum: rank ",
                 rank_, " owns ", mine.end - mine.begin, " of ", in.numel(), " elements, out has ", out.numel());

@@ -17,9 +17,11 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int len = 0;
   MPI_Get_processor_name(name, &len);
   host_.assign(name, static_cast<size_t>(len));
+  reductions_ = std::make_unique<ReductionOps>();
 }
 
 MpiSession::~MpiSession() {
+  reductions_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();

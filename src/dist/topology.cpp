@@ -24,7 +24,7 @@ MPI_Comm split(const Communicator& world, int color, int key) {
 
 }  // namespace
 
-Topology::Topology(const Layout& layout, MPI_Comm base)
+Topology::Topology(const Layout& layout, MPI_Comm base, const ReductionOps* reductions)
     : layout_(layout),
       world_(duplicate(base)),
       tp_(MPI_COMM_SELF),
@@ -51,6 +51,8 @@ Topology::Topology(const Layout& layout, MPI_Comm base)
   MPI_Comm emb = split(world_, in_embedding ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_);
   if (emb != MPI_COMM_NULL) embedding_ = std::make_unique<Communicator>(emb);
   if (layout.pp > 1) make_pipeline_lanes();
+  for (Communicator* c : {&world_, &tp_, &dp_, &pp_, &model_parallel_, embedding_.get()})
+    if (c) c->set_reductions(reductions);
 }
 
 void Topology::set_watchdog(Watchdog* dog) {

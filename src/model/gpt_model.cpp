@@ -59,17 +59,6 @@ class GPTModel::LengthScope {
   Tensor saved_recompute_out_;
 };
 
-const char* recompute_name(Recompute mode) {
-  return mode == Recompute::kFull ? "full" : mode == Recompute::kSelective ? "selective" : "none";
-}
-
-Recompute recompute_from_name(const std::string& name) {
-  if (name == "none") return Recompute::kNone;
-  if (name == "selective") return Recompute::kSelective;
-  if (name == "full") return Recompute::kFull;
-  throw ConfigError("train.recompute: unknown mode '" + name + "' (expected none, selective or full)");
-}
-
 GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple,
                    TensorParallel tp, StagePlan plan, std::optional<DType> activation_dtype)
     : cfg_(cfg), tp_(tp), plan_(std::move(plan)), ops_(ops), dtype_(dtype), micro_batch_(micro_batch) {
@@ -208,7 +197,8 @@ void GPTModel::set_micro_batch_position(int chunk, int slot, int64_t step, int64
     const auto& keys = layer_dropout_keys_.at(static_cast<size_t>(c.first_layer) + b);
     s.block_dropout[b] = {.attn = site(keys.attn.key), .mlp = site(keys.mlp.key),
                           .lora = {.p = cfg_.lora.enabled() ? cfg_.lora.dropout : 0.0, .key = keys.lora.key,
-                                   .stream = static_cast<uint64_t>(step), .first_index = first_sequence * cfg_.seq_len}};
+                                   .stream = static_cast<uint64_t>(step), .first_index = first_sequence * cfg_.seq_len,
+                                   .lora_scratch = &scratch_.lora}};
   }
 }
 

@@ -52,21 +52,19 @@ Tensor Linear::lora_rows(Ops& ops, Tensor& buffer, int64_t rows) const {
 }
 
 namespace {
-// Two scratch buffers shared by every adapter (calls never overlap): the masked input, and the
-// masked input gradient. Grown on demand, per dtype.
-Tensor& shared_scratch(int slot, DType dtype) {
-  static Tensor buffers[2][2];
-  return buffers[slot][dtype == DType::kF64 ? 1 : 0];
+// buffer's first `rows x width` elements as a matrix, the buffer (re)made when too small.
+Tensor scratch_rows(Ops& ops, Tensor& buffer, int64_t rows, int64_t width, DType dtype) {
+  if (!buffer.defined() || buffer.numel() < rows * width || buffer.dtype() != dtype)
+    buffer = ops.zeros(Shape{rows * width}, dtype);
+  return buffer.narrow(0, rows * width).view(Shape{rows, width});
 }
 }  // namespace
 
-Tensor Linear::lora_input(Ops& ops, const Tensor& x, const DropoutSite& d, int scratch) const {
+Tensor Linear::lora_input(Ops& ops, const Tensor& x, const DropoutSite& d) const {
   if (!d.active()) return x;
+  TRIDENT_CHECK(d.lora_scratch, "LoRA dropout without the model's scratch");
   const int64_t width = x.dim(-1), rows = x.numel() / width;
-  const DType dtype = lora_a_->value.dtype();
-  Tensor& buffer = shared_scratch(scratch, dtype);
-  if (!buffer.defined() || buffer.numel() < rows * width) buffer = ops.zeros(Shape{rows * width}, dtype);
-  Tensor masked = buffer.narrow(0, rows * width).view(Shape{rows, width});
+  Tensor masked = scratch_rows(ops, d.lora_scratch->masked_input, rows, width, lora_a_->value.dtype());
   ops.copy(x, masked);
   lora_mask(ops, masked, d);
   return masked;
@@ -88,7 +86,7 @@ void Linear::lora_mask(Ops& ops, Tensor& t, const DropoutSite& d) const {
 }
 
 void Linear::lora_forward(Ops& ops, const Tensor& x_in, Tensor& y, const DropoutSite& d) const {
-  const Tensor x = lora_input(ops, x_in, d, 0);
+  const Tensor x = lora_input(ops, x_in, d);
   Tensor h = lora_rows(ops, lora_h_, x.numel() / x.dim(-1));
   ops.gemm(false, true, 1.0, x, lora_a_->gemm_value(), 0.0, h);  // h = x A^T
   if (split_ == Split::kRow) {
@@ -99,7 +97,7 @@ void Linear::lora_forward(Ops& ops, const Tensor& x_in, Tensor& y, const Dropout
 }
 
 void Linear::lora_backward(Ops& ops, const Tensor& x_in, const Tensor& dy, Tensor* dx, const DropoutSite& d) const {
-  const Tensor x = lora_input(ops, x_in, d, 0);
+  const Tensor x = lora_input(ops, x_in, d);
   const int64_t rows = x.numel() / x.dim(-1);
   Tensor h = lora_rows(ops, lora_h_, rows), dh = lora_rows(ops, lora_dh_, rows);
   ops.gemm(false, true, 1.0, x, lora_a_->gemm_value(), 0.0, h);
@@ -114,10 +112,8 @@ void Linear::lora_backward(Ops& ops, const Tensor& x_in, const Tensor& dy, Tenso
     return;
   }
   // Through the mask: dx += mask(dh A).
-  Tensor& buffer = shared_scratch(1, lora_a_->value.dtype());
   const int64_t width = x.dim(-1);
-  if (!buffer.defined() || buffer.numel() < rows * width) buffer = ops.zeros(Shape{rows * width}, lora_a_->value.dtype());
-  Tensor through = buffer.narrow(0, rows * width).view(Shape{rows, width});
+  Tensor through = scratch_rows(ops, d.lora_scratch->masked_grad, rows, width, lora_a_->value.dtype());
   ops.gemm(false, false, 1.0, dh, lora_a_->gemm_value(), 0.0, through);
   lora_mask(ops, through, d);
   Tensor dx_rows = dx->view(Shape{rows, width});

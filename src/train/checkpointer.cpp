@@ -50,9 +50,9 @@ io::ShardPiece piece_of(const model::Parameter& p, const std::string& dataset, i
 
 }  // namespace
 
-Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, AdamW& optimizer,
-                           Ops& ops, const Logger& log)
-    : cfg_(cfg), topology_(topology), model_(model), optimizer_(optimizer), ops_(ops), log_(log) {
+Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, Ops& ops,
+                           const Logger& log, AdamW* optimizer, RunHooks* hooks)
+    : cfg_(cfg), topology_(topology), model_(model), ops_(ops), log_(log), optimizer_(optimizer), hooks_(hooks) {
   dir_ = cfg.checkpoint.dir.empty() ? (fs::path(cfg.log.run_dir) / "checkpoints").string() : cfg.checkpoint.dir;
   datasets_ = io::gather_datasets(topology.world().comm(), my_datasets());
   if (cfg.checkpoint.async) {
@@ -60,7 +60,7 @@ Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model
     MPI_Query_thread(&provided);
     TRIDENT_CONFIG_CHECK(provided >= MPI_THREAD_MULTIPLE, "checkpoint.async = true needs MPI_THREAD_MULTIPLE, this MPI "
                          "provides level ", provided, "; use checkpoint.async = false");
-    MPI_Comm_dup(topology.world().comm(), &async_comm_);
+    async_comm_ = std::make_unique<dist::Communicator>(topology.world().duplicate());
   }
   if (keeps_snapshot()) allocate_snapshot();
 }
@@ -73,9 +73,9 @@ void Checkpointer::allocate_snapshot() {
   const DType dtype = store.flat_values().dtype();
   snapshot_values_ = Tensor::zeros(store.flat_values().shape(), dtype);
   int64_t total = 0;
-  for (size_t i = 0; i < optimizer_.segments().size(); ++i) {
+  for (size_t i = 0; optimizer_ && i < optimizer_->segments().size(); ++i) {
     moment_offsets_.push_back(total);
-    total += optimizer_.exp_avg(i).numel();
+    total += optimizer_->exp_avg(i).numel();
   }
   snapshot_exp_avg_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, dtype);
   snapshot_exp_avg_sq_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, dtype);
@@ -85,11 +85,6 @@ void Checkpointer::allocate_snapshot() {
 
 Checkpointer::~Checkpointer() {
   if (writer_.joinable()) writer_.join();  // local: the write's collectives finish on every rank
-  if (async_comm_ != MPI_COMM_NULL) {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&async_comm_);
-  }
 }
 
 std::string Checkpointer::file_name(int64_t step) {
@@ -100,16 +95,22 @@ std::string Checkpointer::file_name(int64_t step) {
 
 std::string Checkpointer::newest(const std::string& dir) {
   if (!fs::is_directory(dir)) return "";
+  // `latest` counts only when it names a step file of this directory (no path, no .tmp).
   std::ifstream latest(fs::path(dir) / "latest");
   std::string name;
-  if (latest >> name && fs::is_regular_file(fs::path(dir) / name)) return (fs::path(dir) / name).string();
+  if (latest >> name && is_step_file(name) && fs::is_regular_file(fs::path(dir) / name))
+    return (fs::path(dir) / name).string();
   std::string best;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string f = entry.path().filename().string();
-    if (f.rfind("step_", 0) == 0 && f.size() == 16 && f.substr(13) == ".h5" && f > fs::path(best).filename().string())
-      best = entry.path().string();
+    if (is_step_file(f) && f > fs::path(best).filename().string()) best = entry.path().string();
   }
   return best;
+}
+
+bool Checkpointer::is_step_file(const std::string& name) {
+  if (name.size() != 16 || name.rfind("step_", 0) != 0 || name.substr(13) != ".h5") return false;
+  return std::all_of(name.begin() + 5, name.begin() + 13, [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
 std::map<std::string, Shape> Checkpointer::my_datasets() const {
@@ -117,7 +118,7 @@ std::map<std::string, Shape> Checkpointer::my_datasets() const {
   for (const auto& p : const_cast<model::GPTModel&>(model_).params().all()) {
     const Shape s = stored_shape(*p);
     out["/model/" + p->spec.name] = s;
-    if (!p->trainable()) continue;  // frozen: no optimizer state
+    if (!p->trainable() || !optimizer_) continue;  // frozen: no optimizer state
     out["/optim/exp_avg/" + p->spec.name] = s;
     out["/optim/exp_avg_sq/" + p->spec.name] = s;
   }
@@ -163,7 +164,7 @@ bool Checkpointer::comm_state_resumable(const std::string& path) const {
 std::vector<io::ShardPiece> Checkpointer::live_pieces() {
   std::vector<io::ShardPiece> out =
       pieces([](const model::Parameter& p) { return p.value.flat(); },
-             [&](size_t i, bool second) { return second ? optimizer_.exp_avg_sq(i) : optimizer_.exp_avg(i); });
+             [&](size_t i, bool second) { return second ? optimizer_->exp_avg_sq(i) : optimizer_->exp_avg(i); });
   if (compressor_) out.push_back(comm_piece(compressor_->state()));
   return out;
 }
@@ -176,13 +177,13 @@ Tensor Checkpointer::snapshot_value(const model::Parameter& p) const {
 
 Tensor Checkpointer::snapshot_moment(size_t i, bool second) const {
   const Tensor& buffer = second ? snapshot_exp_avg_sq_ : snapshot_exp_avg_;
-  return buffer.narrow(moment_offsets_[i], moment_offsets_[i] + optimizer_.exp_avg(i).numel());
+  return buffer.narrow(moment_offsets_[i], moment_offsets_[i] + optimizer_->exp_avg(i).numel());
 }
 
 std::vector<io::ShardPiece> Checkpointer::snapshot_pieces() {
   std::vector<io::ShardPiece> out =
       pieces([&](const model::Parameter& p) { return snapshot_value(p); },
-             [&](size_t i, bool second) { return optimizer_.active(i) ? snapshot_moment(i, second) : Tensor(); });
+             [&](size_t i, bool second) { return optimizer_->active(i) ? snapshot_moment(i, second) : Tensor(); });
   if (compressor_) out.push_back(comm_piece(snapshot_comm_));
   return out;
 }
@@ -190,11 +191,11 @@ std::vector<io::ShardPiece> Checkpointer::snapshot_pieces() {
 std::vector<io::ShardPiece> Checkpointer::snapshot() {
   Tensor values = snapshot_values_;  // Ops::copy writes through a handle; this one shares the buffer
   ops_.copy(model_.params().flat_values(), values);
-  for (size_t i = 0; i < optimizer_.segments().size(); ++i) {
-    if (!optimizer_.active(i)) continue;  // idle under LISA
+  for (size_t i = 0; i < optimizer_->segments().size(); ++i) {
+    if (!optimizer_->active(i)) continue;  // idle under LISA
     Tensor exp_avg = snapshot_moment(i, false), exp_avg_sq = snapshot_moment(i, true);
-    ops_.copy(optimizer_.exp_avg(i), exp_avg);
-    ops_.copy(optimizer_.exp_avg_sq(i), exp_avg_sq);
+    ops_.copy(optimizer_->exp_avg(i), exp_avg);
+    ops_.copy(optimizer_->exp_avg_sq(i), exp_avg_sq);
   }
   if (compressor_) ops_.copy(compressor_->state(), snapshot_comm_);
   if (snapshot_frozen_.defined() && !snapshot_frozen_current_) {
@@ -226,7 +227,8 @@ std::vector<io::ShardPiece> Checkpointer::pieces(const std::function<Tensor(cons
     const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
     out.push_back(piece_of(*p, "/model/" + p->spec.name, 0, p->local_shape.numel(), value(*p), owner && dp_writer));
   }
-  const auto& segments = optimizer_.segments();
+  if (!optimizer_) return out;  // weights only
+  const auto& segments = optimizer_->segments();
   for (size_t i = 0; i < segments.size(); ++i) {
     const OptimSegment& s = segments[i];
     for (const auto& p : store.all()) {
@@ -252,6 +254,7 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done) const {
                    {"sampler_step", double(steps_done)},  // the data order is a function of (seed, step)
                    {"seed", double(cfg_.train.seed)},     // and so are initialisation and dropout masks
                    {"loss_scale", loss_scale_},
+                   {"elapsed_s", elapsed_s_},  // training seconds of the run so far (metrics elapsed_s)
                    {"layout_dp", double(L.dp)},
                    {"layout_tp", double(L.tp)},
                    {"layout_pp", double(L.pp)},
@@ -264,7 +267,9 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done) const {
 void Checkpointer::write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces) {
   Stopwatch watch;
   const std::string path = (fs::path(dir_) / file_name(steps_done)).string();
-  io::write_checkpoint(path, comm, datasets_, pieces, attributes(steps_done));
+  io::write_checkpoint(path, comm, datasets_, pieces, attributes(steps_done), [&] {
+    if (hooks_) hooks_->checkpoint_written(path);
+  });
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == 0) {
@@ -275,13 +280,14 @@ void Checkpointer::write(int64_t steps_done, MPI_Comm comm, const std::vector<io
       out << file_name(steps_done) << "\n";
     }
     fs::rename(tmp, latest);
-    prune();
+    prune(steps_done);
   }
   MPI_Barrier(comm);
   last_write_s_ = watch.seconds();
 }
 
 double Checkpointer::save(int64_t steps_done) {
+  TRIDENT_CHECK(optimizer_, "Checkpointer::save needs the optimizer");
   Stopwatch stall;
   wait();
   if (topology_.world_rank() == 0) fs::create_directories(dir_);
@@ -294,7 +300,7 @@ double Checkpointer::save(int64_t steps_done) {
   std::vector<io::ShardPiece> staged = snapshot();
   writer_ = std::thread([this, steps_done, staged = std::move(staged)] {
     try {
-      write(steps_done, async_comm_, staged);
+      write(steps_done, async_comm_->comm(), staged);
     } catch (...) {
       writer_error_ = std::current_exception();
     }
@@ -310,15 +316,19 @@ void Checkpointer::wait() {
   }
 }
 
-void Checkpointer::prune() {
+void Checkpointer::prune(int64_t written) {
   if (cfg_.checkpoint.keep <= 0) return;
+  // Only this run's timeline: files of a higher step belong to a run that went further in the
+  // same directory (another run, or this one before it resumed from an older checkpoint).
+  const std::string newest = file_name(written);
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir_)) {
     const std::string f = entry.path().filename().string();
-    if (f.rfind("step_", 0) == 0 && f.size() == 16 && f.substr(13) == ".h5") files.push_back(entry.path().string());
+    if (is_step_file(f) && f <= newest) files.push_back(f);
   }
   std::sort(files.begin(), files.end());
-  for (size_t i = 0; i + static_cast<size_t>(cfg_.checkpoint.keep) < files.size(); ++i) fs::remove(files[i]);
+  for (size_t i = 0; i + static_cast<size_t>(cfg_.checkpoint.keep) < files.size(); ++i)
+    if (files[i] != newest) fs::remove(fs::path(dir_) / files[i]);
 }
 
 io::CheckpointAttributes Checkpointer::read(const std::string& path,
@@ -343,18 +353,23 @@ io::CheckpointAttributes Checkpointer::read(const std::string& path,
   return attributes;
 }
 
-void Checkpointer::load_model(const std::string& path) {
-  // The model's weights; LoRA adapters keep their initialisation (a base model has none).
-  read(path, [](const std::string& name) {
-    return name.rfind("/model/", 0) == 0 && name.find(".lora_") == std::string::npos;
+int64_t Checkpointer::load_model(const std::string& path, bool adapters) {
+  const io::CheckpointAttributes attributes = read(path, [adapters](const std::string& name) {
+    return name.rfind("/model/", 0) == 0 && (adapters || name.find(".lora_") == std::string::npos);
   });
+  return io::checkpoint_state(attributes, path).step;
+}
+
+std::string Checkpointer::resume_path() const {
+  const std::string& mode = cfg_.checkpoint.resume;
+  if (mode == "none") return "";
+  return mode == "auto" ? newest(dir_) : mode;
 }
 
 int64_t Checkpointer::resume() {
-  const std::string& mode = cfg_.checkpoint.resume;
-  if (mode == "none") return 0;
-  std::string path = mode == "auto" ? newest(dir_) : mode;
-  if (path.empty()) return 0;  // auto with nothing to resume: a fresh run
+  TRIDENT_CHECK(optimizer_, "Checkpointer::resume needs the optimizer");
+  const std::string path = resume_path();
+  if (path.empty()) return 0;  // nothing to resume: a fresh run
   const bool comm_resumable = !compressor_ || comm_state_resumable(path);
   if (!comm_resumable) {
     // Another layout or compression wrote it: the residuals belong to other ranks' gradients.
@@ -364,8 +379,9 @@ int64_t Checkpointer::resume() {
   }
   const io::CheckpointState state = io::checkpoint_state(
       read(path, [&](const std::string& name) { return comm_resumable || name.rfind("/comm/", 0) != 0; }), path);
-  optimizer_.set_steps_taken(state.step);
+  optimizer_->set_steps_taken(state.step);
   restored_loss_scale_ = state.loss_scale;
+  restored_elapsed_s_ = state.elapsed_s;
   log_.info("resumed from ", path, ": ", state.step, " steps done (written by dp ", state.layout_dp, " tp ",
             state.layout_tp, " pp ", state.layout_pp, ")");
   return state.step;

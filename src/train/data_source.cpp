@@ -1,9 +1,10 @@
-// Opening a run's shards and deriving its sampler options (one place for trainer and evaluator).
+// Opening a run's shards, deriving its sampler options, and loading a step's micro-batches.
 #include "trident/train/data_source.hpp"
 
 #include <numeric>
 
 #include "trident/core/error.hpp"
+#include "trident/core/timer.hpp"
 
 namespace trident::train {
 
@@ -27,6 +28,20 @@ data::SamplerOptions run_sampler_options(const RunConfig& cfg, const dist::Topol
                               .dp_size = topology.layout().dp, .seed = cfg.train.seed,
                               .packing = cfg.data.packing, .bucket = cfg.data.bucket,
                               .length_multiple = std::lcm<int64_t>(8, topology.layout().tp)};
+}
+
+DataSource::DataSource(const RunConfig& cfg, const dist::Topology& topology, const char* key,
+                       const std::string& prefix)
+    : prefix_(prefix), shards_(open_run_shards(cfg, key, prefix)) {
+  sampler_ = std::make_unique<data::BatchSampler>(*shards_, run_sampler_options(cfg, topology));
+  for (int k = 0; k < sampler_->micro_batches_per_step(); ++k) batches_.push_back(sampler_->make_batch());
+}
+
+const std::vector<data::Batch>& DataSource::load(int64_t index) {
+  Stopwatch watch;
+  for (size_t k = 0; k < batches_.size(); ++k) sampler_->fill(index, static_cast<int>(k), batches_[k]);
+  seconds_ += watch.seconds();
+  return batches_;
 }
 
 }  // namespace trident::train

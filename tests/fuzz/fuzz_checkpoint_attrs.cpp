@@ -23,7 +23,7 @@
 #include "fuzz_target.hpp"
 #include "trident/io/checkpoint_file.hpp"
 #include "trident/io/hdf5_file.hpp"
-#include "trident/train/hf_convert.hpp"
+#include "trident/cli/config_parser.hpp"
 
 // MPI and HDF5 keep allocations until exit by design (and MPI_Finalize unloads the components
 // that made them, so no suppression can name them at exit): the leaks looked for are those of
@@ -426,7 +426,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   read_as("listing", [&] {
     const io::CheckpointListing listing = io::list_checkpoint(path);
     const io::CheckpointState state = io::checkpoint_state(listing.attributes, path);
-    if (!state.config.empty()) (void)trident::train::model_config_from_ini(state.config);
+    if (!state.config.empty()) (void)trident::cli::model_config_from_ini(state.config);
   });
   read_as("resume", [&] {
     std::vector<io::ShardPiece> pieces = whole_pieces(false);

@@ -56,7 +56,8 @@ std::vector<double> losses(const RunConfig& cfg) {
   auto ops = make_cpu_ops(1);
   dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
   Logger quiet(/*rank=*/1);
-  Trainer trainer(cfg, *ops, topology, quiet);
+  RunBuilder builder(cfg, *ops, topology, quiet);
+  Trainer trainer(builder);
   std::vector<double> out;
   for (int64_t s = trainer.start_step(); s < cfg.train.steps; ++s) out.push_back(trainer.train_step(s).loss);
   return out;
@@ -125,8 +126,8 @@ TEST_F(CompressionTraining, ResumeContinuesTheUninterruptedRun) {
       auto ops = make_cpu_ops(1);
       dist::Topology topology(first.layout, MPI_COMM_WORLD);
       Logger quiet(/*rank=*/1);
-      Trainer trainer(first, *ops, topology, quiet);
-      trainer.run();
+      RunBuilder builder(first, *ops, topology, quiet);
+      Trainer(builder).run();
     }
     RunConfig second = small_run(L, kind, run);
     const std::vector<double> resumed = losses(second);

@@ -12,12 +12,14 @@
 #include "hf_fixture.hpp"
 #include "temp_dir.hpp"
 #include "trident/backend/cpu_ops.hpp"
+#include "trident/cli/config_parser.hpp"
 #include "trident/dist/communicator.hpp"
-#include "trident/train/generator.hpp"
-#include "trident/train/hf_convert.hpp"
-#include "trident/train/hf_weights.hpp"
+#include "trident/train/eval/generator.hpp"
+#include "trident/interop/hf_convert.hpp"
+#include "trident/interop/hf_weights.hpp"
 
 namespace trident::train {
+using namespace ::trident::interop;  // the conversions under test
 namespace {
 
 int world_rank() {
@@ -109,7 +111,7 @@ TEST_P(HfParallel, ConvertRoundTrip) {
   const std::string h5 = tmp / "model.h5";
   const std::string back = tmp / "hf";
   hf_to_checkpoint(dir, h5, MPI_COMM_SELF);
-  checkpoint_to_hf(h5, back);
+  checkpoint_to_hf(h5, cli::checkpoint_model(h5), back);
   const io::SafetensorsModel original(dir), converted(back);
   const model::HfModelInfo info = model::read_hf_config(dir);
   for (const std::string& name : original.names()) {

@@ -76,10 +76,11 @@ Curve train(const RunConfig& cfg, MPI_Comm base) {
   auto ops = make_cpu_ops(1);
   dist::Topology topology(cfg.layout, base);
   Logger quiet(/*rank=*/1);
-  Trainer trainer(cfg, *ops, topology, quiet);
+  RunBuilder builder(cfg, *ops, topology, quiet);
+  Trainer trainer(builder);
   Curve curve;
   for (int64_t s = 0; s < cfg.train.steps; ++s) curve.losses.push_back(trainer.train_step(s).loss);
-  auto& store = trainer.model().params();
+  auto& store = builder.model().params();
   curve.params = testing::to_vector(store.flat_values().narrow(0, store.numel()));
   for (const auto& p : store.all()) {
     auto& elements = curve.by_name[p->spec.name];
@@ -382,13 +383,14 @@ TEST_F(LayoutInvariance, LoraMatchesSingleRank) {
       auto ops = make_cpu_ops(1);
       dist::Topology topology(cfg.layout, MPI_COMM_WORLD);
       Logger quiet(/*rank=*/1);
-      Trainer trainer(cfg, *ops, topology, quiet);
+      RunBuilder builder(cfg, *ops, topology, quiet);
+      Trainer trainer(builder);
       std::map<std::string, std::vector<double>> initial;
-      for (const auto& p : trainer.model().params().all())
+      for (const auto& p : builder.model().params().all())
         if (!p->trainable()) initial[p->spec.name] = testing::to_vector(p->value);
       Curve got;
       for (int64_t s = 0; s < cfg.train.steps; ++s) got.losses.push_back(trainer.train_step(s).loss);
-      for (const auto& p : trainer.model().params().all()) {
+      for (const auto& p : builder.model().params().all()) {
         if (!p->trainable()) {
           EXPECT_EQ(testing::to_vector(p->value), initial.at(p->spec.name)) << what.str() << " " << p->spec.name;
           continue;
@@ -397,7 +399,7 @@ TEST_F(LayoutInvariance, LoraMatchesSingleRank) {
         for (int64_t i = 0; i < p->value.numel(); ++i)
           elements.emplace_back(model::ParamStore::global_index(*p, i), testing::element(p->value, i));
       }
-      EXPECT_EQ(trainer.model().params().numel() > 0, true);
+      EXPECT_EQ(builder.model().params().numel() > 0, true);
       for (size_t s = 0; s < reference.losses.size(); ++s)
         EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what.str() << " step " << s + 1;
       EXPECT_LT(parameter_error(got, reference), 1e-5) << what.str();
@@ -430,26 +432,28 @@ TEST_F(LayoutInvariance, LisaMatchesSingleRankAndResumes) {
     cfg.checkpoint.resume = "none";
     std::vector<double> losses;
     {
-      Trainer t(cfg, *ops, topology, quiet);
+      RunBuilder builder(cfg, *ops, topology, quiet);
+      Trainer t(builder);
       const LisaSchedule lisa(cfg.lisa, cfg.model.layers, cfg.train.seed);
       for (int64_t s = 0; s < 5; ++s) {
         std::map<std::string, std::vector<double>> before;
-        for (const auto& p : t.model().params().all()) before[p->spec.name] = testing::to_vector(p->value);
+        for (const auto& p : builder.model().params().all()) before[p->spec.name] = testing::to_vector(p->value);
         losses.push_back(t.train_step(s).loss);
         size_t trained = 0;
-        for (const auto& p : t.model().params().all()) {
+        for (const auto& p : builder.model().params().all()) {
           const bool trains = lisa.trains(p->spec.name, s, cfg.model.tie_embeddings);
           EXPECT_EQ(p->idle, !trains) << p->spec.name << " step " << s;
           if (trains) trained += size_t(p->value.numel());
           else EXPECT_EQ(testing::to_vector(p->value), before[p->spec.name]) << p->spec.name << " moved while idle";
         }
-        EXPECT_EQ(t.optimizer_state_bytes(), 2 * sizeof(float) * trained) << "step " << s;
+        EXPECT_EQ(builder.optimizer().state_bytes(), 2 * sizeof(float) * trained) << "step " << s;
       }
-      t.checkpointer().save(5);  // mid-period: steps 3..5 are one period
-      t.checkpointer().wait();
+      builder.checkpointer().save(5);  // mid-period: steps 3..5 are one period
+      builder.checkpointer().wait();
     }
     cfg.checkpoint.resume = "auto";
-    Trainer resumed(cfg, *ops, topology, quiet);
+    RunBuilder resumed_builder(cfg, *ops, topology, quiet);
+    Trainer resumed(resumed_builder);
     EXPECT_EQ(resumed.start_step(), 5);
     for (int64_t s = 5; s < cfg.train.steps; ++s) losses.push_back(resumed.train_step(s).loss);
     for (size_t s = 0; s < losses.size(); ++s)

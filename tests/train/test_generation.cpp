@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "trident/backend/cpu_ops.hpp"
-#include "trident/train/answer_match.hpp"
-#include "trident/train/generator.hpp"
+#include "trident/train/eval/answer_match.hpp"
+#include "trident/train/eval/generator.hpp"
 
 namespace trident::train {
 namespace {

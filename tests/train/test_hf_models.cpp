@@ -10,12 +10,13 @@
 
 #include "hf_fixture.hpp"
 #include "trident/backend/cpu_ops.hpp"
-#include "trident/train/generator.hpp"
-#include "trident/train/hf_convert.hpp"
-#include "trident/train/hf_weights.hpp"
-#include "trident/train/peft_convert.hpp"
+#include "trident/train/eval/generator.hpp"
+#include "trident/interop/hf_convert.hpp"
+#include "trident/interop/hf_weights.hpp"
+#include "trident/interop/peft_convert.hpp"
 
 namespace trident::train {
+using namespace ::trident::interop;  // the conversions under test
 namespace {
 
 class HfModel : public ::testing::TestWithParam<std::string> {
@@ -149,20 +150,6 @@ TEST(HfConfig, ExportedConfigReadsBack) {
     EXPECT_EQ(model::hf_model_keys(back), model::hf_model_keys(info)) << name;
     EXPECT_EQ(back.max_positions, info.max_positions) << name;
   }
-}
-
-TEST(HfConfig, ModelSectionOfACheckpointConfig) {
-  std::string init_from;
-  const model::ModelConfig m = model_config_from_ini(
-      "[model]\narch = llama\nlayers = 3\nhidden = 48\nheads = 6\nkv_heads = 2\nvocab = 77\nseq_len = 12\n"
-      "norm_eps = 1e-06\nrope_theta = 500000\nqkv_bias = true\ninit_from = /m\n[train]\nlayers = 9\n",
-      &init_from);
-  EXPECT_EQ(m.layers, 3);
-  EXPECT_EQ(m.kv_heads, 2);
-  EXPECT_EQ(m.norm_eps, 1e-6);
-  EXPECT_EQ(m.rope_theta, 500000.0);
-  EXPECT_TRUE(m.qkv_bias);
-  EXPECT_EQ(init_from, "/m");
 }
 
 }  // namespace

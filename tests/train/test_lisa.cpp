@@ -6,7 +6,7 @@
 #include <set>
 
 #include "trident/core/error.hpp"
-#include "trident/train/lisa.hpp"
+#include "trident/train/optim/lisa.hpp"
 
 namespace trident::train {
 namespace {

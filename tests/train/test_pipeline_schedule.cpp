@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "trident/core/error.hpp"
-#include "trident/train/pipeline_schedule.hpp"
+#include "trident/train/pipeline/pipeline_schedule.hpp"
 
 namespace trident::train {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "fixture.hpp"
 #include "trident/backend/cpu_ops.hpp"
-#include "trident/train/lr_schedule.hpp"
-#include "trident/train/optimizer_step.hpp"
+#include "trident/train/optim/lr_schedule.hpp"
+#include "trident/train/training_step.hpp"
 
 namespace trident::train {
 namespace {
@@ -43,26 +43,28 @@ void PyTorchTraining::run_three_steps(DType dtype, double tolerance, double para
 
   model::GPTModel model(testing::fixture_config(f), *ops, dtype, cfg.micro_batch);
   testing::load_parameters(f, "/params", model.params());
-  dist::Communicator self(MPI_COMM_SELF);
-  GradReducer reducer(model.params(), *ops, self, ReducerOptions{});
+  dist::Topology topology(dist::Layout{}, MPI_COMM_SELF);
+  GradReducer reducer(model.params(), *ops, topology.dp(), ReducerOptions{});
   AdamW optimizer(model.params(), *ops, cfg, reducer.optimizer_segments());
-  PipelineExecutor pipeline(model, self, ScheduleKind::kOneFOneB, micro_batches, 1);
-  StepParts parts{model, optimizer, reducer, pipeline, *ops, self, self, nullptr};
+  PipelineExecutor pipeline(model, topology.pp(), ScheduleKind::kOneFOneB, micro_batches, 1);
+  LossScaler scaler("dynamic", /*enabled=*/false);
+  TrainingStep training_step(cfg, model, pipeline, reducer, optimizer, scaler, topology);
+  model.set_grad_ready_hook([&](int64_t offset) { reducer.grads_final_from(offset); });
 
   const int64_t t = model.config().seq_len;
   Tensor all_targets = testing::fixture_rows(f, "/targets", 0, cfg.global_batch);
   int64_t valid = 0;
   for (int64_t i = 0; i < all_targets.numel(); ++i) valid += all_targets.data<int32_t>()[i] >= 0;
-  data::Batch batch;
-  auto fill = [&](int k, data::Batch& b) {
-    b.tokens = testing::fixture_rows(f, "/tokens", int64_t(k) * cfg.micro_batch, cfg.micro_batch);
-    b.targets = testing::fixture_rows(f, "/targets", int64_t(k) * cfg.micro_batch, cfg.micro_batch);
-    b.positions = testing::positions_for(cfg.micro_batch, t);
-  };
+  std::vector<data::Batch> batches(static_cast<size_t>(micro_batches));
+  for (int k = 0; k < micro_batches; ++k) {
+    batches[k].tokens = testing::fixture_rows(f, "/tokens", int64_t(k) * cfg.micro_batch, cfg.micro_batch);
+    batches[k].targets = testing::fixture_rows(f, "/targets", int64_t(k) * cfg.micro_batch, cfg.micro_batch);
+    batches[k].positions = testing::positions_for(cfg.micro_batch, t);
+  }
   const std::vector<double> losses = f.read("/train/losses"), norms = f.read("/train/grad_norms"),
                             lrs = f.read("/train/lrs");
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    const StepResult r = optimizer_step(parts, cfg, step, valid, fill, batch);
+    const StepResult r = training_step.run(step, batches, valid);
     EXPECT_NEAR(r.loss, losses[step], tolerance * losses[step]) << "step " << step;
     EXPECT_NEAR(r.grad_norm, norms[step], tolerance * norms[step]) << "step " << step;
     EXPECT_DOUBLE_EQ(r.lr, lrs[step]) << "step " << step;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "trident/interop/hf_convert.hpp"
 #include "trident/train/run_config.hpp"
 
 namespace trident::cli {
@@ -28,6 +29,13 @@ train::RunConfig parse_run_config(int argc, char** argv, int world_size);
 // defaults in values; a key in `given` (set by the user) must agree, else ConfigError.
 // (src/cli/init_from_config.cpp)
 void apply_init_from(std::map<std::string, std::string>& values, const std::set<std::string>& given);
+
+// The one reader of a [model] section written as INI text (a checkpoint's config attribute):
+// its [model] and [lora] keys as the run configuration reads them (keys it does not know are
+// passed over; absent ones take the schema's defaults); init_from receives model.init_from.
+model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from = nullptr);
+// The model a trident checkpoint file describes (its config text); ConfigError naming the file.
+interop::CheckpointModel checkpoint_model(const std::string& path);
 
 // "--help" text for a subcommand that takes the run configuration.
 std::string config_help(const std::string& usage);

@@ -21,6 +21,7 @@
 
 #include "trident/backend/device_collectives.hpp"
 #include "trident/core/tensor.hpp"
+#include "trident/dist/reduction_ops.hpp"
 #include "trident/dist/watchdog.hpp"
 
 namespace trident::dist {
@@ -76,6 +77,12 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   MPI_Comm comm() const { return comm_; }
+  // Collective: a new communicator over the same ranks in the same order (MPI_Comm_dup), for
+  // traffic that must never match this one's (a checkpoint written from another thread).
+  Communicator duplicate() const;
+
+  // The session's bf16/fp16 sums (nullptr: 16-bit reductions are an error on this group).
+  void set_reductions(const ReductionOps* reductions) { reductions_ = reductions; }
 
   // Reports this communicator's blocking waits to dog (nullptr: none), naming the group by
   // name and its members' world ranks.
@@ -156,6 +163,7 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   Watchdog* watchdog_ = nullptr;
+  const ReductionOps* reductions_ = nullptr;
   std::string description_;  // "the dp group (world ranks 0, 2)"
   std::unique_ptr<DeviceCollectives> device_;
   // "all_reduce on the dp group (world ranks 0, 2) (GPU)", per kind: what the watchdog names.

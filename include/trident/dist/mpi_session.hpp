@@ -3,9 +3,11 @@
 #pragma once
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 
 #include "trident/core/error.hpp"
+#include "trident/dist/reduction_ops.hpp"
 
 namespace trident::dist {
 
@@ -19,6 +21,8 @@ class MpiSession {
   int world_rank() const { return rank_; }
   int world_size() const { return size_; }
   const std::string& host() const { return host_; }
+  // The bf16/fp16 sums every communicator of the run uses (Topology's reductions).
+  const ReductionOps* reductions() const { return reductions_.get(); }
   // Ends every rank of the job with this exit code after printing message on this rank.
   [[noreturn]] void abort(int code, const std::string& message) const;
 
@@ -26,6 +30,7 @@ class MpiSession {
   int rank_ = 0;
   int size_ = 1;
   std::string host_;
+  std::unique_ptr<ReductionOps> reductions_;  // freed before MPI_Finalize
 };
 
 std::string mpi_error_string(int code);

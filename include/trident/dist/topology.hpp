@@ -51,7 +51,8 @@ class Topology {
  public:
   // Collective over base (MPI_COMM_WORLD in main; tests may pass MPI_COMM_SELF or a split), which
   // is duplicated, not owned. base's size != dp*tp*pp is a ConfigError.
-  Topology(const Layout& layout, MPI_Comm base);
+  // reductions: the session's bf16/fp16 sums, given to every group (nullptr: none).
+  Topology(const Layout& layout, MPI_Comm base, const ReductionOps* reductions = nullptr);
 
   const Layout& layout() const { return layout_; }
   int world_rank() const { return world_.rank(); }

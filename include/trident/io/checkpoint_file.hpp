@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,9 +36,11 @@ struct CheckpointAttributes {
 };
 
 // Collective over comm. datasets: every dataset of the checkpoint (all ranks' union) with its
-// global shape. Writes path + ".tmp", fsyncs, renames to path.
+// global shape. Writes path + ".tmp", fsyncs, renames to path. before_rename (optional) runs on
+// every rank once the temporary file is complete, before the rename.
 void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
-                      const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes);
+                      const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes,
+                      const std::function<void()>& before_rename = {});
 
 // Collective over comm. Checks the format version and that each piece's dataset exists with
 // the expected global shape (ConfigError naming the tensor otherwise), then reads the pieces.
@@ -51,6 +54,7 @@ struct CheckpointState {
   int64_t tokens = 0, sampler_step = 0;  // 0 when absent
   uint64_t seed = 0;                     // 0 when absent
   double loss_scale = 0;                 // 0 when absent
+  double elapsed_s = 0;                  // training seconds of the run when written (0 when absent)
   int layout_dp = 1, layout_tp = 1, layout_pp = 1, layout_zero = 0;
   std::string config;                    // the resolved config text ("" when absent)
 };

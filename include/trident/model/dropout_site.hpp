@@ -9,11 +9,19 @@
 
 namespace trident::model {
 
+// LoRA's dropout cannot mask its input in place (the base weight reads it unmasked): the masked
+// copies of an adapter's input and of its input gradient go here. One per model, shared by
+// every adapter (their calls never overlap), grown on demand.
+struct LoraScratch {
+  Tensor masked_input, masked_grad;
+};
+
 struct DropoutSite {
   double p = 0;
   uint64_t key = 0;
   uint64_t stream = 0;       // the optimizer step
   int64_t first_index = 0;   // global index of this micro-batch's first element (LoRA: its first row)
+  LoraScratch* lora_scratch = nullptr;  // LoRA's site: the model's scratch (needed when active)
 
   bool active() const { return p > 0; }
   // Forward on activations and backward on their gradient are the same call.

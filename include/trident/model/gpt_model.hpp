@@ -13,16 +13,9 @@
 #include "trident/model/block.hpp"
 #include "trident/model/embedding.hpp"
 #include "trident/model/lm_head.hpp"
+#include "trident/model/recompute.hpp"
 
 namespace trident::model {
-
-// Activation recompute (train.recompute): none keeps every block's activations per micro-batch;
-// selective keeps all but attention's (q, k, v, attention output, lse) and rebuilds those in
-// backward; full keeps only each block's input and reruns the block's forward in backward.
-// The same kernels in the same order: losses are bitwise those of none.
-enum class Recompute { kNone, kSelective, kFull };
-Recompute recompute_from_name(const std::string& name);
-const char* recompute_name(Recompute mode);
 
 // Which layers this rank runs. chunks[c] = [first, last) global layer indices of its model
 // chunk c (virtual stage c*pp + stage); embedding / head: whether it holds virtual stage 0 /
@@ -59,6 +52,7 @@ class GPTModel {
   void initialize(uint64_t seed);
   ParamStore& params() { return params_; }
   const ModelConfig& config() const { return cfg_; }
+  Ops& ops() const { return ops_; }  // the backend its tensors live on
   const StagePlan& plan() const { return plan_; }
   const TensorParallel& tensor_parallel() const { return tp_; }
   int micro_batch() const { return micro_batch_; }

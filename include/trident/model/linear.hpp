@@ -52,8 +52,8 @@ class Linear {
   void lora_forward(Ops& ops, const Tensor& x, Tensor& y, const DropoutSite& d) const;
   void lora_backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, const DropoutSite& d) const;
   Tensor lora_rows(Ops& ops, Tensor& buffer, int64_t rows) const;
-  // The adapter's input: x, or x with the dropout mask applied (in a shared scratch buffer).
-  Tensor lora_input(Ops& ops, const Tensor& x, const DropoutSite& d, int scratch) const;
+  // The adapter's input: x, or x with the dropout mask applied (in d's LoRA scratch).
+  Tensor lora_input(Ops& ops, const Tensor& x, const DropoutSite& d) const;
   // Applies the mask of d to t [rows, this rank's input features] in place.
   void lora_mask(Ops& ops, Tensor& t, const DropoutSite& d) const;
 

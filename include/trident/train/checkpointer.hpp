@@ -4,8 +4,11 @@
 // copy: /model holds the fp32 master weights), in global shapes, so any layout (dp, tp, pp,
 // zero) loads any checkpoint. Replicas are written by one rank of their group. Files are
 // checkpoints/step_<8 digits>.h5; `latest` names the newest complete one and is replaced
-// atomically; only checkpoint.keep files are kept, the oldest removed after a newer one is
-// complete.
+// atomically; checkpoint.keep bounds the files kept: after a save the oldest of those at or
+// below its step go, never the one just written (which `latest` then names) and never one of
+// a higher step (another run's, in a directory it shares).
+//
+// Without an optimizer (evaluation) only the model's weights can be loaded.
 //
 // Asynchronous mode (checkpoint.async): the state is copied into snapshot buffers (allocated
 // once) and a writer thread writes it over its own duplicate of the world communicator while
@@ -37,16 +40,18 @@
 #include "trident/dist/topology.hpp"
 #include "trident/io/checkpoint_file.hpp"
 #include "trident/model/gpt_model.hpp"
-#include "trident/train/adamw.hpp"
+#include "trident/train/optim/adamw.hpp"
 #include "trident/train/run_config.hpp"
+#include "trident/train/run_hooks.hpp"
 
 namespace trident::train {
 
 class Checkpointer {
  public:
   // ops: the backend that holds the model's and optimizer's tensors (copies to and from the host).
-  Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, AdamW& optimizer, Ops& ops,
-               const Logger& log);
+  // optimizer: nullptr when only weights are loaded (load_model). hooks: see RunHooks.
+  Checkpointer(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model, Ops& ops, const Logger& log,
+               AdamW* optimizer, RunHooks* hooks = nullptr);
   ~Checkpointer();
 
   // Collective: checkpoints the state after `steps_done` optimizer steps, synchronously or, in
@@ -56,16 +61,23 @@ class Checkpointer {
   void wait();
   // Seconds the last completed write took (the whole write, in the background when async).
   double last_write_seconds() const { return last_write_s_; }
-  // The loss scale to store with the next checkpoint, and the one a resume restored (0: none).
+  // The loss scale and the run's training seconds so far to store with the next checkpoint,
+  // and the ones a resume restored (0: none).
   void set_loss_scale(double scale) { loss_scale_ = scale; }
   double restored_loss_scale() const { return restored_loss_scale_; }
-  // Collective: loads per checkpoint.resume (auto: the newest complete checkpoint in the
-  // directory, if any; none; or a path). Returns the optimizer steps done by the loaded state
-  // (0 when nothing was loaded).
+  void set_elapsed(double seconds) { elapsed_s_ = seconds; }
+  double restored_elapsed() const { return restored_elapsed_s_; }
+  // The checkpoint checkpoint.resume names: auto: the newest complete one in the directory
+  // ("" if none); none: ""; else the path given.
+  std::string resume_path() const;
+  // Collective: loads resume_path() (needs the optimizer). Returns the optimizer steps done by
+  // the loaded state (0 when nothing was loaded).
   int64_t resume();
-  // Collective: loads only the model weights of a checkpoint (model.init_from = FILE.h5), in any
-  // layout; optimizer state and step stay fresh.
-  void load_model(const std::string& path);
+  // Collective: loads only the model weights of a checkpoint, in any layout; optimizer state
+  // and step stay as they are. adapters: the LoRA adapters too (evaluating a fine-tuned run);
+  // without, they keep their initialisation (model.init_from = FILE.h5: a base model has
+  // none). Returns the steps the checkpoint had done.
+  int64_t load_model(const std::string& path, bool adapters);
   const std::string& directory() const { return dir_; }
   // Collective: checkpoint (and resume) this compressor's state too (nullptr: none). Call before
   // resume(), on every rank.
@@ -76,6 +88,8 @@ class Checkpointer {
   // The newest complete checkpoint of a directory ("" if none): `latest` when it names an
   // existing file, else the highest step_*.h5 (never a .tmp).
   static std::string newest(const std::string& dir);
+  // step_<8 digits>.h5
+  static bool is_step_file(const std::string& name);
 
  private:
   // The pieces of this rank's state; value(p) and moment(i, second) give the tensors to write or
@@ -110,20 +124,23 @@ class Checkpointer {
   io::CheckpointAttributes attributes(int64_t steps_done) const;
   // Writes the file, then (rank 0) replaces `latest` and prunes; collective over comm.
   void write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces);
-  void prune();
+  // Removes the oldest step files at or below `written` beyond checkpoint.keep (rank 0).
+  void prune(int64_t written);
 
   const RunConfig& cfg_;
   dist::Topology& topology_;
   model::GPTModel& model_;
-  AdamW& optimizer_;
   Ops& ops_;
   const Logger& log_;
+  AdamW* optimizer_;
+  RunHooks* hooks_;
   std::string dir_;
   std::map<std::string, Shape> datasets_;  // every rank's, identical on all ranks
   std::atomic<double> last_write_s_ = 0;
-  double loss_scale_ = 1.0, restored_loss_scale_ = 0.0;  // set by the writer thread in async mode
-  // Asynchronous mode.
-  MPI_Comm async_comm_ = MPI_COMM_NULL;
+  double loss_scale_ = 1.0, restored_loss_scale_ = 0.0;
+  double elapsed_s_ = 0.0, restored_elapsed_s_ = 0.0;
+  // Asynchronous mode: the writer thread's own duplicate of the world communicator.
+  std::unique_ptr<dist::Communicator> async_comm_;
   // Host snapshot (keeps_snapshot()): flat values, moments, compression state; frozen values
   // only when staged, copied again only after a load (training never changes them).
   Tensor snapshot_values_, snapshot_exp_avg_, snapshot_exp_avg_sq_, snapshot_comm_, snapshot_frozen_;

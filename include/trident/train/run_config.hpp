@@ -7,35 +7,13 @@
 #include "trident/core/dtype.hpp"
 #include "trident/dist/compression.hpp"
 #include "trident/dist/topology.hpp"
-#include "trident/train/lisa.hpp"
-#include "trident/model/gpt_model.hpp"
 #include "trident/model/model_config.hpp"
-#include "trident/train/pipeline_schedule.hpp"
+#include "trident/model/recompute.hpp"
+#include "trident/train/optim/lisa.hpp"
+#include "trident/train/pipeline/pipeline_schedule.hpp"
+#include "trident/train/train_config.hpp"
 
 namespace trident::train {
-
-enum class Decay { kCosine, kLinear, kConst };
-
-struct TrainConfig {
-  int64_t steps = 100;
-  int micro_batch = 2;
-  int global_batch = 16;
-  double lr = 3e-4;
-  double min_lr = 3e-5;
-  int64_t warmup = 10;
-  Decay decay = Decay::kCosine;
-  double weight_decay = 0.1;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double clip = 1.0;        // 0: no clipping
-  uint64_t seed = 1234;
-  DType precision = DType::kF32;   // GEMM inputs: fp32, bf16 or fp16 (fp32 accumulation)
-  std::string loss_scale = "dynamic";
-  int threads = 0;          // 0: cores of the node / ranks on the node
-  std::string backend = "auto";  // auto (cuda when this rank sees a GPU, else cpu) | cpu | cuda
-  int max_bad_steps = 5;
-};
 
 struct DataConfig {
   std::string train;        // shard prefix
@@ -69,6 +47,7 @@ struct LogConfig {
   int interval = 1;
   int eval_interval = 0;
   int eval_batches = 8;
+  bool overwrite = false;  // a fresh start may move an earlier run's record aside (RunRecord)
 };
 
 // Generation tasks (eval.*): JSONL prompt/answer or chat lines, greedy generation scored by
@@ -107,6 +86,5 @@ struct RunConfig {
   int micro_batches_per_step() const { return train.global_batch / (train.micro_batch * layout.dp); }
 };
 
-Decay decay_from_name(const std::string& name);
 
 }  // namespace trident::train

@@ -1,0 +1,116 @@
+// GradReducer: data-parallel gradient reduction over contiguous buckets of the flat gradient
+// buffer (comm.bucket_mb). With overlap, a bucket's non-blocking reduction starts during the
+// last micro-batch's backward as soon as every gradient in it is final; the optimizer then
+// waits only for what is still in flight. Gradients are reduced once per optimizer step.
+//
+// Without ZeRO each bucket is all-reduced. With ZeRO-1 (parallel.zero = 1) each bucket is
+// reduce-scattered: dp rank r owns block r of every bucket, updates only those parameters
+// (optimizer state exists only for them, ~1/dp of the whole) and all-gathers the updated
+// values afterwards. Bucket lengths are multiples of dp, so blocks divide evenly.
+//
+// With comm.compression (dist/compression.hpp) a bucket is compressed when it becomes final
+// (overlap keeps working for the first exchange; the second, where a method has one, runs in
+// finish()); with ZeRO-1 the compressed reduction leaves this rank's block in its shard. The
+// reduced gradient (the norm, clipping and the update see it) is then an approximation, so
+// layout invariance holds only for compression = none.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "trident/dist/communicator.hpp"
+#include "trident/dist/compression.hpp"
+#include "trident/model/param_store.hpp"
+#include "trident/train/optim/adamw.hpp"
+
+namespace trident::train {
+
+struct ReducerOptions {
+  double bucket_mb = 25;
+  bool overlap = true;
+  bool zero = false;
+  dist::CompressionOptions compression;
+  // comm.grad_dtype: kBF16/kF16 reduce each bucket as 16-bit values (half the bytes; each
+  // reduction step adds in fp32 and rounds once), converted back to fp32 afterwards. fp32: exact.
+  DType grad_dtype = DType::kF32;
+};
+
+class GradReducer {
+ public:
+  // The flat buffers of params must be padded to a multiple of pad_multiple(dp size).
+  // model_parallel: the group whose ranks hold different parts of the model (tp x pp), over
+  // which the gradient norm is summed (nullptr: none); tp_rank: parameters replicated over the
+  // tensor-parallel group count in the norm on tp rank 0 only.
+  GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
+              dist::Communicator* model_parallel = nullptr, int tp_rank = 0);
+  static int64_t pad_multiple(int dp_size) { return 16 * int64_t(dp_size); }
+
+  bool overlap() const { return options_.overlap; }
+  // A token table tied across the first and last pipeline stage gets gradient on both: finish()
+  // sums grad (its part of the flat gradient buffer) over group, the two stages, before it
+  // reduces the buckets holding it. Call once, on both stages.
+  void tie_across_stages(Tensor grad, dist::Communicator& group) {
+    tied_grad_ = std::move(grad);
+    tied_group_ = &group;
+  }
+  // Marks every bucket pending; call before the step's last micro-batch.
+  void start_step(int64_t steps_done = 0);
+  // Gradients from flat offset `offset` to the end are final: start those buckets (overlap).
+  void grads_final_from(int64_t offset);
+  // Sums the tied table (tie_across_stages), starts what is left and waits for every bucket.
+  void finish();
+  // Global L2 norm of the reduced gradient (after finish), the same on every rank: every
+  // parameter counted once whatever the layout.
+  double grad_norm();
+  // The ranges of the flat buffer this rank updates, with their gradients (all of it without
+  // ZeRO, its blocks with ZeRO).
+  std::vector<OptimSegment> optimizer_segments() const;
+  // ZeRO: all-gathers the updated parameter blocks (no-op otherwise).
+  void gather_parameters();
+
+  size_t num_buckets() const { return buckets_.size(); }
+
+  // Bytes this rank put on the wire for the dp reduction of the current step (gradients and the
+  // ZeRO-1 parameter all-gather), and what the same step uncompressed would have put there.
+  uint64_t step_wire_bytes() const { return step_wire_bytes_; }
+  uint64_t step_raw_bytes() const { return step_raw_bytes_; }
+  // Error-feedback state (nullptr without compression): checkpointed per rank.
+  dist::GradCompressor* compressor() { return compressor_.get(); }
+  // A skipped step (non-finite gradients) leaves NaN in the residuals: start them afresh.
+  void discard_compression_state() {
+    if (compressor_) compressor_->reset_state();
+  }
+
+ private:
+  struct Bucket {
+    int64_t begin = 0, end = 0;  // flat element range, length a multiple of dp
+    Tensor shard_grad;           // ZeRO: this rank's block of the reduced gradient
+    Tensor low, shard_low;       // comm.grad_dtype 16-bit: the bucket and its reduced block on the wire
+    dist::CommRequest request;
+    bool started = false;
+  };
+  void start(size_t i);
+  void make_compressor();
+  // The gradient the norm counts, as few contiguous ranges as the segments allow: one
+  // sum_squares each, so a GPU returns one number per range rather than per parameter.
+  std::vector<Tensor> norm_ranges() const;
+  // This rank's block of a bucket, as the communicator splits it.
+  int64_t block_begin(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).begin; }
+  int64_t block_end(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).end; }
+
+  model::ParamStore& params_;
+  Ops& ops_;
+  dist::Communicator& dp_;
+  ReducerOptions options_;
+  dist::Communicator* model_parallel_;
+  int tp_rank_;
+  std::vector<OptimSegment> segments_;
+  std::vector<Tensor> norm_ranges_;
+  std::vector<Bucket> buckets_;
+  size_t next_to_start_ = 0;  // buckets start from the last one down
+  std::unique_ptr<dist::GradCompressor> compressor_;
+  Tensor tied_grad_;
+  dist::Communicator* tied_group_ = nullptr;
+  uint64_t step_wire_bytes_ = 0, step_raw_bytes_ = 0;
+};
+
+}  // namespace trident::train

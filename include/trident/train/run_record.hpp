@@ -1,0 +1,42 @@
+// RunRecord: the record a training run keeps in its run directory (DESIGN.md section 5):
+// config.ini (the resolved configuration of its latest start) and metrics.jsonl (one line per
+// logged step), owned by world rank 0. Opening it is where a training start meets what the
+// directory already holds, and nothing there is lost:
+//   - a fresh start (no checkpoint resumed) refuses a metrics.jsonl that holds lines, with a
+//     ConfigError saying what to do, unless log.overwrite = true, which first moves the old
+//     record aside as metrics.jsonl.N, config.ini.N and eval.jsonl.N (the first free N);
+//   - a resumed start keeps the lines up to the resumed step and moves those after it (logged
+//     after that checkpoint by a job that then died) to metrics.jsonl.lost-<step>;
+//   - a partial last line (a crash mid-write) is dropped and reported.
+// Only `trident train` opens one: evaluation, benchmarks and conversions never touch it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "trident/core/log.hpp"
+#include "trident/dist/communicator.hpp"
+#include "trident/io/jsonl_file.hpp"
+#include "trident/train/run_config.hpp"
+
+namespace trident::train {
+
+class RunRecord {
+ public:
+  // Collective over world: rank 0 examines and opens the record, every rank returns or throws
+  // the same error (ConfigError for the user's mistakes). resumed_step: the optimizer steps of
+  // the checkpoint this start resumed (0: a fresh start). Returns nullptr on ranks other than 0.
+  static std::unique_ptr<RunRecord> open(const RunConfig& cfg, int64_t resumed_step, dist::Communicator& world,
+                                         const Logger& log);
+
+  void write(const io::MetricsRecord& record) { metrics_.append(io::metrics_json(record)); }
+  // elapsed_s of the last line kept from earlier starts (0: none).
+  double last_elapsed() const { return last_elapsed_; }
+
+ private:
+  RunRecord(const std::string& metrics_path, double last_elapsed);
+  io::JsonlAppender metrics_;
+  double last_elapsed_ = 0;
+};
+
+}  // namespace trident::train

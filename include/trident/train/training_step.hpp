@@ -1,0 +1,60 @@
+// TrainingStep: one whole optimizer step over this rank's micro-batches: zero the gradients,
+// run the pipeline schedule (gradients accumulate, normalised by the global batch's valid
+// targets; buckets start their dp reduction during the last micro-batch's backward), finish
+// the gradient reduction (the tied table over its two stages, then dp), clip by the global
+// norm, AdamW update (and ZeRO-1's all-gather), loss scale update. A non-finite loss or
+// gradient on any rank skips the update on every rank.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "trident/data/batch.hpp"
+#include "trident/dist/topology.hpp"
+#include "trident/model/gpt_model.hpp"
+#include "trident/train/optim/adamw.hpp"
+#include "trident/train/optim/grad_reducer.hpp"
+#include "trident/train/optim/lisa_switch.hpp"
+#include "trident/train/optim/loss_scaler.hpp"
+#include "trident/train/pipeline/pipeline_executor.hpp"
+#include "trident/train/run_hooks.hpp"
+#include "trident/train/train_config.hpp"
+
+namespace trident::train {
+
+// What one optimizer step produced (the same on every rank).
+struct StepResult {
+  double loss = 0;        // mean over the valid targets of the global batch
+  double grad_norm = 0;   // before clipping
+  double lr = 0;
+  double seconds = 0;
+  double bubble = 0;      // share of the step this rank waited for pipeline neighbours
+  bool skipped = false;   // non-finite loss or gradient somewhere: no update on any rank
+  double loss_scale = 1;  // the scale this step used
+};
+
+class TrainingStep {
+ public:
+  // Every piece outlives the step. lisa (nullptr: none) switches the trained blocks before a
+  // step; hooks (nullptr: none) sees the zeroed gradients (RunHooks::gradients_zeroed).
+  // topology: its dp and pp groups sum the loss (it lives on the last stage).
+  TrainingStep(const TrainConfig& cfg, model::GPTModel& model, PipelineExecutor& pipeline, GradReducer& reducer,
+               AdamW& optimizer, LossScaler& scaler, dist::Topology& topology, LisaSwitch* lisa = nullptr,
+               RunHooks* hooks = nullptr);
+
+  // Optimizer step `step` (0-based) on batches (micro-batch k of this rank at k); valid_targets
+  // counts the targets >= 0 of the whole global batch (all dp ranks).
+  StepResult run(int64_t step, const std::vector<data::Batch>& batches, int64_t valid_targets);
+
+ private:
+  const TrainConfig& cfg_;
+  model::GPTModel& model_;
+  PipelineExecutor& pipeline_;
+  GradReducer& reducer_;
+  AdamW& optimizer_;
+  LossScaler& scaler_;
+  dist::Topology& topology_;
+  LisaSwitch* lisa_;
+  RunHooks* hooks_;
+};
+
+}  // namespace trident::train

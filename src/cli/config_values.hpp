@@ -1,0 +1,64 @@
+// The resolved configuration as strings (every schema key, from the file, the command line or
+// its default) with typed getters that name the key on error, and the readers that turn it into
+// a RunConfig, one per section (config_sections.cpp). Private to the CLI.
+#pragma once
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "trident/core/error.hpp"
+#include "trident/model/model_config.hpp"
+#include "trident/train/run_config.hpp"
+
+namespace trident::cli {
+
+// The resolved string value of every key, with typed getters that name the key on error.
+class Values {
+ public:
+  explicit Values(std::map<std::string, std::string> v) : values_(std::move(v)) {}
+  const std::string& str(const std::string& key) const { return values_.at(key); }
+
+  int64_t integer(const std::string& key) const {
+    const std::string& s = str(key);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(s.c_str(), &end, 10);
+    TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected an integer, got '", s, "'");
+    return v;
+  }
+  int int32(const std::string& key) const {
+    const int64_t v = integer(key);
+    TRIDENT_CONFIG_CHECK(v >= INT32_MIN && v <= INT32_MAX, key, ": ", v, " is out of range");
+    return static_cast<int>(v);
+  }
+  double number(const std::string& key) const {
+    const std::string& s = str(key);
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(s.c_str(), &end);
+    TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected a number, got '", s, "'");
+    return v;
+  }
+  bool boolean(const std::string& key) const {
+    std::string s = str(key);
+    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+    if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "0" || s == "no" || s == "off") return false;
+    throw ConfigError(key + ": expected true or false, got '" + str(key) + "'");
+  }
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+// The configuration as INI text, every key of the schema (config.ini, a checkpoint's config).
+std::string resolved_ini(const Values& v);
+// [model] and [lora]: the model, resolved (defaults filled, rules checked).
+model::ModelConfig read_model_section(const Values& v);
+// Every section and the rules across them; world_size is checked against dp * tp * pp.
+train::RunConfig to_run_config(const Values& v, int world_size);
+
+}  // namespace trident::cli

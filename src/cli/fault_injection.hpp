@@ -1,0 +1,45 @@
+// FaultInjection: the failures trident's end-to-end tests plant, from environment variables
+// read once by the CLI, acted out through the run's hooks (train::RunHooks):
+//   TRIDENT_TEST_FAIL="rank=R,step=S": rank R throws at the start of step S (a failure on any
+//     rank must end the whole job with its message, not leave the others in a collective);
+//   TRIDENT_TEST_PREEMPT=S: after step S the run behaves as if SIGTERM had arrived
+//     (checkpoint, exit 0), at a step chosen exactly;
+//   TRIDENT_TEST_HANG="rank=R,step=S": rank R stops responding at the start of step S (the
+//     others' watchdogs must report it and end the job);
+//   TRIDENT_TEST_NONFINITE="rank=R,step=S,count=C,value=nan|inf": one of rank R's gradients is
+//     NaN or inf (an fp16 overflow) in steps S..S+C-1; every rank must skip those steps together;
+//   TRIDENT_TEST_CHECKPOINT_DELAY="SECONDS:FILE_NAME": that checkpoint's finished .tmp file is
+//     held before its rename, so a test can kill the job mid-checkpoint.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "trident/train/run_hooks.hpp"
+
+namespace trident::cli {
+
+class FaultInjection : public train::RunHooks {
+ public:
+  // Parses the variables (an unset one plants nothing; a malformed one is a ConfigError).
+  static FaultInjection from_environment(int world_rank);
+
+  void step_starting(int64_t step) override;
+  void gradients_zeroed(int64_t step, Ops& ops, Tensor grads) override;
+  bool stop_after(int64_t step) override { return preempt_after_ == step; }
+  void checkpoint_written(const std::string& path) override;
+
+ private:
+  int world_rank_ = 0;
+  int fail_rank_ = -1;
+  int64_t fail_step_ = -1;
+  int64_t preempt_after_ = -1;
+  int nan_rank_ = -1;
+  int64_t nan_step_ = -1, nan_count_ = 0;
+  double nan_value_ = 0;
+  int hang_rank_ = -1;
+  int64_t hang_step_ = -1;
+  double checkpoint_delay_s_ = 0;
+  std::string checkpoint_delayed_;  // the file name held
+};
+
+}  // namespace trident::cli

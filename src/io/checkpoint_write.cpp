@@ -1,0 +1,102 @@
+// Writing a checkpoint collectively: every dataset created by every rank in one order, each
+// rank's pieces as hyperslabs, checksums, then fsync and an atomic rename.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "checkpoint_hdf5.hpp"
+#include "trident/dist/mpi_session.hpp"
+
+namespace trident::io {
+
+using namespace detail;
+
+namespace {
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+}  // namespace
+
+void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
+                      const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes,
+                      const std::function<void()>& before_rename) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  const std::string tmp = path + ".tmp";
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  try {
+    H5Handle fapl = file_access(comm);
+    H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    require_io(file.get() >= 0, "checkpoint: cannot create ", tmp, " (directory missing, read-only or full?)");
+    write_number_attribute(file.get(), "format_version", kCheckpointFormatVersion);
+    for (const auto& [name, v] : attributes.numbers) write_number_attribute(file.get(), name, v);
+    for (const auto& [name, text] : attributes.texts) write_string_attribute(file.get(), name, text);
+    H5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    H5Handle dxpl = collective_transfer();
+    // Checksums of the whole tensors, from every rank's written pieces, summed in one call.
+    std::vector<uint64_t> checksums;
+    for (const auto& [name, shape] : datasets)
+      checksums.push_back(partial_checksum(pieces_of(name, pieces, /*writing=*/true), shape.ndim() > 1 ? shape[1] : shape[0]));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_SUM, comm));
+    size_t checksum_index = 0;
+    std::vector<char> buffer;
+    for (const auto& [name, shape] : datasets) {  // the same sorted order on every rank
+      hsize_t dims[2] = {hsize_t(shape[0]), shape.ndim() > 1 ? hsize_t(shape[1]) : 1};
+      H5Handle space(H5Screate_simple(shape.ndim(), dims, nullptr), H5Sclose);
+      H5Handle ds(H5Dcreate2(file.get(), name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), H5P_DEFAULT,
+                             H5P_DEFAULT),
+                  H5Dclose);
+      TRIDENT_CHECK(ds.get() >= 0, "cannot create dataset ", name, " in ", tmp);
+      write_checksum_attribute(ds.get(), checksums[checksum_index++]);
+      // Collective transfer: every rank writes every dataset, possibly an empty selection.
+      H5Sselect_none(space.get());
+      const auto mine = pieces_of(name, pieces, /*writing=*/true);
+      int64_t count = 0;
+      hid_t type = H5T_NATIVE_FLOAT;
+      for (const ShardPiece* p : mine) count += stored_count(*p);
+      if (count > 0) {
+        type = memory_type(mine.front()->data);
+        const size_t elem = dtype_size(mine.front()->data.dtype());
+        buffer.resize(static_cast<size_t>(count) * elem);
+        size_t at = 0;
+        for (const ShardPiece* p : mine) {
+          TRIDENT_CHECK(memory_type(p->data) == type, name, ": pieces of mixed dtypes");
+          select_piece(space.get(), shape.ndim(), *p);
+          const size_t bytes = static_cast<size_t>(stored_count(*p)) * elem;
+          std::copy_n(static_cast<const char*>(p->data.raw()), bytes, buffer.data() + at);
+          at += bytes;
+        }
+      }
+      const hsize_t mem_count[1] = {hsize_t(std::max<int64_t>(count, 1))};
+      H5Handle memspace(H5Screate_simple(1, mem_count, nullptr), H5Sclose);
+      if (count == 0) H5Sselect_none(memspace.get());
+      require_io(H5Dwrite(ds.get(), type, memspace.get(), space.get(), dxpl.get(), count ? buffer.data() : nullptr) >= 0,
+                 "checkpoint: writing ", name, " to ", tmp, " failed (disk full or I/O error); the previous checkpoint "
+                 "is untouched");
+    }
+    require_io(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, "checkpoint: flushing ", tmp,
+               " failed (disk full or I/O error); the previous checkpoint is untouched");
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // free the space a partial file holds
+    throw;
+  }
+  MPI_CHECK(MPI_Barrier(comm));
+  if (before_rename) before_rename();
+  if (rank == 0) {
+    fsync_path(tmp);
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    TRIDENT_CHECK(!ec, "cannot rename ", tmp, " to ", path, ": ", ec.message());
+    fsync_path(std::filesystem::path(path).parent_path().string());
+  }
+  MPI_CHECK(MPI_Barrier(comm));
+}
+
+}  // namespace trident::io

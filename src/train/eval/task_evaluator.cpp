@@ -1,0 +1,198 @@
+// Generation tasks: load and render the JSONL lines, generate greedily in batches per
+// data-parallel replica, score, and combine over the world.
+#include "trident/train/eval/task_evaluator.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "trident/core/error.hpp"
+#include "trident/core/json.hpp"
+#include "trident/core/timer.hpp"
+#include "trident/data/prep.hpp"
+#include "trident/data/prep_record.hpp"
+#include "trident/model/hf_config.hpp"
+#include "trident/train/eval/answer_match.hpp"
+#include "trident/train/eval/evaluator.hpp"
+#include "trident/train/eval/generator.hpp"
+
+namespace trident::train {
+
+namespace {
+constexpr int kSamplesShown = 3;
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
+}
+
+// What the template writes after the answer, up to its first line break ("<|im_end|>" for
+// ChatML): a generation that goes on past the answer is cut there.
+std::string answer_end(const std::string& rendered_answer, const std::string& reference) {
+  if (!rendered_answer.starts_with(reference)) return "";
+  const std::string rest = rendered_answer.substr(reference.size());
+  return trim(std::string_view(rest).substr(0, rest.find('\n')));
+}
+
+std::string cut_at(const std::string& text, const std::string& end) {
+  if (end.empty()) return text;
+  const size_t at = text.find(end);
+  return at == std::string::npos ? text : text.substr(0, at);
+}
+}  // namespace
+
+std::vector<TaskExample> load_task(const std::string& path, const std::string& prompt_template,
+                                   const data::Tokenizer& tokenizer, int max_prompt_tokens, int max_examples) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("eval.task: cannot read '" + path + "'");
+  const data::PromptTemplate tmpl(prompt_template);
+  std::vector<TaskExample> out;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (trim(line).empty()) continue;
+    if (max_examples > 0 && int64_t(out.size()) == max_examples) break;
+    try {
+      const Json json = Json::parse(line);
+      const data::Example example = data::parse_example(json);
+      if (example.kind == data::Example::Kind::kText)
+        throw ConfigError(R"(a task line needs an answer: {"input", "output"} or {"messages"})");
+      TaskExample t;
+      const data::RenderedDocument doc = tmpl.render(example);
+      t.prompt = doc.prompt;
+      t.references.push_back(data::example_content(example).second);
+      if (const Json* more = json.find("answers")) {
+        if (!more->is_array()) throw ConfigError(R"("answers" must be an array of strings)");
+        for (const Json& a : more->as_array()) {
+          if (!a.is_string()) throw ConfigError(R"("answers" must be an array of strings)");
+          t.references.push_back(a.as_string());
+        }
+      }
+      t.answer_end = answer_end(doc.answer, t.references.front());
+      for (uint32_t id : tokenizer.encode(doc.prompt)) t.prompt_ids.push_back(static_cast<int32_t>(id));
+      if (t.prompt_ids.empty()) throw ConfigError("the rendered prompt is empty");
+      t.truncated = int(t.prompt_ids.size()) > max_prompt_tokens;
+      if (t.truncated)
+        t.prompt_ids.erase(t.prompt_ids.begin(), t.prompt_ids.end() - max_prompt_tokens);
+      out.push_back(std::move(t));
+    } catch (const ConfigError& e) {
+      throw ConfigError(detail::concat("eval.task ", path, ":", number, ": ", e.what()));
+    }
+  }
+  if (out.empty()) throw ConfigError("eval.task: '" + path + "' holds no examples");
+  return out;
+}
+
+std::string task_tokenizer_spec(const RunConfig& cfg) {
+  if (cfg.eval.tokenizer != "auto") return cfg.eval.tokenizer;
+  if (!cfg.init_from.empty()) {
+    const std::string own = model::model_tokenizer_path(cfg.init_from);
+    if (!own.empty()) return own;
+  }
+  for (const std::string& prefix : {cfg.data.train, cfg.data.valid})
+    if (!prefix.empty())
+      if (std::string named = data::prep_json_field(prefix, "tokenizer"); !named.empty()) return named;
+  return "byte";
+}
+
+std::string task_template(const RunConfig& cfg) {
+  if (cfg.eval.prompt_template != "auto") return cfg.eval.prompt_template;
+  for (const std::string& prefix : {cfg.data.train, cfg.data.valid})
+    if (!prefix.empty())
+      if (std::string named = data::prep_json_field(prefix, "template"); !named.empty()) return named;
+  return "plain";
+}
+
+TaskEvaluator::TaskEvaluator(const RunConfig& cfg, dist::Topology& topology, const model::GPTModel& model, Ops& ops)
+    : cfg_(cfg), topology_(topology), model_(model), ops_(ops) {
+  tokenizer_ = data::load_tokenizer(task_tokenizer_spec(cfg));
+  TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= uint64_t(model.config().vocab), "eval.tokenizer ",
+                       tokenizer_->describe(), " has ", tokenizer_->vocab_size(), " ids; the model's vocabulary is ",
+                       model.config().vocab);
+  const int max_prompt = model.config().seq_len - cfg.eval.max_new_tokens;
+  examples_ = load_task(cfg.eval.task, task_template(cfg), *tokenizer_, max_prompt, cfg.eval.examples);
+  stop_.push_back(static_cast<int32_t>(tokenizer_->end_of_text()));
+  if (auto im_end = tokenizer_->special_token("<|im_end|>")) stop_.push_back(static_cast<int32_t>(*im_end));
+}
+
+TaskEvaluator::~TaskEvaluator() = default;
+
+TaskResult TaskEvaluator::run(int64_t step) {
+  topology_.world().barrier();
+  Stopwatch watch;
+  const int dp = topology_.layout().dp, me = topology_.dp_rank(), batch = cfg_.eval.batch;
+  std::vector<const TaskExample*> mine;
+  for (size_t i = me; i < examples_.size(); i += dp) mine.push_back(&examples_[i]);
+  int longest = 1;
+  for (const TaskExample* e : mine) longest = std::max<int>(longest, static_cast<int>(e->prompt_ids.size()));
+  const int slots = std::max(1, std::min<int>(batch, static_cast<int>(mine.size())));
+  Generator generator(model_, ops_, &topology_.pp(), slots, longest, longest + cfg_.eval.max_new_tokens);
+
+  double sums[4] = {0, 0, 0, 0};  // exact match, f1, examples, generated tokens (counted on one rank per replica)
+  const bool counts = topology_.tp_rank() == 0 && topology_.pp_rank() == 0;
+  TaskResult r;
+  for (size_t first = 0; first < mine.size(); first += slots) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (size_t i = first; i < std::min(mine.size(), first + slots); ++i) prompts.push_back(mine[i]->prompt_ids);
+    const auto outputs = generator.generate(prompts, cfg_.eval.max_new_tokens, stop_);
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const TaskExample& e = *mine[first + k];
+      // Ids past the tokenizer's vocabulary (the model's may be padded) decode to nothing.
+      std::vector<uint32_t> ids;
+      for (int32_t id : outputs[k])
+        if (uint64_t(id) < tokenizer_->vocab_size()) ids.push_back(uint32_t(id));
+      const std::string prediction = cut_at(tokenizer_->decode(ids), e.answer_end);
+      const AnswerScore score = score_answer(prediction, e.references);
+      if (counts) sums[0] += score.exact_match, sums[1] += score.f1, sums[2] += 1, sums[3] += double(outputs[k].size());
+      if (int(r.samples.size()) < kSamplesShown) r.samples.push_back({e.prompt, e.references.front(), prediction});
+    }
+  }
+  topology_.world().all_reduce_sum(sums, 4);
+  double peak[2] = {watch.seconds(), peak_rss_mb()};
+  topology_.world().all_reduce_max(peak, 2);
+  int64_t truncated = 0;
+  for (const TaskExample& e : examples_) truncated += e.truncated;
+
+  r.step = step;
+  r.examples = static_cast<int64_t>(sums[2]);
+  r.exact_match = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
+  r.f1 = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+  r.generated_tokens = static_cast<int64_t>(sums[3]);
+  r.truncated = truncated;
+  r.seconds = peak[0];
+  r.tokens_per_s = sums[3] / r.seconds;
+  r.samples_per_s = sums[2] / r.seconds;
+  r.mem_mb = peak[1];
+  return r;
+}
+
+void append_task_jsonl(const std::string& path, const TaskResult& r, const std::string& dataset) {
+  append_metric_lines(path, r.step, dataset,
+                      {{"exact_match", r.exact_match}, {"f1", r.f1}, {"examples", double(r.examples)},
+                       {"gen_tokens_per_s", r.tokens_per_s}, {"gen_samples_per_s", r.samples_per_s},
+                       {"mem_mb", r.mem_mb}});
+}
+
+std::string format_task(const TaskResult& r, const std::string& dataset) {
+  std::string text = detail::concat("task eval at step ", r.step, " on ", dataset, " (", r.examples, " examples",
+                                    r.truncated ? detail::concat(", ", r.truncated, " prompts truncated") : "", "):\n");
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  exact match %.2f%%   F1 %.2f%%\n  %.0f generated tokens/s, %.2f samples/s, %.2f s, peak RSS %.0f MiB",
+                100 * r.exact_match, 100 * r.f1, r.tokens_per_s, r.samples_per_s, r.seconds, r.mem_mb);
+  text += line;
+  // A glimpse of the answers: the end of the prompt, the reference and the prediction.
+  auto shown = [](const std::string& s, size_t keep_tail) {
+    std::string t = s.size() > keep_tail ? "..." + s.substr(s.size() - keep_tail) : s;
+    for (char& c : t)
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // newlines and control bytes
+    return t;
+  };
+  for (const TaskSample& s : r.samples)
+    text += detail::concat("\n  prompt: ", shown(s.prompt, 60), "\n    reference: ", shown(s.reference, 60),
+                           "\n    generated: ", shown(s.prediction, 60));
+  return text;
+}
+
+}  // namespace trident::train

@@ -1,0 +1,176 @@
+// Bucketed, overlapped data-parallel gradient reduction and ZeRO-1 sharding.
+#include "trident/train/optim/grad_reducer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "trident/core/rng.hpp"
+
+namespace trident::train {
+
+GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
+                         dist::Communicator* model_parallel, int tp_rank)
+    : params_(params), ops_(ops), dp_(dp), options_(options), model_parallel_(model_parallel), tp_rank_(tp_rank) {
+  const int64_t total = params.padded_numel();
+  const int64_t align = pad_multiple(dp.size());
+  TRIDENT_CHECK(total % align == 0, "flat buffer of ", total, " elements is not padded to ", align);
+  TRIDENT_CONFIG_CHECK(options.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", options.bucket_mb, ")");
+  const int64_t elem = static_cast<int64_t>(dtype_size(params.flat_grads().dtype()));
+  const int64_t bucket = std::max(align, static_cast<int64_t>(options.bucket_mb * (1 << 20)) / elem / align * align);
+  for (int64_t begin = 0; begin < total; begin += bucket) {
+    Bucket b;
+    b.begin = begin;
+    b.end = std::min(total, begin + bucket);
+    if (options.zero && dp.size() > 1) b.shard_grad = ops.zeros(Shape{(b.end - b.begin) / dp.size()}, params.flat_grads().dtype());
+    if (options.grad_dtype != params.flat_grads().dtype() && dp.size() > 1) {
+      b.low = ops.zeros(Shape{b.end - b.begin}, options.grad_dtype);
+      if (options.zero) b.shard_low = ops.zeros(Shape{(b.end - b.begin) / dp.size()}, options.grad_dtype);
+    }
+    buckets_.push_back(std::move(b));
+  }
+  next_to_start_ = buckets_.size();
+  segments_ = optimizer_segments();
+  norm_ranges_ = norm_ranges();
+  TRIDENT_CONFIG_CHECK(options.grad_dtype == params.flat_grads().dtype() ||
+                           options.compression.kind == dist::CompressionKind::kNone,
+                       "comm.grad_dtype = ", dtype_name(options.grad_dtype),
+                       " and comm.compression both shrink the gradient traffic: choose one");
+  if (options.compression.kind != dist::CompressionKind::kNone && dp.size() > 1) make_compressor();
+}
+
+void GradReducer::make_compressor() {
+  std::vector<dist::GradBucket> buckets;
+  for (const Bucket& b : buckets_)
+    buckets.push_back({b.begin, b.end, params_.flat_grads().narrow(b.begin, b.end), b.shard_grad});
+  std::vector<dist::GradMatrix> matrices;  // this rank's shard of every 2-D parameter
+  for (const auto& p : params_.all())
+    if (p->local_shape.ndim() == 2 && p->trainable())
+      matrices.push_back({p->offset, p->local_shape[0], p->local_shape[1],
+                          rng_key(options_.compression.seed, "powersgd/" + p->spec.name)});
+  compressor_ = dist::make_compressor(options_.compression, dp_, params_.flat_grads(), std::move(buckets), matrices);
+}
+
+void GradReducer::start_step(int64_t steps_done) {
+  if (compressor_) compressor_->begin_step(steps_done);
+  for (Bucket& b : buckets_) b.started = false;
+  next_to_start_ = buckets_.size();
+  step_wire_bytes_ = step_raw_bytes_ = 0;
+}
+
+void GradReducer::start(size_t i) {
+  Bucket& b = buckets_[i];
+  b.started = true;
+  if (dp_.size() == 1) return;
+  if (compressor_) return compressor_->start(i);
+  Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
+  const uint64_t raw = options_.zero ? dist::wire_reduce_scatter(grads.bytes(), dp_.size())
+                                     : dist::wire_all_reduce(grads.bytes(), dp_.size());
+  step_raw_bytes_ += raw;
+  if (b.low.defined()) {  // 16-bit on the wire
+    ops_.copy(grads, b.low);
+    step_wire_bytes_ += raw * dtype_size(b.low.dtype()) / dtype_size(grads.dtype());
+    b.request = options_.zero ? dp_.ireduce_scatter_sum(b.low, b.shard_low) : dp_.iall_reduce_sum(b.low);
+    return;
+  }
+  step_wire_bytes_ += raw;
+  b.request = options_.zero ? dp_.ireduce_scatter_sum(grads, b.shard_grad) : dp_.iall_reduce_sum(grads);
+}
+
+void GradReducer::grads_final_from(int64_t offset) {
+  while (next_to_start_ > 0 && buckets_[next_to_start_ - 1].begin >= offset) start(--next_to_start_);
+  // Entering MPI lets it progress the reductions already in flight.
+  if (compressor_) compressor_->progress();
+  for (size_t i = next_to_start_; i < buckets_.size(); ++i) buckets_[i].request.test();
+}
+
+void GradReducer::finish() {
+  if (tied_group_) tied_group_->all_reduce_sum(tied_grad_);
+  while (next_to_start_ > 0) start(--next_to_start_);
+  if (compressor_) {
+    // Second exchanges, then results, in ascending bucket order on every rank.
+    for (size_t i = 0; i < buckets_.size(); ++i) compressor_->advance(i);
+    for (size_t i = 0; i < buckets_.size(); ++i) compressor_->complete(i);
+    step_wire_bytes_ += compressor_->take_wire_bytes();
+    step_raw_bytes_ += compressor_->take_raw_bytes();
+  }
+  for (Bucket& b : buckets_) {
+    b.request.wait();
+    if (!b.low.defined()) continue;
+    if (options_.zero) {
+      ops_.copy(b.shard_low, b.shard_grad);
+    } else {
+      Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
+      ops_.copy(b.low, grads);
+    }
+  }
+}
+
+std::vector<Tensor> GradReducer::norm_ranges() const {
+  struct Run {
+    Tensor parent;  // the flat gradient, or a bucket's ZeRO block
+    int64_t begin, end;
+  };
+  std::vector<Run> runs;
+  const bool sharded = options_.zero && dp_.size() > 1;
+  for (const OptimSegment& s : segments_) {
+    if (!s.counts_in_norm) continue;
+    Run r{params_.flat_grads(), s.begin, s.end};
+    if (sharded)
+      for (const Bucket& b : buckets_)
+        if (s.begin >= block_begin(b) && s.end <= block_end(b))
+          r = {b.shard_grad, s.begin - block_begin(b), s.end - block_begin(b)};
+    if (!runs.empty() && runs.back().parent.raw() == r.parent.raw() && runs.back().end == r.begin)
+      runs.back().end = r.end;
+    else
+      runs.push_back(r);
+  }
+  std::vector<Tensor> ranges;
+  for (const Run& r : runs) ranges.push_back(r.parent.narrow(r.begin, r.end));
+  return ranges;
+}
+
+double GradReducer::grad_norm() {
+  double sum = 0;
+  for (const Tensor& range : norm_ranges_) sum += ops_.sum_squares(range);
+  if (options_.zero && dp_.size() > 1) dp_.all_reduce_sum(&sum, 1);  // each dp rank holds a share
+  if (model_parallel_) model_parallel_->all_reduce_sum(&sum, 1);   // each rank holds a part of the model
+  return std::sqrt(sum);
+}
+
+std::vector<OptimSegment> GradReducer::optimizer_segments() const {
+  std::vector<OptimSegment> segments;
+  const bool sharded = options_.zero && dp_.size() > 1;
+  for (const auto& p : params_.all()) {
+    if (!p->trainable()) continue;  // frozen: no gradient, no optimizer state
+    const int64_t p_begin = p->offset, p_end = p->offset + p->local_shape.numel();
+    // A parameter replicated over the tensor-parallel group has the same gradient on every
+    // rank of it: rank 0 counts it in the norm.
+    const bool counts = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_rank_ == 0);
+    if (!sharded) {
+      segments.push_back({p_begin, p_end, p->spec.weight_decay, params_.flat_grads().narrow(p_begin, p_end), counts});
+      continue;
+    }
+    for (const Bucket& b : buckets_) {
+      const int64_t lo = std::max(p_begin, block_begin(b)), hi = std::min(p_end, block_end(b));
+      if (lo < hi)
+        segments.push_back({lo, hi, p->spec.weight_decay,
+                            b.shard_grad.narrow(lo - block_begin(b), hi - block_begin(b)), counts});
+    }
+  }
+  return segments;
+}
+
+void GradReducer::gather_parameters() {
+  if (!options_.zero || dp_.size() == 1) return;
+  std::vector<dist::CommRequest> requests;
+  for (Bucket& b : buckets_) {
+    Tensor values = params_.flat_values().narrow(b.begin, b.end);
+    const uint64_t wire = dist::wire_reduce_scatter(values.bytes(), dp_.size());  // all-gather: same bytes
+    step_wire_bytes_ += wire;
+    step_raw_bytes_ += wire;
+    requests.push_back(dp_.iall_gather_in_place(values));
+  }
+  for (auto& r : requests) r.wait();
+}
+
+}  // namespace trident::train

@@ -1,0 +1,65 @@
+// The start-up banner of a run.
+#include "trident/train/run_banner.hpp"
+
+#include "trident/train/run_accounting.hpp"
+
+namespace trident::train {
+
+void log_model_banner(RunBuilder& run) {
+  const RunConfig& cfg = run.config();
+  const Logger& log = run.log();
+  model::GPTModel& model = run.model();
+  const model::ModelConfig& m = model.config();
+  const DType matmul = run.matmul_dtype();
+  if (matmul != cfg.train.precision)
+    log.info("train.precision = ", dtype_name(cfg.train.precision), ": this processor has no ",
+             dtype_name(cfg.train.precision), " instructions; computing in ", dtype_name(matmul));
+  if (matmul != DType::kF32)
+    log.info("mixed precision: weights (a copy refreshed each step) and the activations kept for backward in ",
+             dtype_name(matmul), ", GEMMs accumulating in fp32; fp32 master weights, gradients, optimizer state, ",
+             "residual stream, norm statistics, softmax and loss", matmul == DType::kF16
+                 ? "; fp16 is storage only on this CPU (fp32 arithmetic); loss scale " + cfg.train.loss_scale
+                 : std::string());
+  log.info("model: ", model::arch_name(m.arch), ", ", m.layers, " layers, hidden ", m.hidden, ", heads ", m.heads,
+           "/", m.kv_heads, ", ffn ", m.ffn_hidden, ", vocab ", m.vocab, ", seq ", m.seq_len, ": ",
+           model.params().numel() + model.params().frozen_numel(), " parameters on this rank (", m.total_params(),
+           " in the model)");
+  const model::TensorParallel& tp = model.tensor_parallel();
+  if (tp.size() > 1)
+    log.info("tensor parallel: tp ", tp.size(), ", ", m.heads / tp.size(), " heads and ",
+             m.padded_vocab(tp.size()) / tp.size(), " vocabulary rows per rank (vocab padded to ",
+             m.padded_vocab(tp.size()), "), sequence parallelism ", tp.sequence_parallel ? "on" : "off");
+  if (run.topology().layout().pp > 1) log.info(run.pipeline_description());
+}
+
+void log_training_banner(RunBuilder& run, double peak_flops) {
+  const RunConfig& cfg = run.config();
+  const Logger& log = run.log();
+  model::GPTModel& model = run.model();
+  const model::ModelConfig& m = model.config();
+  const AdamW& optimizer = run.optimizer();
+  GradReducer& reducer = run.reducer();
+  const dist::Layout& layout = run.topology().layout();
+  const double state_mib = double(optimizer.state_bytes()) / (1 << 20);
+  if (m.lora.enabled()) {
+    const int64_t trainable = trainable_params(cfg, m);
+    log.info("LoRA: rank ", m.lora.r, ", alpha ", m.lora.alpha, " on ", m.lora.targets, ": ", trainable,
+             " trainable parameters (", 100.0 * double(trainable) / double(m.total_params()), "% of ",
+             m.total_params(), "), the base frozen; optimizer state ", state_mib, " MiB per rank");
+  }
+  log.info("memory per rank: parameters+gradients ", parameter_bytes(model.params()) >> 20, " MiB, optimizer state ",
+           state_mib, " MiB", cfg.zero ? " (ZeRO-1 share)" : "", ", activations ",
+           double(model.activation_bytes()) / (1 << 20), " MiB (recompute ", model::recompute_name(cfg.recompute), ")");
+  log.info("data parallel: dp ", layout.dp, ", ", reducer.num_buckets(), " gradient buckets of <= ", cfg.comm.bucket_mb,
+           " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero, ", compression ",
+           dist::compression_name(reducer.compressor() ? cfg.comm.compression : dist::CompressionKind::kNone));
+  DataSource& data = run.train_data();
+  log.info("data: ", data.shards().num_tokens(), " tokens in ", data.shards().num_documents(), " documents, ",
+           data.num_rows(), cfg.data.packing ? " packed rows of " : " one-document rows of ", m.seq_len,
+           "; global batch ", cfg.train.global_batch, " = dp ", layout.dp, " x ", data.micro_batches(),
+           " micro-batches x ", cfg.train.micro_batch, " sequences");
+  log.info("backend: ", run.ops().name(), ", peak ", peak_flops / 1e9, " GFLOP/s per rank for ",
+           dtype_name(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32), " (measured FMA rate)");
+}
+
+}  // namespace trident::train

@@ -1,0 +1,147 @@
+// Opening a run's record: refusing to bury an earlier run, keeping what a resume would repeat.
+#include "trident/train/run_record.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "trident/core/error.hpp"
+#include "trident/core/json.hpp"
+#include "trident/dist/agreement.hpp"
+
+namespace trident::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The "step" (and "elapsed_s") of a metrics line; -1 (0) when the line holds none.
+struct LineInfo {
+  int64_t step = -1;
+  double elapsed = 0;
+};
+LineInfo line_info(const std::string& line) {
+  LineInfo info;
+  try {
+    const Json json = Json::parse(line);
+    if (const Json* step = json.find("step"); step && step->is_number()) info.step = int64_t(step->as_number());
+    if (const Json* e = json.find("elapsed_s"); e && e->is_number()) info.elapsed = e->as_number();
+  } catch (const std::exception&) {
+    // Not JSON (a line an older trident glued onto a torn one): it stays where it is.
+  }
+  return info;
+}
+
+// Writes text to path through a temporary file and a rename (never a half-written file).
+void replace_file(const fs::path& path, const std::string& text, const char* what) {
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out.good()) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw ConfigError(detail::concat("cannot write ", path.string(), " (", what,
+                                       "): the run directory is not writable or the disk is full"));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  TRIDENT_CONFIG_CHECK(!ec, "cannot write ", path.string(), " (", what, "): ", ec.message());
+}
+
+// The first N >= 1 for which none of the names + ".N" exists in dir.
+int free_suffix(const fs::path& dir, std::initializer_list<const char*> names) {
+  for (int n = 1;; ++n) {
+    bool taken = false;
+    for (const char* name : names) taken = taken || fs::exists(dir / (std::string(name) + "." + std::to_string(n)));
+    if (!taken) return n;
+  }
+}
+
+// A name for the lines a resume would log twice: metrics.jsonl.lost-<step>, made unique.
+fs::path lost_path(const fs::path& dir, int64_t step) {
+  const std::string base = "metrics.jsonl.lost-" + std::to_string(step);
+  if (!fs::exists(dir / base)) return dir / base;
+  for (int n = 2;; ++n)
+    if (!fs::exists(dir / (base + "." + std::to_string(n)))) return dir / (base + "." + std::to_string(n));
+}
+
+}  // namespace
+
+RunRecord::RunRecord(const std::string& metrics_path, double last_elapsed)
+    : metrics_(metrics_path), last_elapsed_(last_elapsed) {}
+
+std::unique_ptr<RunRecord> RunRecord::open(const RunConfig& cfg, int64_t resumed_step, dist::Communicator& world,
+                                           const Logger& log) {
+  std::unique_ptr<RunRecord> record;
+  std::exception_ptr error;
+  if (world.rank() == 0) {
+    try {
+      const fs::path dir(cfg.log.run_dir);
+      TRIDENT_CONFIG_CHECK(!fs::exists(dir) || fs::is_directory(dir), "log.run_dir = ", cfg.log.run_dir,
+                           " is not a directory");
+      std::error_code ec;
+      fs::create_directories(dir / "checkpoints", ec);
+      TRIDENT_CONFIG_CHECK(!ec, "log.run_dir = ", cfg.log.run_dir, ": cannot create it: ", ec.message());
+      const fs::path metrics = dir / "metrics.jsonl";
+      TRIDENT_CONFIG_CHECK(!fs::exists(metrics) || fs::is_regular_file(metrics), metrics.string(),
+                           " is not a regular file");
+      const std::string text = fs::exists(metrics) ? read_file(metrics) : "";
+      std::vector<std::string> lines = io::complete_lines(text);
+      const bool torn = !text.empty() && text.back() != '\n';
+      if (torn)
+        log.warn(metrics.string(), " ended in a partial line (", text.size() - text.rfind('\n') - 1,
+                 " bytes: a crash while it was written); the line is dropped");
+      double last_elapsed = 0;
+      if (resumed_step == 0 && !lines.empty()) {
+        const int64_t last = line_info(lines.back()).step;
+        TRIDENT_CONFIG_CHECK(cfg.log.overwrite, "log.run_dir = ", cfg.log.run_dir, " holds the record of an earlier run (",
+                             metrics.string(), ": ", lines.size(), " lines, up to step ", last,
+                             ") and this start resumes no checkpoint (checkpoint.resume = ", cfg.checkpoint.resume,
+                             "): pass --log.overwrite=true to start a new run there (the old record is kept as "
+                             "metrics.jsonl.N, config.ini.N, eval.jsonl.N), or choose another log.run_dir");
+        const int n = free_suffix(dir, {"metrics.jsonl", "config.ini", "eval.jsonl"});
+        for (const char* name : {"metrics.jsonl", "config.ini", "eval.jsonl"})
+          if (fs::exists(dir / name)) fs::rename(dir / name, dir / (std::string(name) + "." + std::to_string(n)));
+        log.info("log.overwrite: the earlier run's record in ", cfg.log.run_dir, " moved to metrics.jsonl.", n,
+                 ", config.ini.", n, " and eval.jsonl.", n);
+      } else if (resumed_step > 0) {
+        // Lines past the resumed step were logged after that checkpoint by a job that died:
+        // the resumed run logs those steps again, so they move aside (kept, not deleted).
+        std::string kept, lost;
+        for (const std::string& line : lines) {
+          const LineInfo info = line_info(line);
+          (info.step > resumed_step ? lost : kept) += line + "\n";
+          if (info.step >= 0 && info.step <= resumed_step) last_elapsed = info.elapsed;
+        }
+        if (!lost.empty()) {
+          const fs::path aside = lost_path(dir, resumed_step);
+          replace_file(aside, lost, "the lines past the resumed checkpoint");
+          log.info(metrics.string(), ": the lines of steps after ", resumed_step,
+                   " (logged after the checkpoint this run resumes from) moved to ", aside.string());
+        }
+        if (!lost.empty() || torn) replace_file(metrics, kept, "metrics");
+      }
+      replace_file(dir / "config.ini", cfg.resolved_ini, "the resolved configuration");
+      record.reset(new RunRecord(metrics.string(), last_elapsed));
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  dist::throw_if_any_failed(world.comm(), error);
+  return record;
+}
+
+}  // namespace trident::train
