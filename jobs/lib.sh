@@ -83,6 +83,11 @@ job_setup() {
   job_args=(train --config "$job_config")
   has_override log.run_dir || job_args+=(--log.run_dir="$job_run_dir")
   has_override checkpoint.resume || job_args+=(--checkpoint.resume=auto)
+  # A restart that finds no checkpoint to resume (preempted before the first one) starts over:
+  # the first start's record is moved aside (metrics.jsonl.N), never refused or lost.
+  if [[ ${SLURM_RESTART_COUNT:-0} -gt 0 ]] && ! has_override log.overwrite; then
+    job_args+=(--log.overwrite=true)
+  fi
   # One rank per task: data parallelism takes what tp x pp leaves.
   if ! has_override parallel.dp; then
     local tp pp

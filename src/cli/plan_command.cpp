@@ -23,6 +23,15 @@ plan::LocalCalibration calibrate_local_machine();  // plan_calibrate.cpp
 
 namespace {
 
+// Where `trident plan --calibrate` keeps this machine's figures: TRIDENT_CALIBRATION, else the
+// XDG cache (XDG_CACHE_HOME or ~/.cache)/trident/calibration.json.
+std::string default_calibration_path() {
+  if (const char* p = std::getenv("TRIDENT_CALIBRATION"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/trident/calibration.json";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/trident/calibration.json";
+}
+
 constexpr const char* kUsage = R"(usage: trident plan --model SPEC --ranks N --cluster PRESET --global-batch B --seq S [options]
        trident plan --calibrate [--calibration FILE]      (mpirun -np 2 also measures MPI)
 
@@ -120,14 +129,6 @@ struct ConfigDefaults {
   plan::Layout layout;
 };
 
-plan::ModelShape shape_of(const model::ModelConfig& m) {
-  plan::ModelShape s;
-  s.arch = m.arch == model::Arch::kGPT2 ? plan::ModelArch::kGPT2 : plan::ModelArch::kLlama;
-  s.layers = m.layers, s.hidden = m.hidden, s.heads = m.heads, s.kv_heads = m.kv_heads, s.ffn = m.ffn_hidden;
-  s.vocab = m.vocab, s.seq = m.seq_len, s.tied = m.tie_embeddings, s.dropout = m.dropout > 0;
-  return s;
-}
-
 plan::ModelShape read_model(const std::string& spec, ConfigDefaults& d) {
   TRIDENT_CONFIG_CHECK(!spec.empty(), "--model is required (a config file or layers=L,hidden=H,heads=A,vocab=V)");
   if (plan::looks_like_model_spec(spec) && !std::filesystem::exists(spec)) return plan::parse_model_spec(spec);
@@ -152,7 +153,7 @@ plan::ModelShape read_model(const std::string& spec, ConfigDefaults& d) {
   d.micro_batch = cfg.train.micro_batch;
   d.recompute = model::recompute_name(cfg.recompute);
   d.precision = cfg.train.precision == DType::kBF16 ? "bf16" : "fp32";
-  return shape_of(cfg.model);
+  return cfg.model.plan_shape();
 }
 
 plan::Layout parse_layout(const std::string& text) {
@@ -171,7 +172,7 @@ plan::Layout parse_layout(const std::string& text) {
 plan::Cluster make_cluster(const Options& o, int ranks, const std::string& precision) {
   plan::Cluster c;
   if (o.cluster == "local") {
-    const std::string path = o.calibration.empty() ? plan::default_calibration_path() : o.calibration;
+    const std::string path = o.calibration.empty() ? default_calibration_path() : o.calibration;
     plan::LocalCalibration cal;
     if (std::filesystem::exists(path)) {
       cal = plan::read_calibration(path);
@@ -383,7 +384,7 @@ int run_plan(int argc, char** argv) {
     if (o.calibrate) {
       const plan::LocalCalibration c = calibrate_local_machine();
       if (mpi.world_rank() != 0) return 0;
-      const std::string path = o.calibration.empty() ? plan::default_calibration_path() : o.calibration;
+      const std::string path = o.calibration.empty() ? default_calibration_path() : o.calibration;
       plan::write_calibration(c, path);
       std::printf("calibration of this machine (%d cores, %s) written to %s\n", c.cores, c.measured_at.c_str(), path.c_str());
       std::printf("  peak fp32 %.1f GFLOP/s, bf16 %.1f; GEMM fp32 %.1f, bf16 %.1f; attention fp32 %.1f\n", c.peak_fp32 / 1e9,

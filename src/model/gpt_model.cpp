@@ -198,7 +198,7 @@ void GPTModel::set_micro_batch_position(int chunk, int slot, int64_t step, int64
     s.block_dropout[b] = {.attn = site(keys.attn.key), .mlp = site(keys.mlp.key),
                           .lora = {.p = cfg_.lora.enabled() ? cfg_.lora.dropout : 0.0, .key = keys.lora.key,
                                    .stream = static_cast<uint64_t>(step), .first_index = first_sequence * cfg_.seq_len,
-                                   .lora_scratch = &scratch_.lora}};
+                                   .lora_scratch = &lora_scratch_}};
   }
 }
 

@@ -116,4 +116,12 @@ int LoraConfig::rank_for(const std::string& name) const {
   return 0;
 }
 
+plan::ModelShape ModelConfig::plan_shape() const {
+  plan::ModelShape s;
+  s.arch = arch == Arch::kGPT2 ? plan::ModelArch::kGPT2 : plan::ModelArch::kLlama;
+  s.layers = layers, s.hidden = hidden, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn_hidden;
+  s.vocab = vocab, s.seq = seq_len, s.tied = tie_embeddings, s.dropout = dropout > 0;
+  return s;
+}
+
 }  // namespace trident::model

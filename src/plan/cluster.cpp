@@ -159,13 +159,6 @@ double p2p_seconds(const Cluster& c, double bytes, bool intra) {
 
 // --- calibration file ----------------------------------------------------------------------
 
-std::string default_calibration_path() {
-  if (const char* p = std::getenv("TRIDENT_CALIBRATION"); p && *p) return p;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/trident/calibration.json";
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : ".") + "/.cache/trident/calibration.json";
-}
-
 LocalCalibration read_calibration(const std::string& path) {
   std::ifstream in(path);
   TRIDENT_CONFIG_CHECK(in.good(), "cannot read the calibration file ", path, ": run `trident plan --calibrate`");

@@ -31,7 +31,6 @@ struct BlockScratch {
   Tensor branch;     // [R, C] a branch output (or its gradient) on its way through dropout
   AttentionScratch attn;
   MlpScratch mlp;
-  LoraScratch lora;  // LoRA dropout's masked copies (DropoutSite::lora_scratch)
 };
 
 // Generation temporaries for N new rows, shared by all blocks (whole rows, compute dtype).

@@ -154,6 +154,7 @@ class GPTModel {
   int64_t tied_end_ = 0;            // end of the tied table in the flat buffer when it is shared
   std::vector<std::vector<Slot>> slots_;  // [chunk][slot]
   BlockScratch scratch_;
+  LoraScratch lora_scratch_;  // LoRA dropout's masked copies (grown on demand, never trimmed)
   BlockActivations shared_acts_;  // recompute: the one set of block activations rebuilt in backward
   BlockActivations frozen_inputs_;  // LoRA: where inputs only frozen weights' gradients read are written
   Tensor recompute_out_;          // full recompute: where the rerun block writes its (unused) output

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "trident/plan/model_shape.hpp"
+
 namespace trident::model {
 
 enum class Arch { kGPT2, kLlama };
@@ -59,6 +61,8 @@ struct ModelConfig {
   // Training FLOPs per token: 6 * matmul params + 12 * layers * seq_len * hidden (attention);
   // under LoRA the frozen weights get no weight gradient: 4 * their params, plus the adapters'.
   double train_flops_per_token() const;
+  // The sizes the planner models (plan/ sits below model/): the one conversion.
+  plan::ModelShape plan_shape() const;
 };
 
 Arch arch_from_name(const std::string& name);

@@ -65,9 +65,6 @@ struct LocalCalibration {
 // Reads / writes the calibration file (JSON). ConfigError naming the file when it is unreadable.
 LocalCalibration read_calibration(const std::string& path);
 void write_calibration(const LocalCalibration& c, const std::string& path);
-// Default location: $TRIDENT_CALIBRATION, else $XDG_CACHE_HOME/trident/calibration.json, else
-// ~/.cache/trident/calibration.json.
-std::string default_calibration_path();
 
 // The local machine as a cluster of ranks_per_node ranks sharing its cores (trident's CPU backend:
 // fp32 or bf16 GEMMs, fp32 activations, flash-style attention, masks from the RNG).

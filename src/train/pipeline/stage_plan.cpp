@@ -16,11 +16,7 @@ model::StagePlan make_stage_plan(const RunConfig& cfg, int pp_rank, int micro_ba
   if (cfg.balanced_partition) {
     // Per-layer costs from the planner's cost model (training FLOPs per token of a block, the
     // head and loss on the last stage).
-    plan::ModelShape shape;
-    shape.arch = m.arch == model::Arch::kGPT2 ? plan::ModelArch::kGPT2 : plan::ModelArch::kLlama;
-    shape.layers = m.layers, shape.hidden = m.hidden, shape.heads = m.heads, shape.kv_heads = m.kv_heads;
-    shape.ffn = m.ffn_hidden, shape.vocab = m.vocab, shape.seq = m.seq_len, shape.tied = m.tie_embeddings;
-    const plan::PartitionCosts costs = plan::partition_costs(shape);
+    const plan::PartitionCosts costs = plan::partition_costs(m.plan_shape());
     parts = balanced_partition(costs.layers, pp * v, costs.first_extra, costs.last_extra);
   } else {
     parts = uniform_partition(m.layers, pp * v);
