@@ -1,4 +1,4 @@
-// trident: one binary, one subcommand per job (DESIGN.md section 4).
+// trident: one binary, one subcommand per job (docs/design.md section 4).
 #include <cstdio>
 #include <cstring>
 #include <string>

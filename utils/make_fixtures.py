@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference fixtures for trident's model and training tests (DESIGN.md section 9).
+"""Reference fixtures for trident's model and training tests (docs/design.md section 11).
 
 Writes tests/data/fixture_gpt2.h5 and tests/data/fixture_llama.h5: tiny GPT-2 and Llama models
 initialised with trident's own counter-based initialiser (ported bit-for-bit from

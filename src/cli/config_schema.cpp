@@ -1,4 +1,4 @@
-// Every configuration key with its default and a line of help (DESIGN.md section 4).
+// Every configuration key with its default and a line of help (docs/design.md section 5).
 #include "trident/cli/config_parser.hpp"
 
 namespace trident::cli {

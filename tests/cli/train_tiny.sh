@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end: `trident train` on the tiny config writes the run directory of DESIGN.md
+# End to end: `trident train` on the tiny config writes the run directory of docs/design.md
 # section 5 and the loss falls; 2 data-parallel ranks reproduce the single-rank loss curve.
 # usage: train_tiny.sh TRIDENT SOURCE_DIR
 set -euo pipefail

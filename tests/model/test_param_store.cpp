@@ -1,4 +1,4 @@
-// Initialisation by global coordinates (DESIGN.md section 2): every shard of a split weight
+// Initialisation by global coordinates (docs/design.md section 2): every shard of a split weight
 // holds exactly its slice of the unsplit weight, for splits along either dimension.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // mpi-ranks: 2 4 8
-// Layout invariance for data parallelism (DESIGN.md section 2): dp = world size, with and
+// Layout invariance for data parallelism (docs/design.md section 2): dp = world size, with and
 // without overlap, with and without ZeRO-1, with and without gradient accumulation, gives the
 // single-rank loss at every step and the single-rank final parameters within 1e-5 relative.
 // Each rank trains the single-rank reference itself (on MPI_COMM_SELF) to compare against.
@@ -194,7 +194,7 @@ TEST_F(LayoutInvariance, TensorParallelMatchesSingleRank) {
   }
 }
 
-// The full 3D grid: every layout of DESIGN.md's list that fits the world size, with each
+// The full 3D grid: every layout of docs/design.md's list that fits the world size, with each
 // pipeline schedule, GPT-2 (embeddings tied across the first and last stage) and Llama.
 TEST_F(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
   const std::vector<Layout3> all = {{1, 1, 2}, {1, 1, 4}, {2, 1, 2}, {1, 2, 2}, {2, 2, 2}, {1, 2, 4}, {4, 2, 1}, {2, 1, 4}};

@@ -1,5 +1,5 @@
 // The backend interface: every kernel the model and trainer need, over Tensors on one device.
-// Layers above call Ops and never branch on the device (DESIGN.md section 8).
+// Layers above call Ops and never branch on the device (docs/design.md section 9).
 //
 // Shape letters used throughout:
 //   B batch (micro-batch), T sequence length, N = B*T rows, C hidden, V vocab,
@@ -167,7 +167,7 @@ class Ops {
   // scaled by 1/(1-p) when u(g) >= p, else zeroed, where u(g) is word g % 4 of the Philox block
   // (key, g / 4, stream) mapped to (0, 1). The mask depends only on (key, stream, global index):
   // backward applies the same call to the gradient, and every layout that gives an element the
-  // same global index drops it alike (DESIGN.md section 2). x [ACT]: the mask is dtype-independent.
+  // same global index drops it alike (docs/design.md section 2). x [ACT]: the mask is dtype-independent.
   virtual void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) = 0;
 
   // One AdamW step (decoupled weight decay, bias-corrected, PyTorch's formula) on fp32 tensors:

@@ -1,4 +1,4 @@
-// The configuration schema (every [section] key of DESIGN.md section 4 with its default and
+// The configuration schema (every [section] key of docs/design.md section 5 with its default and
 // meaning) and its parser: an INI file read by Boost.Program_options, each key overridable on
 // the command line as --section.key=value. Unknown keys, wrong types and impossible
 // combinations raise ConfigError naming the key and the rule (the CLI exits with code 2).

@@ -1,7 +1,7 @@
 // Counter-based random numbers (Philox4x32-10, Salmon et al. SC'11). A value depends only on
 // (key, global element index, stream), never on call order or on which rank computes it, so
 // a tensor-parallel shard of a weight holds exactly the slice of the unsplit weight
-// (DESIGN.md section 2) and dropout masks can be recomputed in backward instead of stored.
+// (docs/design.md section 2) and dropout masks can be recomputed in backward instead of stored.
 #pragma once
 #include <array>
 #include <cmath>

@@ -1,4 +1,4 @@
-// trident prep: text files and JSONL lines -> token shards (DESIGN.md section 7), on one rank or
+// trident prep: text files and JSONL lines -> token shards (docs/design.md section 8), on one rank or
 // many. Per document, in this order: parse (a JSONL line, or a whole text file), scrub PII
 // (optional), drop if empty or failing a quality filter, hash its normalised content, render it
 // with the prompt template and tokenise: encode(prompt) + encode(answer) + end-of-text, the loss

@@ -1,7 +1,7 @@
 // What prep makes of one input document: a text file, a JSONL line {"text"}, a prompt/answer
 // line {"input", "output"} or a chat line {"messages": [{"role", "content"}, ...]}; how it is
 // rendered with a prompt or chat template into the prompt (not trained on) and the answer
-// (trained on, from the loss start of DESIGN.md section 7); and its content hash.
+// (trained on, from the loss start of docs/design.md section 8); and its content hash.
 #pragma once
 #include <cstdint>
 #include <string>

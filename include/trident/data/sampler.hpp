@@ -15,7 +15,7 @@
 //     of an epoch's order, rows are sorted by length (longest first), so a micro-batch holds
 //     rows of similar length; it is cut to its longest row (rounded up to length_multiple)
 //     instead of T, and the model computes only that much.
-// Data order is independent of dp (DESIGN.md section 2). With G = global_batch, b = micro_batch,
+// Data order is independent of dp (docs/design.md section 2). With G = global_batch, b = micro_batch,
 // W rows: global sequence g = step * G + j (j in [0, G)) is row perm_e[g % W] of epoch e = g / W,
 // where perm_e is a Fisher-Yates shuffle of [0, W) driven by Philox keyed by (seed, e); dp rank
 // r takes j in [r * G/dp, (r+1) * G/dp); its micro-batch k holds [k*b, (k+1)*b) of that slice.

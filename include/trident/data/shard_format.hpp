@@ -1,4 +1,4 @@
-// Token shards (DESIGN.md section 7): <prefix>.bin holds the token ids of all documents
+// Token shards (docs/design.md section 8): <prefix>.bin holds the token ids of all documents
 // concatenated, <prefix>.idx the header, document offsets and per-document loss starts.
 //
 // .idx layout (little-endian), version 1:

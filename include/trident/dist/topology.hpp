@@ -1,5 +1,5 @@
 // Topology: the 3D grid of data, tensor and pipeline parallelism, built once in main by
-// splitting MPI_COMM_WORLD (DESIGN.md section 3). Grid order, fastest first: tp, dp, pp:
+// splitting MPI_COMM_WORLD (docs/design.md section 3). Grid order, fastest first: tp, dp, pp:
 //   rank = (pp_i * dp + dp_i) * tp + tp_i
 // Worked example, 16 ranks, tp=2, dp=2, pp=4:
 //   tp groups (consecutive ranks, one node): {0,1} {2,3} ... {14,15}

@@ -1,4 +1,4 @@
-// Parallel HDF5 checkpoint files (DESIGN.md section 6): every tensor stored once in its global,
+// Parallel HDF5 checkpoint files (docs/design.md section 7): every tensor stored once in its global,
 // unsharded shape under its global name; each rank writes or reads only its pieces, as
 // hyperslabs, through the MPI-IO driver with collective transfers. Every rank creates every
 // dataset in the same (sorted) order. A file is written under a temporary name, fsynced and

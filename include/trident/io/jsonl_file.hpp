@@ -1,4 +1,4 @@
-// JSON-lines files of a run (metrics.jsonl, eval.jsonl: DESIGN.md section 5), appended so that
+// JSON-lines files of a run (metrics.jsonl, eval.jsonl: docs/design.md section 6), appended so that
 // a crash or a full disk never leaves a line half written among the complete ones: each line
 // goes out in one write() on an O_APPEND descriptor, and a write that fails part-way is cut
 // back off. Opening a file whose last line lacks its newline (a crash mid-write by an older

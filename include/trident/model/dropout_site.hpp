@@ -1,7 +1,7 @@
 // One place in the model where dropout applies (the embedding, or a block's attention or MLP
 // branch before it joins the residual stream). Its mask is keyed by (seed, site name), the
 // step, and the global index of the element, so backward recomputes it and every layout
-// drops the same elements (DESIGN.md section 2).
+// drops the same elements (docs/design.md section 2).
 #pragma once
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// ModelConfig: the [model] section (DESIGN.md section 4) and what follows from it: head size,
+// ModelConfig: the [model] section (docs/design.md section 5) and what follows from it: head size,
 // parameter counts and the FLOPs of one token, used for MFU.
 #pragma once
 #include <cstdint>

@@ -2,7 +2,7 @@
 // a local shard (tensor-parallel split along one dim, or replicated), and lives in one flat
 // value buffer with a matching flat gradient buffer, so optimizers, gradient buckets and
 // clipping work on contiguous memory. Initialisation is by global element index
-// (DESIGN.md section 2): a shard holds exactly the slice of the unsplit tensor.
+// (docs/design.md section 2): a shard holds exactly the slice of the unsplit tensor.
 #pragma once
 #include <memory>
 #include <string>

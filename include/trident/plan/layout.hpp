@@ -1,5 +1,5 @@
 // One candidate way to run a training step: the 3D grid, the micro-batch, the pipeline schedule
-// and the memory savers. The planner's own types (plan sits below train, DESIGN.md section 1).
+// and the memory savers. The planner's own types (plan sits below train, docs/design.md section 1).
 #pragma once
 #include <string>
 

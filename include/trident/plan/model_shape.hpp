@@ -1,5 +1,5 @@
 // The shape of a transformer as the planner sees it: sizes only, no weights. The plan layer sits
-// below model/ (DESIGN.md section 1), so the cli converts a ModelConfig into this.
+// below model/ (docs/design.md section 1), so the cli converts a ModelConfig into this.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// RunConfig: every section of the configuration (DESIGN.md section 4) as typed values, filled
+// RunConfig: every section of the configuration (docs/design.md section 5) as typed values, filled
 // by the CLI's config parser and checked by validate() before any work starts.
 #pragma once
 #include <cstdint>

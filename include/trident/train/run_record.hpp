@@ -1,4 +1,4 @@
-// RunRecord: the record a training run keeps in its run directory (DESIGN.md section 5):
+// RunRecord: the record a training run keeps in its run directory (docs/design.md section 6):
 // config.ini (the resolved configuration of its latest start) and metrics.jsonl (one line per
 // logged step), owned by world rank 0. Opening it is where a training start meets what the
 // directory already holds, and nothing there is lost:

@@ -1,4 +1,4 @@
-// Trainer: the training loop (DESIGN.md section 10). It takes the pieces of the run from a
+// Trainer: the training loop (docs/design.md section 10). It takes the pieces of the run from a
 // RunBuilder; per step it loads this rank's micro-batches from the data source and hands them
 // to the TrainingStep (pipeline schedule, gradient reduction, AdamW), then logs the step,
 // checkpoints every checkpoint.interval steps, evaluates every log.eval_interval steps, and
