@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "config_values.hpp"
 #include "trident/cli/config_parser.hpp"
@@ -73,6 +74,26 @@ bool has_placeholder(const std::string& text) {
 
 namespace {
 
+// A configuration is a few kilobytes: anything past this bound is not one (/dev/zero).
+constexpr size_t kMaxConfigBytes = size_t(1) << 20;
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// The text of --config FILE: a readable file (or pipe) of at most kMaxConfigBytes, its
+// leading UTF-8 byte-order mark (editors on Windows write one) dropped.
+std::string read_config_file(const std::string& path) {
+  TRIDENT_CONFIG_CHECK(!std::filesystem::is_directory(path), "--config ", path, ": a directory, not a config file");
+  std::ifstream file(path, std::ios::binary);
+  TRIDENT_CONFIG_CHECK(file.good(), "cannot read config file ", path);
+  std::string text(kMaxConfigBytes + 1, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  TRIDENT_CONFIG_CHECK(!file.bad(), "cannot read config file ", path);
+  text.resize(static_cast<size_t>(file.gcount()));
+  TRIDENT_CONFIG_CHECK(text.size() <= kMaxConfigBytes, "--config ", path, ": larger than ", kMaxConfigBytes >> 20,
+                       " MiB, not a configuration file");
+  if (text.starts_with(kUtf8Bom)) text.erase(0, kUtf8Bom.size());
+  return text;
+}
+
 // Boost's exception as a ConfigError naming where the input came from.
 [[noreturn]] void rethrow_config_error(const po::error& e, const std::string& input, const std::string& source) {
   if (has_placeholder(input))
@@ -114,9 +135,7 @@ train::RunConfig parse_run_config(int argc, char** argv, int world_size) {
               vm);
     if (vm.count("config")) {
       source = vm["config"].as<std::string>();
-      std::ifstream file(source);
-      TRIDENT_CONFIG_CHECK(file.good(), "cannot read config file ", source);
-      const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+      const std::string text = read_config_file(source);
       input += text;
       std::istringstream lines(text);
       po::store(po::parse_config_file(lines, keys, /*allow_unregistered=*/false), vm);
@@ -135,7 +154,7 @@ model::ModelConfig model_config_from_ini(const std::string& ini, std::string* in
   po::variables_map vm;
   try {
     // Keys this trident does not know (a checkpoint of another version) are passed over.
-    std::istringstream lines(ini);
+    std::istringstream lines(ini.starts_with(kUtf8Bom) ? ini.substr(kUtf8Bom.size()) : ini);
     po::store(po::parse_config_file(lines, schema_options(), /*allow_unregistered=*/true), vm);
     po::notify(vm);
   } catch (const po::error& e) {

@@ -75,6 +75,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"checkpoint.interval", "0", "steps between checkpoints (0 = none; SIGTERM/SIGUSR1 still save one and exit)"},
       {"checkpoint.keep", "3", "checkpoints kept, oldest removed after a newer one is complete (0 = all)"},
       {"checkpoint.async", "false", "snapshot the state and write checkpoints from a thread while training goes on"},
+      {"checkpoint.on_error", "fail", "a checkpoint that cannot be written (full disk, I/O error): fail (stop the run, exit 1) | warn (log it, keep training); the previous checkpoint and latest stay intact either way"},
       {"checkpoint.resume", "auto", "auto (newest complete checkpoint of checkpoint.dir, if any) | none | <path>"},
       {"log.run_dir", "runs/default", "run directory: config.ini, metrics.jsonl, checkpoints/"},
       {"log.interval", "1", "steps between metrics lines"},

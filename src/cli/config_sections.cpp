@@ -1,6 +1,7 @@
 // The configuration's sections read from the resolved strings: each reader converts its keys
 // and checks the rules within its section; to_run_config then checks the rules across them.
 #include <filesystem>
+#include <thread>
 
 #include "config_values.hpp"
 #include "trident/cli/config_parser.hpp"
@@ -112,7 +113,10 @@ train::TrainConfig read_train_section(const Values& v) {
   TRIDENT_CONFIG_CHECK(t.eps > 0, "train.eps must be > 0");
   TRIDENT_CONFIG_CHECK(t.clip >= 0, "train.clip must be >= 0");
   TRIDENT_CONFIG_CHECK(t.weight_decay >= 0, "train.weight_decay must be >= 0");
-  TRIDENT_CONFIG_CHECK(t.threads >= 0, "train.threads must be >= 0");
+  // More threads than the machine has cores only slows a rank down (and far more fails).
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  TRIDENT_CONFIG_CHECK(t.threads >= 0 && t.threads <= cores, "train.threads must be in [0, ", cores,
+                       "] (this machine's cores; 0 = share them among the node's ranks), got ", t.threads);
   TRIDENT_CONFIG_CHECK(t.backend == "auto" || t.backend == "cpu" || t.backend == "cuda",
                        "train.backend must be auto, cpu or cuda (got '", t.backend, "')");
   TRIDENT_CONFIG_CHECK(t.max_bad_steps >= 1, "train.max_bad_steps must be >= 1");
@@ -131,6 +135,10 @@ void read_io_sections(const Values& v, train::RunConfig& c) {
   TRIDENT_CONFIG_CHECK(c.checkpoint.interval >= 0, "checkpoint.interval must be >= 0");
   TRIDENT_CONFIG_CHECK(c.checkpoint.keep >= 0, "checkpoint.keep must be >= 0 (0 keeps all)");
   TRIDENT_CONFIG_CHECK(!c.checkpoint.resume.empty(), "checkpoint.resume must be auto, none or a checkpoint path");
+  const std::string on_error = v.str("checkpoint.on_error");
+  TRIDENT_CONFIG_CHECK(on_error == "fail" || on_error == "warn", "checkpoint.on_error must be fail or warn (got '",
+                       on_error, "')");
+  c.checkpoint.warn_on_error = on_error == "warn";
   c.log = {.run_dir = v.str("log.run_dir"), .interval = v.int32("log.interval"),
            .eval_interval = v.int32("log.eval_interval"), .eval_batches = v.int32("log.eval_batches"),
            .overwrite = v.boolean("log.overwrite")};
@@ -138,6 +146,17 @@ void read_io_sections(const Values& v, train::RunConfig& c) {
   TRIDENT_CONFIG_CHECK(c.log.eval_batches >= 1, "log.eval_batches must be >= 1");
   TRIDENT_CONFIG_CHECK(c.log.interval >= 1, "log.interval must be >= 1");
   TRIDENT_CONFIG_CHECK(!c.log.run_dir.empty(), "log.run_dir must not be empty");
+  // Paths are checked for their kind before any work, naming the key.
+  namespace fs = std::filesystem;
+  auto not_a_file = [](const std::string& p) { return !p.empty() && fs::exists(p) && !fs::is_directory(p); };
+  TRIDENT_CONFIG_CHECK(!not_a_file(c.log.run_dir), "log.run_dir = ", c.log.run_dir, " exists and is not a directory");
+  TRIDENT_CONFIG_CHECK(!not_a_file(c.checkpoint.dir), "checkpoint.dir = ", c.checkpoint.dir,
+                       " exists and is not a directory");
+  const std::string& resume = c.checkpoint.resume;
+  TRIDENT_CONFIG_CHECK(!fs::is_directory(resume), "checkpoint.resume: ", resume,
+                       " is a directory, not a checkpoint file (auto, none or a checkpoint .h5 file)");
+  TRIDENT_CONFIG_CHECK(resume == "auto" || resume == "none" || fs::is_regular_file(resume), "checkpoint.resume: ",
+                       "checkpoint ", resume, " not found (auto, none or a checkpoint .h5 file)");
 }
 
 train::EvalConfig read_eval_section(const Values& v, const model::ModelConfig& m) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -41,6 +42,7 @@ class Values {
     errno = 0;
     const double v = std::strtod(s.c_str(), &end);
     TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected a number, got '", s, "'");
+    TRIDENT_CONFIG_CHECK(std::isfinite(v), key, ": expected a finite number, got '", s, "'");
     return v;
   }
   bool boolean(const std::string& key) const {

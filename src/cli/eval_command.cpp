@@ -72,11 +72,9 @@ int run_eval(int argc, char** argv) {
     train::RunBuilder run(cfg, *ops, topology, log);
     train::log_model_banner(run);
     run.load_initial_weights();
-    train::Checkpointer& reader = run.weights_reader();
-    const std::string checkpoint = reader.resume_path();
-    int64_t step = 0;
+    std::string checkpoint;
+    const int64_t step = run.weights_reader().load_resume_model(/*adapters=*/true, &checkpoint);
     if (!checkpoint.empty()) {
-      step = reader.load_model(checkpoint, /*adapters=*/true);
       log.info("evaluating ", checkpoint, " (", step, " steps done)");
     } else if (cfg.init_from.empty()) {
       log.warn("no checkpoint found (checkpoint.resume = ", cfg.checkpoint.resume,

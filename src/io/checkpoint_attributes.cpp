@@ -18,6 +18,20 @@ void write_string_attribute(hid_t file, const std::string& name, const std::stri
                 "cannot write attribute ", name);
 }
 
+void write_attributes(hid_t file, const CheckpointAttributes& given) {
+  CheckpointAttributes all = given;
+  all.numbers["format_version"] = kCheckpointFormatVersion;
+  for (auto& [name, text] : all.texts)
+    if (text.empty()) text = " ";  // as write_string_attribute stores an empty text (and reads it back)
+  for (const auto& [name, v] : all.numbers) write_number_attribute(file, name, v);
+  for (const auto& [name, text] : all.texts) write_string_attribute(file, name, text);
+  const uint64_t checksum = attributes_checksum(all);
+  H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  H5Handle attr(H5Acreate2(file, kAttributesChecksum, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  TRIDENT_CHECK(attr.get() >= 0 && H5Awrite(attr.get(), H5T_NATIVE_UINT64, &checksum) >= 0,
+                "cannot write attribute ", kAttributesChecksum);
+}
+
 void write_number_attribute(hid_t file, const std::string& name, double value) {
   H5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
   H5Handle attr(H5Acreate2(file, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
@@ -50,8 +64,29 @@ static std::string read_text_attribute(hid_t attr, hid_t type, const std::string
 
 // Reads every root attribute: numbers as doubles, strings as text. Each must be one value (a
 // scalar, or an array of one) of an integer, float or string type (ConfigError otherwise).
+uint64_t attributes_checksum(const CheckpointAttributes& attributes) {
+  // FNV-1a over "name=value" of every attribute in name order (numbers by their 8 bytes).
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ull;
+  };
+  for (const auto& [name, v] : attributes.numbers) {
+    mix(name.data(), name.size());
+    mix("=", 1);
+    mix(&v, sizeof v);
+  }
+  for (const auto& [name, text] : attributes.texts) {
+    mix(name.data(), name.size());
+    mix(":", 1);
+    mix(text.data(), text.size());
+  }
+  return h;
+}
+
 CheckpointAttributes read_attributes(hid_t file, const std::string& path) {
   CheckpointAttributes out;
+  bool checked = false;
+  uint64_t stored_checksum = 0;
   H5O_info_t info;
   TRIDENT_CONFIG_CHECK(H5Oget_info(file, &info) >= 0, "checkpoint ", path, ": cannot list its root attributes (corrupt?)");
   for (hsize_t i = 0; i < info.num_attrs; ++i) {
@@ -62,6 +97,15 @@ CheckpointAttributes read_attributes(hid_t file, const std::string& path) {
     std::string name(static_cast<size_t>(length) + 1, '\0');
     H5Aget_name(attr.get(), name.size(), name.data());
     name.resize(static_cast<size_t>(length));
+    if (name == kAttributesChecksum) {  // a 64-bit integer: read as one, not as a double
+      H5Handle type(H5Aget_type(attr.get()), H5Tclose);
+      H5Handle space(H5Aget_space(attr.get()), H5Sclose);
+      TRIDENT_CONFIG_CHECK(H5Tget_class(type.get()) == H5T_INTEGER && H5Sget_simple_extent_npoints(space.get()) == 1 &&
+                               H5Aread(attr.get(), H5T_NATIVE_UINT64, &stored_checksum) >= 0,
+                           "checkpoint ", path, ": its attribute ", kAttributesChecksum, " is not a checksum (corrupt?)");
+      checked = true;
+      continue;
+    }
     H5Handle space(H5Aget_space(attr.get()), H5Sclose);
     const hssize_t values = H5Sget_simple_extent_npoints(space.get());
     TRIDENT_CONFIG_CHECK(values == 1, "checkpoint ", path, ": root attribute ", name, " holds ", values,
@@ -79,6 +123,13 @@ CheckpointAttributes read_attributes(hid_t file, const std::string& path) {
       out.numbers[name] = v;
     }
   }
+  // Checkpoints written before the checksum have none: read as they are. A newer format's may be
+  // computed otherwise: its version is what the reader reports (checkpoint_format_version).
+  const auto version = out.numbers.find("format_version");
+  const bool known = version != out.numbers.end() && version->second <= kCheckpointFormatVersion;
+  TRIDENT_CONFIG_CHECK(!checked || !known || attributes_checksum(out) == stored_checksum, "checkpoint ", path,
+                       ": its root attributes (step, data position, configuration, ...) fail their checksum: the "
+                       "file is corrupt; resume from an older checkpoint");
   return out;
 }
 

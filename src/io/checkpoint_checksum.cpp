@@ -52,7 +52,7 @@ void verify_checksums(hid_t file, const std::string& path, MPI_Comm comm, const 
   H5Handle dxpl = collective_transfer();
   std::vector<uint64_t> computed, stored;
   std::vector<float> buffer;
-  for (const auto& [name, shape] : expected) {
+  for (const auto& [name, shape] : expected) agreed(comm, [&] {  // a failed read is every rank's
     H5Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
     uint64_t want = 0;
     H5Handle attr(H5Aopen(ds.get(), "checksum", H5P_DEFAULT), H5Aclose);
@@ -89,7 +89,7 @@ void verify_checksums(hid_t file, const std::string& path, MPI_Comm comm, const 
     const int64_t base = matrix ? first * cols : first;
     for (int64_t k = 0; k < count; ++k) sum += element_hash(uint64_t(base + k), std::bit_cast<uint32_t>(buffer[k]));
     computed.push_back(sum);
-  }
+  });
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, computed.data(), static_cast<int>(computed.size()), MPI_UINT64_T, MPI_SUM, comm));
   size_t i = 0;
   for (const auto& entry : expected) {

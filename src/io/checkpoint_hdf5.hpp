@@ -4,11 +4,13 @@
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <exception>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "trident/core/error.hpp"
+#include "trident/dist/agreement.hpp"
 #include "trident/io/checkpoint_file.hpp"
 #include "trident/io/hdf5_file.hpp"
 
@@ -18,6 +20,21 @@ namespace trident::io::detail {
 template <typename... Args>
 void require_io(bool ok, const Args&... args) {
   if (!ok) throw Error(::trident::detail::concat(args...));
+}
+
+// One phase of a collective read or write: a failure on any rank (an exception) is agreed on by
+// every rank before the next collective HDF5 call, so no rank goes on into a collective the
+// others left (a full disk fails H5Dwrite on some ranks only). Every rank then throws the first
+// failing rank's error.
+template <typename Phase>
+void agreed(MPI_Comm comm, Phase&& phase) {
+  std::exception_ptr error;
+  try {
+    phase();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  dist::throw_if_any_failed(comm, error);
 }
 
 // File access through the MPI-IO driver over comm (collective metadata, stripe alignment).
@@ -35,9 +52,13 @@ std::vector<const ShardPiece*> pieces_of(const std::string& name, const std::vec
 // A dataset's shape, which in a checkpoint is a vector or a matrix (ConfigError otherwise).
 Shape dataset_shape(hid_t dataset, const std::string& path, const std::string& name);
 
-// Root attributes (checkpoint_attributes.cpp).
+// Root attributes (checkpoint_attributes.cpp): every one given plus format_version, and
+// kAttributesChecksum over them all, checked by read_attributes (ConfigError on a mismatch).
+inline constexpr const char* kAttributesChecksum = "attributes_checksum";
+void write_attributes(hid_t file, const CheckpointAttributes& attributes);
 void write_string_attribute(hid_t file, const std::string& name, const std::string& text);
 void write_number_attribute(hid_t file, const std::string& name, double value);
+uint64_t attributes_checksum(const CheckpointAttributes& attributes);
 CheckpointAttributes read_attributes(hid_t file, const std::string& path);
 
 // Checksums (checkpoint_checksum.cpp): this rank's share of a dataset's checksum of `cols`

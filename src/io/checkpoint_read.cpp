@@ -52,23 +52,28 @@ CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, con
                                      std::vector<ShardPiece>& pieces) {
   TRIDENT_CONFIG_CHECK(std::filesystem::is_regular_file(path), "checkpoint ", path, " not found");
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  H5Handle fapl = file_access(comm);
-  H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
-  TRIDENT_CONFIG_CHECK(file.get() >= 0, "checkpoint ", path, " cannot be opened as HDF5 (truncated or corrupt?)");
-  CheckpointAttributes attributes = read_attributes(file.get(), path);
-  checkpoint_format_version(attributes, path);
-  // Names and shapes first, then the checksums of everything, then this rank's pieces.
-  for (const auto& [name, shape] : expected) {
-    H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
-    TRIDENT_CONFIG_CHECK(ds.get() >= 0, "checkpoint ", path, " has no tensor ", name,
-                         " (written for another model or layout?)");
-    const Shape found = dataset_shape(ds.get(), path, name);
-    TRIDENT_CONFIG_CHECK(found == shape, "checkpoint ", path, ": tensor ", name, " has shape ", found.str(),
-                         " but the model needs ", shape.str(), " (a checkpoint of another model shape)");
-  }
+  H5Handle file;
+  CheckpointAttributes attributes;
+  // Names and shapes first, then the checksums of everything, then this rank's pieces; a
+  // failure anywhere is every rank's before the next collective call.
+  agreed(comm, [&] {
+    H5Handle fapl = file_access(comm);
+    file = H5Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+    TRIDENT_CONFIG_CHECK(file.get() >= 0, "checkpoint ", path, " cannot be opened as HDF5 (truncated or corrupt?)");
+    attributes = read_attributes(file.get(), path);
+    checkpoint_format_version(attributes, path);
+    for (const auto& [name, shape] : expected) {
+      H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+      TRIDENT_CONFIG_CHECK(ds.get() >= 0, "checkpoint ", path, " has no tensor ", name,
+                           " (written for another model or layout?)");
+      const Shape found = dataset_shape(ds.get(), path, name);
+      TRIDENT_CONFIG_CHECK(found == shape, "checkpoint ", path, ": tensor ", name, " has shape ", found.str(),
+                           " but the model needs ", shape.str(), " (a checkpoint of another model shape)");
+    }
+  });
   verify_checksums(file.get(), path, comm, expected);
   H5Handle dxpl = collective_transfer();
-  for (const auto& [name, shape] : expected) {  // the same sorted order on every rank
+  for (const auto& [name, shape] : expected) agreed(comm, [&] {  // the same sorted order on every rank
     H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
     H5Handle space(H5Dget_space(ds.get()), H5Sclose);
     const int nd = H5Sget_simple_extent_ndims(space.get());
@@ -95,7 +100,7 @@ CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, con
       std::copy_n(buffer.data() + at, bytes, static_cast<char*>(p->data.raw()));
       at += bytes;
     }
-  }
+  });
   return attributes;
 }
 

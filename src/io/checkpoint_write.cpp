@@ -22,37 +22,30 @@ void fsync_path(const std::string& path) {
 }
 }  // namespace
 
-void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
-                      const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes,
-                      const std::function<void()>& before_rename) {
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  const std::string tmp = path + ".tmp";
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  try {
-    H5Handle fapl = file_access(comm);
-    H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
-    require_io(file.get() >= 0, "checkpoint: cannot create ", tmp, " (directory missing, read-only or full?)");
-    write_number_attribute(file.get(), "format_version", kCheckpointFormatVersion);
-    for (const auto& [name, v] : attributes.numbers) write_number_attribute(file.get(), name, v);
-    for (const auto& [name, text] : attributes.texts) write_string_attribute(file.get(), name, text);
-    H5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
-    H5Pset_create_intermediate_group(lcpl.get(), 1);
-    H5Handle dxpl = collective_transfer();
-    // Checksums of the whole tensors, from every rank's written pieces, summed in one call.
-    std::vector<uint64_t> checksums;
-    for (const auto& [name, shape] : datasets)
-      checksums.push_back(partial_checksum(pieces_of(name, pieces, /*writing=*/true), shape.ndim() > 1 ? shape[1] : shape[0]));
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_SUM, comm));
-    size_t checksum_index = 0;
-    std::vector<char> buffer;
-    for (const auto& [name, shape] : datasets) {  // the same sorted order on every rank
+namespace {
+
+// Datasets and attributes of the file, in the same order on every rank.
+void write_contents(hid_t file, const std::string& tmp, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
+                    const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes) {
+  agreed(comm, [&] { write_attributes(file, attributes); });
+  H5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  H5Handle dxpl = collective_transfer();
+  // Checksums of the whole tensors, from every rank's written pieces, summed in one call.
+  std::vector<uint64_t> checksums;
+  for (const auto& [name, shape] : datasets)
+    checksums.push_back(partial_checksum(pieces_of(name, pieces, /*writing=*/true), shape.ndim() > 1 ? shape[1] : shape[0]));
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_SUM, comm));
+  size_t checksum_index = 0;
+  std::vector<char> buffer;
+  for (const auto& [name, shape] : datasets) {  // the same sorted order on every rank
+    agreed(comm, [&] {
       hsize_t dims[2] = {hsize_t(shape[0]), shape.ndim() > 1 ? hsize_t(shape[1]) : 1};
       H5Handle space(H5Screate_simple(shape.ndim(), dims, nullptr), H5Sclose);
-      H5Handle ds(H5Dcreate2(file.get(), name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), H5P_DEFAULT,
-                             H5P_DEFAULT),
+      H5Handle ds(H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
                   H5Dclose);
-      TRIDENT_CHECK(ds.get() >= 0, "cannot create dataset ", name, " in ", tmp);
+      require_io(ds.get() >= 0, "checkpoint: cannot create tensor ", name, " in ", tmp,
+                 " (disk full or I/O error); the previous checkpoint is untouched");
       write_checksum_attribute(ds.get(), checksums[checksum_index++]);
       // Collective transfer: every rank writes every dataset, possibly an empty selection.
       H5Sselect_none(space.get());
@@ -79,24 +72,59 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
       require_io(H5Dwrite(ds.get(), type, memspace.get(), space.get(), dxpl.get(), count ? buffer.data() : nullptr) >= 0,
                  "checkpoint: writing ", name, " to ", tmp, " failed (disk full or I/O error); the previous checkpoint "
                  "is untouched");
-    }
-    require_io(H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0, "checkpoint: flushing ", tmp,
+    });
+  }
+  agreed(comm, [&] {
+    require_io(H5Fflush(file, H5F_SCOPE_GLOBAL) >= 0, "checkpoint: flushing ", tmp,
                " failed (disk full or I/O error); the previous checkpoint is untouched");
+  });
+}
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
+                      const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes,
+                      const std::function<void()>& before_rename) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  const std::string tmp = path + ".tmp";
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  H5Handle file;
+  try {
+    agreed(comm, [&] {
+      H5Handle fapl = file_access(comm);
+      file = H5Handle(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+      require_io(file.get() >= 0, "checkpoint: cannot create ", tmp, " (directory missing, read-only or full?)");
+    });
+    write_contents(file.get(), tmp, comm, datasets, pieces, attributes);
+    agreed(comm, [&] {
+      require_io(file.close(), "checkpoint: closing ", tmp, " failed (disk full or I/O error); the previous checkpoint "
+                 "is untouched");
+    });
   } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);  // free the space a partial file holds
+    // Every rank is here together. The file's space is freed first, so that HDF5 can write what
+    // closing it writes and close it cleanly (a file left open breaks HDF5's shutdown at exit);
+    // then the partial file goes.
+    if (rank == 0) (void)::truncate(tmp.c_str(), 0);
+    MPI_Barrier(comm);
+    (void)file.close();
+    MPI_Barrier(comm);
+    if (rank == 0) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+    }
     throw;
   }
   MPI_CHECK(MPI_Barrier(comm));
   if (before_rename) before_rename();
-  if (rank == 0) {
+  agreed(comm, [&] {
+    if (rank != 0) return;
     fsync_path(tmp);
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
-    TRIDENT_CHECK(!ec, "cannot rename ", tmp, " to ", path, ": ", ec.message());
+    require_io(!ec, "checkpoint: cannot rename ", tmp, " to ", path, ": ", ec.message());
     fsync_path(std::filesystem::path(path).parent_path().string());
-  }
-  MPI_CHECK(MPI_Barrier(comm));
+  });
 }
 
 }  // namespace trident::io

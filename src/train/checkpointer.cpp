@@ -10,6 +10,8 @@
 
 #include "trident/core/error.hpp"
 #include "trident/core/timer.hpp"
+#include "trident/dist/agreement.hpp"
+#include "trident/dist/mpi_session.hpp"
 
 namespace trident::train {
 
@@ -271,29 +273,49 @@ void Checkpointer::write(int64_t steps_done, MPI_Comm comm, const std::vector<io
     if (hooks_) hooks_->checkpoint_written(path);
   });
   int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  std::exception_ptr error;
   if (rank == 0) {
-    // `latest` is replaced atomically, only after the checkpoint itself is complete.
-    const fs::path latest = fs::path(dir_) / "latest", tmp = fs::path(dir_) / "latest.tmp";
-    {
-      std::ofstream out(tmp);
-      out << file_name(steps_done) << "\n";
+    try {
+      // `latest` is replaced atomically, only after the checkpoint itself is complete.
+      const fs::path latest = fs::path(dir_) / "latest", tmp = fs::path(dir_) / "latest.tmp";
+      {
+        std::ofstream out(tmp);
+        out << file_name(steps_done) << "\n";
+        out.flush();
+        if (!out.good()) throw Error(detail::concat("checkpoint: cannot write ", tmp.string(), " (disk full?); ", path,
+                                                    " is complete, `latest` still names the one before"));
+      }
+      fs::rename(tmp, latest);
+      prune(steps_done);
+    } catch (...) {
+      error = std::current_exception();
     }
-    fs::rename(tmp, latest);
-    prune(steps_done);
   }
-  MPI_Barrier(comm);
+  dist::throw_if_any_failed(comm, error);
   last_write_s_ = watch.seconds();
 }
 
 double Checkpointer::save(int64_t steps_done) {
   TRIDENT_CHECK(optimizer_, "Checkpointer::save needs the optimizer");
   Stopwatch stall;
-  wait();
-  if (topology_.world_rank() == 0) fs::create_directories(dir_);
-  topology_.world().barrier();
+  // The previous asynchronous write's failure is reported after this save, which goes ahead.
+  std::exception_ptr earlier;
+  try {
+    wait();
+  } catch (...) {
+    earlier = std::current_exception();
+  }
+  std::exception_ptr error;
+  if (topology_.world_rank() == 0) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) error = std::make_exception_ptr(Error(detail::concat("checkpoint: cannot create ", dir_, ": ", ec.message())));
+  }
+  dist::throw_if_any_failed(topology_.world().comm(), error);
   if (!cfg_.checkpoint.async) {
     write(steps_done, topology_.world().comm(), stage_through_host() ? snapshot() : live_pieces());
+    if (earlier) std::rethrow_exception(earlier);
     return stall.seconds();
   }
   // Snapshot the state, then write it from a thread while training goes on.
@@ -305,6 +327,7 @@ double Checkpointer::save(int64_t steps_done) {
       writer_error_ = std::current_exception();
     }
   });
+  if (earlier) std::rethrow_exception(earlier);
   return stall.seconds();
 }
 
@@ -360,31 +383,74 @@ int64_t Checkpointer::load_model(const std::string& path, bool adapters) {
   return io::checkpoint_state(attributes, path).step;
 }
 
-std::string Checkpointer::resume_path() const {
+std::vector<std::string> Checkpointer::resume_candidates() const {
   const std::string& mode = cfg_.checkpoint.resume;
-  if (mode == "none") return "";
-  return mode == "auto" ? newest(dir_) : mode;
+  if (mode == "none") return {};
+  if (mode != "auto") return {mode};
+  // `latest` names the newest file of this run's timeline: it first, then its older ones.
+  // Without a valid `latest`, every step file, newest first.
+  std::vector<std::string> files;
+  if (fs::is_directory(dir_))
+    for (const auto& entry : fs::directory_iterator(dir_))
+      if (is_step_file(entry.path().filename().string())) files.push_back(entry.path().filename().string());
+  std::sort(files.rbegin(), files.rend());
+  std::ifstream latest(fs::path(dir_) / "latest");
+  std::string named;
+  if (latest >> named && is_step_file(named) && std::find(files.begin(), files.end(), named) != files.end())
+    std::erase_if(files, [&](const std::string& f) { return f > named; });
+  std::vector<std::string> out;
+  for (const std::string& f : files) out.push_back((fs::path(dir_) / f).string());
+  return out;
+}
+
+std::string Checkpointer::load_first(const std::function<void(const std::string&)>& load) {
+  const std::vector<std::string> candidates = resume_candidates();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    try {
+      load(candidates[i]);  // collective; its failures are every rank's
+      return candidates[i];
+    } catch (const ConfigError& e) {
+      if (cfg_.checkpoint.resume != "auto") throw;
+      log_.warn("checkpoint.resume = auto: skipping ", candidates[i], ": ", e.what(),
+                i + 1 < candidates.size() ? "; trying the next older one" : "");
+    }
+  }
+  TRIDENT_CONFIG_CHECK(candidates.empty(), "checkpoint.resume = auto: none of the ", candidates.size(),
+                       " checkpoints in ", dir_, " is intact (see the warnings above); give checkpoint.resume = "
+                       "PATH, or none to start afresh");
+  return "";
+}
+
+int64_t Checkpointer::load_resume_model(bool adapters, std::string* path) {
+  int64_t step = 0;
+  *path = load_first([&](const std::string& p) { step = load_model(p, adapters); });
+  return step;
 }
 
 int64_t Checkpointer::resume() {
   TRIDENT_CHECK(optimizer_, "Checkpointer::resume needs the optimizer");
-  const std::string path = resume_path();
+  io::CheckpointState state;
+  const std::string path = load_first([&](const std::string& p) { state = load_training_state(p); });
   if (path.empty()) return 0;  // nothing to resume: a fresh run
+  log_.info("resumed from ", path, ": ", state.step, " steps done (written by dp ", state.layout_dp, " tp ",
+            state.layout_tp, " pp ", state.layout_pp, ")");
+  return state.step;
+}
+
+io::CheckpointState Checkpointer::load_training_state(const std::string& path) {
   const bool comm_resumable = !compressor_ || comm_state_resumable(path);
+  const io::CheckpointState state = io::checkpoint_state(
+      read(path, [&](const std::string& name) { return comm_resumable || name.rfind("/comm/", 0) != 0; }), path);
   if (!comm_resumable) {
     // Another layout or compression wrote it: the residuals belong to other ranks' gradients.
     compressor_->reset_state();
     log_.info("warning: ", path, " holds no gradient-compression state for this layout and comm.compression; ",
               "error-feedback residuals start at zero");
   }
-  const io::CheckpointState state = io::checkpoint_state(
-      read(path, [&](const std::string& name) { return comm_resumable || name.rfind("/comm/", 0) != 0; }), path);
   optimizer_->set_steps_taken(state.step);
   restored_loss_scale_ = state.loss_scale;
   restored_elapsed_s_ = state.elapsed_s;
-  log_.info("resumed from ", path, ": ", state.step, " steps done (written by dp ", state.layout_dp, " tp ",
-            state.layout_tp, " pp ", state.layout_pp, ")");
-  return state.step;
+  return state;
 }
 
 }  // namespace trident::train

@@ -1,11 +1,18 @@
 // Opening a run's record: refusing to bury an earlier run, keeping what a resume would repeat.
 #include "trident/train/run_record.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "trident/core/error.hpp"
@@ -78,10 +85,50 @@ fs::path lost_path(const fs::path& dir, int64_t step) {
     if (!fs::exists(dir / (base + "." + std::to_string(n)))) return dir / (base + "." + std::to_string(n));
 }
 
+// Takes <dir>/.lock for this process (flock, released by the kernel when the process ends);
+// a live holder is a ConfigError naming its host and PID. Returns the descriptor.
+int lock_run_directory(const fs::path& dir) {
+  const fs::path path = dir / ".lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  TRIDENT_CONFIG_CHECK(fd >= 0, "cannot open ", path.string(), ": ", std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char holder[256] = {0};
+    (void)::pread(fd, holder, sizeof holder - 1, 0);
+    ::close(fd);
+    std::string who = holder;
+    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+    TRIDENT_CONFIG_CHECK(error != EWOULDBLOCK, "log.run_dir = ", dir.string(), " is in use by another run (",
+                         who.empty() ? std::string("holder unknown") : who,
+                         "): wait for it to end, or choose another log.run_dir");
+    throw ConfigError(detail::concat("cannot lock ", path.string(), ": ", std::strerror(error),
+                                     " (a file system without flock: choose a log.run_dir on one that has it)"));
+  }
+  return fd;
+}
+
+// The holder's note in the lock file, for the message a second run prints (written once this
+// start is accepted: a refused start changes nothing in the directory).
+void sign_lock(int fd) {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const std::string me = detail::concat("trident pid ", ::getpid(), " on host ", host, " since ",
+                                        static_cast<long long>(std::time(nullptr)), "\n");
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) != ssize_t(me.size())) {
+    // The lock holds without its note; only a second run's message would lack the holder.
+  }
+}
+
 }  // namespace
 
-RunRecord::RunRecord(const std::string& metrics_path, double last_elapsed)
-    : metrics_(metrics_path), last_elapsed_(last_elapsed) {}
+RunRecord::Lock::~Lock() {
+  if (fd >= 0) ::close(fd);  // releases the flock
+}
+
+RunRecord::RunRecord(int lock_fd, const std::string& metrics_path, double last_elapsed)
+    : lock_{lock_fd}, metrics_(metrics_path), last_elapsed_(last_elapsed) {}
+
+RunRecord::~RunRecord() = default;
 
 std::unique_ptr<RunRecord> RunRecord::open(const RunConfig& cfg, int64_t resumed_step, dist::Communicator& world,
                                            const Logger& log) {
@@ -95,6 +142,7 @@ std::unique_ptr<RunRecord> RunRecord::open(const RunConfig& cfg, int64_t resumed
       std::error_code ec;
       fs::create_directories(dir / "checkpoints", ec);
       TRIDENT_CONFIG_CHECK(!ec, "log.run_dir = ", cfg.log.run_dir, ": cannot create it: ", ec.message());
+      Lock lock{lock_run_directory(dir)};
       const fs::path metrics = dir / "metrics.jsonl";
       TRIDENT_CONFIG_CHECK(!fs::exists(metrics) || fs::is_regular_file(metrics), metrics.string(),
                            " is not a regular file");
@@ -135,7 +183,8 @@ std::unique_ptr<RunRecord> RunRecord::open(const RunConfig& cfg, int64_t resumed
         if (!lost.empty() || torn) replace_file(metrics, kept, "metrics");
       }
       replace_file(dir / "config.ini", cfg.resolved_ini, "the resolved configuration");
-      record.reset(new RunRecord(metrics.string(), last_elapsed));
+      sign_lock(lock.fd);
+      record.reset(new RunRecord(std::exchange(lock.fd, -1), metrics.string(), last_elapsed));
     } catch (...) {
       error = std::current_exception();
     }

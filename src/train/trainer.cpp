@@ -66,7 +66,18 @@ void Trainer::save(int64_t steps_done) {
   topology_.world().broadcast(&elapsed, sizeof elapsed, 0);
   checkpointer_.set_elapsed(elapsed);
   checkpointer_.set_loss_scale(run_.scaler().scale());
-  ckpt_stall_s_ = checkpointer_.save(steps_done);
+  guarded_save([&] { ckpt_stall_s_ = checkpointer_.save(steps_done); });
+}
+
+void Trainer::guarded_save(const std::function<void()>& io) {
+  // Every rank fails a save together (the checkpoint's I/O agrees on failures), so every rank
+  // goes on, or stops, together.
+  try {
+    io();
+  } catch (const std::exception& e) {
+    if (!cfg_.checkpoint.warn_on_error) throw;
+    log_.warn("a checkpoint could not be written: ", e.what(), "; training goes on (checkpoint.on_error = warn)");
+  }
 }
 
 StepResult Trainer::run() {
@@ -93,13 +104,13 @@ StepResult Trainer::run() {
       evaluate(step + 1);
     if (preempt > 0) {
       preempted_ = true;
-      checkpointer_.wait();
+      guarded_save([&] { checkpointer_.wait(); });
       log_.info("preempted: checkpoint of step ", step + 1, " written to ", checkpointer_.directory(),
                 "; exiting (resume with checkpoint.resume = auto)");
       break;
     }
   }
-  checkpointer_.wait();  // an asynchronous write still in flight completes before the run ends
+  guarded_save([&] { checkpointer_.wait(); });  // an asynchronous write in flight completes before the end
   return last;
 }
 

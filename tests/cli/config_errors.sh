@@ -54,8 +54,36 @@ expect 2 "model.heads = 4 must be divisible by parallel.tp = 3" train --config $
 expect 2 "model.kv_heads = 2 must be divisible by parallel.tp = 4" train --config $cfg --model.arch=llama --model.kv_heads=2 --parallel.tp=4 $run
 expect 2 "cannot read config file" train --config "$work/missing.ini" $run
 expect 2 "data.train.*(not found|cannot open|no token shards)" train --config $cfg --data.train="$work/nothing" $run
+# Numbers are finite and within range; paths are of the right kind; the file is bounded.
+for key in train.lr train.weight_decay train.eps model.norm_eps; do
+  expect 2 "$key: expected a finite number, got 'inf'" train --config $cfg --$key=inf $run
+done
+expect 2 "lora.alpha: expected a finite number, got 'infinity'" train --config $cfg --lora.enabled=true --lora.alpha=infinity $run
+expect 2 "train.lr: expected a finite number, got 'nan'" train --config $cfg --train.lr=nan $run
+expect 2 "train.threads must be in \[0, [0-9]+\] \(this machine's cores" train --config $cfg --train.threads=100000 $run
+expect 2 "--config $work: a directory, not a config file" train --config "$work" $run
+expect 2 "--config /dev/zero: larger than 1 MiB" train --config /dev/zero $run
+touch "$work/a-file"
+expect 2 "log.run_dir = $work/a-file exists and is not a directory" train --config $cfg --log.run_dir="$work/a-file"
+expect 2 "checkpoint.dir = $work/a-file exists and is not a directory" train --config $cfg --checkpoint.dir="$work/a-file" $run
+expect 2 "checkpoint.resume: $work is a directory, not a checkpoint file" train --config $cfg --checkpoint.resume="$work" $run
+expect 2 "checkpoint.resume: checkpoint $work/none.h5 not found" eval --config $cfg --checkpoint "$work/none.h5" $run
+expect 2 "checkpoint.on_error must be fail or warn" train --config $cfg --checkpoint.on_error=ignore $run
 expect 2 "unknown command 'fly'" fly
 expect 2 "'--input' is required" prep --output "$work/x"
+
+# A byte-order mark opening the file (Windows editors) is not a configuration error.
+printf '\xef\xbb\xbf' > "$work/bom.ini"
+cat $cfg >> "$work/bom.ini"
+if "$trident" train --config "$work/bom.ini" --train.steps=1 --log.run_dir="$work/bom" > "$work/bom.log" 2>&1; then
+  echo "ok: a config file opening with a UTF-8 BOM is read"
+else
+  echo "FAIL: a config file opening with a UTF-8 BOM: $(tail -n 2 "$work/bom.log")"
+  failures=$((failures + 1))
+fi
+# A config.ini that cannot be written is an error naming it, not a run without its record.
+mkdir -p "$work/nocfg/config.ini"
+expect 2 "cannot write $work/nocfg/config.ini" train --config $cfg --train.steps=1 --log.run_dir="$work/nocfg"
 
 if [[ -e $work/run ]]; then
   echo "FAIL: a rejected configuration created its run directory"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A full disk during a checkpoint write: the run stops with a clear error, the previous
-# checkpoint stays complete and named by `latest`, and a new run resumes from it. The disk is a
-# tmpfs of 8 MiB (one tiny checkpoint is ~5 MiB, so the second one cannot fit).
+# A full disk during a checkpoint write: the run stops with a clear error (exit 1, no crash on
+# the way out), on every rank together (dp = 2, synchronous and asynchronous: no rank left in a
+# collective), the partial file removed, the previous checkpoint complete and named by `latest`,
+# and a new run resumes from it; with checkpoint.on_error = warn the run logs it and trains on.
+# The disk is a tmpfs of 8 MiB (one tiny checkpoint is ~5 MiB, so the second one cannot fit).
 # usage: disk_full.sh TRIDENT SOURCE_DIR
 set -uo pipefail
 trident=$1
@@ -21,7 +23,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 rc=0
 "$trident" train --config input/configs/tiny.ini --checkpoint.interval=5 --checkpoint.keep=3 \
   --checkpoint.dir="$disk/ckpt" --log.run_dir="$work/run" > "$work/full.log" 2>&1 || rc=$?
-[[ $rc -ne 0 ]] || fail "a full disk did not stop the run"
+[[ $rc -eq 1 ]] || fail "a full disk: exit $rc, want 1 (no crash on the way out)"
 grep -q "checkpoint: writing .* failed (disk full or I/O error); the previous checkpoint is untouched" "$work/full.log" \
   || fail "no clear error: $(tail -n 3 "$work/full.log")"
 [[ ! -e $disk/ckpt/step_00000010.h5.tmp ]] || fail "the partial file was left behind on the full disk"
@@ -33,3 +35,32 @@ cp "$disk/ckpt/step_00000005.h5" "$work/"
   --log.run_dir="$work/resumed" > "$work/resumed.log" 2>&1 || fail "resume from the kept checkpoint failed"
 grep -q "resumed from" "$work/resumed.log" || fail "did not resume"
 echo "ok: resumed from the checkpoint the full disk left intact"
+
+# Two ranks, synchronous and asynchronous: both stop with the error, within the timeout.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+for async in false true; do
+  rm -rf "${disk:?}"/* "$work/run2"
+  rc=0
+  timeout -s KILL 180 mpirun -np 2 "$trident" train --config input/configs/tiny.ini --parallel.dp=2 \
+    --checkpoint.interval=5 --checkpoint.async=$async --checkpoint.dir="$disk/ckpt" --log.run_dir="$work/run2" \
+    > "$work/full2.log" 2>&1 || rc=$?
+  [[ $rc -ne 137 ]] || fail "dp=2, async=$async: the ranks hung after the full disk (killed by the timeout)"
+  [[ $rc -ne 0 ]] || fail "dp=2, async=$async: a full disk did not stop the run"
+  [[ $(grep -c "failed (disk full or I/O error)" "$work/full2.log") -ge 2 ]] ||
+    fail "dp=2, async=$async: not every rank named the error: $(grep -v '^step' "$work/full2.log" | tail -n 5)"
+  ! grep -q "watchdog" "$work/full2.log" || fail "dp=2, async=$async: the watchdog had to end it"
+  [[ ! -e $disk/ckpt/step_00000010.h5.tmp ]] || fail "dp=2, async=$async: the partial file was left behind"
+  [[ $(cat "$disk/ckpt/latest") == step_00000005.h5 ]] || fail "dp=2, async=$async: latest is not step 5"
+  "$trident" inspect "$disk/ckpt/step_00000005.h5" > /dev/null || fail "dp=2, async=$async: step 5 is damaged"
+  echo "ok: dp=2, async=$async: every rank stopped with the error (exit $rc)"
+done
+
+# checkpoint.on_error = warn: logged, and the run trains to its end.
+rm -rf "${disk:?}"/* "$work/run3"
+mpirun -np 2 "$trident" train --config input/configs/tiny.ini --parallel.dp=2 --checkpoint.interval=5 \
+  --checkpoint.on_error=warn --checkpoint.dir="$disk/ckpt" --log.run_dir="$work/run3" > "$work/warn.log" 2>&1 ||
+  fail "checkpoint.on_error = warn: the run stopped: $(grep -v '^step' "$work/warn.log" | tail -n 3)"
+grep -q "a checkpoint could not be written" "$work/warn.log" || fail "checkpoint.on_error = warn: no warning"
+[[ $(wc -l < "$work/run3/metrics.jsonl") -eq 20 ]] || fail "checkpoint.on_error = warn: the run did not reach step 20"
+[[ $(cat "$disk/ckpt/latest") == step_00000005.h5 ]] || fail "checkpoint.on_error = warn: latest is not step 5"
+echo "ok: checkpoint.on_error = warn: warned and trained to step 20"

@@ -97,3 +97,17 @@ for s in 1 4 6 8; do [[ -f $run/checkpoints/step_0000000$s.h5 ]] || fail "step_$
 "$trident" train "${tiny[@]}" --log.run_dir="$run" --train.steps=3 --checkpoint.keep=3 > "$work/requeued.log"
 grep -q "resumed from .*step_00000001.h5" "$work/requeued.log" || fail "the requeued run resumed another run's checkpoint"
 echo "checkpoint.keep: the new run's step 1 kept and resumed; the earlier run's 4, 6, 8 untouched"
+
+# --- 5. One run per directory at a time ----------------------------------------------------
+run="$work/locked"
+"$trident" train "${tiny[@]}" --log.run_dir="$run" --train.steps=100000 --log.interval=1000 > "$work/first.log" 2>&1 &
+first=$!
+for _ in $(seq 1 200); do [[ -s $run/.lock && -f $run/config.ini ]] && break; sleep 0.1; done
+rc=0; "$trident" train "${tiny[@]}" --log.run_dir="$run" --train.steps=3 --log.overwrite=true > "$work/second.log" 2>&1 || rc=$?
+grep -q "is in use by another run (trident pid $first on host $(hostname)" "$work/second.log" ||
+  fail "the second run did not name the holder: $(tail -n 2 "$work/second.log")"
+[[ $rc -eq 2 ]] || fail "a second run on a locked directory: exit $rc, want 2"
+kill -9 "$first"; wait "$first" 2> /dev/null || true
+"$trident" train "${tiny[@]}" --log.run_dir="$run" --train.steps=3 --log.overwrite=true > "$work/third.log" 2>&1 ||
+  fail "the lock of a killed run was not released: $(tail -n 2 "$work/third.log")"
+echo "run directory lock: a second run is exit 2 naming pid $first; the lock of a killed run is gone"

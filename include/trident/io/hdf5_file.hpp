@@ -25,7 +25,13 @@ class H5Handle {
   H5Handle(const H5Handle&) = delete;
   H5Handle& operator=(const H5Handle&) = delete;
   hid_t get() const { return id_; }
-  void reset() { if (id_ >= 0 && close_) close_(id_); id_ = -1; }
+  void reset() { (void)close(); }
+  // Closes now; false when HDF5 reports a failure (a file whose last flush could not be written).
+  bool close() {
+    const bool ok = id_ < 0 || !close_ || close_(id_) >= 0;
+    id_ = -1;
+    return ok;
+  }
 
  private:
   hid_t id_ = -1;

@@ -67,12 +67,17 @@ class Checkpointer {
   double restored_loss_scale() const { return restored_loss_scale_; }
   void set_elapsed(double seconds) { elapsed_s_ = seconds; }
   double restored_elapsed() const { return restored_elapsed_s_; }
-  // The checkpoint checkpoint.resume names: auto: the newest complete one in the directory
-  // ("" if none); none: ""; else the path given.
-  std::string resume_path() const;
-  // Collective: loads resume_path() (needs the optimizer). Returns the optimizer steps done by
-  // the loaded state (0 when nothing was loaded).
+  // The checkpoints checkpoint.resume names, in the order to try: auto: the file `latest`
+  // names, then its older step files, newest first (without a valid `latest`: every step
+  // file, newest first); none: none; else the path given.
+  std::vector<std::string> resume_candidates() const;
+  // Collective: loads the training state of the first candidate that loads (needs the
+  // optimizer); auto skips a corrupt or unreadable one with a warning, and none intact out of
+  // some is a ConfigError. Returns the optimizer steps done by the loaded state (0: none).
   int64_t resume();
+  // Collective: the same choice for the model's weights only (load_model); *path receives the
+  // file loaded ("" when none). Returns its steps.
+  int64_t load_resume_model(bool adapters, std::string* path);
   // Collective: loads only the model weights of a checkpoint, in any layout; optimizer state
   // and step stay as they are. adapters: the LoRA adapters too (evaluating a fine-tuned run);
   // without, they keep their initialisation (model.init_from = FILE.h5: a base model has
@@ -122,6 +127,9 @@ class Checkpointer {
   bool comm_state_resumable(const std::string& path) const;
   std::map<std::string, Shape> my_datasets() const;
   io::CheckpointAttributes attributes(int64_t steps_done) const;
+  // Tries load on each resume candidate until one succeeds (see resume()); returns its path.
+  std::string load_first(const std::function<void(const std::string&)>& load);
+  io::CheckpointState load_training_state(const std::string& path);
   // Writes the file, then (rank 0) replaces `latest` and prunes; collective over comm.
   void write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces);
   // Removes the oldest step files at or below `written` beyond checkpoint.keep (rank 0).

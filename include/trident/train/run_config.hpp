@@ -40,6 +40,7 @@ struct CheckpointConfig {
   int keep = 3;
   bool async = false;
   std::string resume = "auto";   // auto | none | <path>
+  bool warn_on_error = false;    // checkpoint.on_error = warn: a failed save is logged, training goes on
 };
 
 struct LogConfig {

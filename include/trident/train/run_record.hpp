@@ -7,7 +7,10 @@
 //     record aside as metrics.jsonl.N, config.ini.N and eval.jsonl.N (the first free N);
 //   - a resumed start keeps the lines up to the resumed step and moves those after it (logged
 //     after that checkpoint by a job that then died) to metrics.jsonl.lost-<step>;
-//   - a partial last line (a crash mid-write) is dropped and reported.
+//   - a partial last line (a crash mid-write) is dropped and reported;
+//   - the directory is locked for the run's lifetime (an flock on <run_dir>/.lock, holding the
+//     holder's host and PID; the kernel releases it when the process ends, however it ends):
+//     a second run on the same directory is a ConfigError naming the holder.
 // Only `trident train` opens one: evaluation, benchmarks and conversions never touch it.
 #pragma once
 #include <cstdint>
@@ -29,12 +32,20 @@ class RunRecord {
   static std::unique_ptr<RunRecord> open(const RunConfig& cfg, int64_t resumed_step, dist::Communicator& world,
                                          const Logger& log);
 
+  ~RunRecord();
+  RunRecord(const RunRecord&) = delete;
+  RunRecord& operator=(const RunRecord&) = delete;
+
   void write(const io::MetricsRecord& record) { metrics_.append(io::metrics_json(record)); }
   // elapsed_s of the last line kept from earlier starts (0: none).
   double last_elapsed() const { return last_elapsed_; }
 
  private:
-  RunRecord(const std::string& metrics_path, double last_elapsed);
+  RunRecord(int lock_fd, const std::string& metrics_path, double last_elapsed);
+  struct Lock {
+    int fd = -1;
+    ~Lock();
+  } lock_;
   io::JsonlAppender metrics_;
   double last_elapsed_ = 0;
 };

@@ -6,6 +6,7 @@
 // preemption signal (after a checkpoint).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "trident/train/eval/run_evaluation.hpp"
@@ -44,6 +45,8 @@ class Trainer {
   void check_health(int64_t step, const StepResult& r);
   // Collective: a checkpoint after `steps_done` steps, with rank 0's training time.
   void save(int64_t steps_done);
+  // Runs checkpoint I/O; a failure stops the run, or is logged when checkpoint.on_error = warn.
+  void guarded_save(const std::function<void()>& io);
 
   RunBuilder& run_;
   const RunConfig& cfg_;
