@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <vector>
 
 #include "config_values.hpp"
 #include "trident/cli/config_parser.hpp"
@@ -74,6 +75,9 @@ bool has_placeholder(const std::string& text) {
 
 namespace {
 
+// What an empty command-line value (--section.key=) is while Boost parses it.
+constexpr const char* kEmptyValue = "\x1f<empty>";
+
 // A configuration is a few kilobytes: anything past this bound is not one (/dev/zero).
 constexpr size_t kMaxConfigBytes = size_t(1) << 20;
 constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
@@ -110,6 +114,7 @@ std::map<std::string, std::string> schema_values(const po::variables_map& vm, st
   std::map<std::string, std::string> values;
   for (const ConfigKey& k : config_schema()) {
     values[k.name] = vm[k.name].as<std::string>();
+    if (values[k.name] == kEmptyValue) values[k.name].clear();
     if (given && !vm[k.name].defaulted()) given->insert(k.name);
   }
   return values;
@@ -127,10 +132,18 @@ train::RunConfig parse_run_config(int argc, char** argv, int world_size) {
   po::variables_map vm;
   std::string source = "the command line";
   std::string input;  // every argument and the file's text
-  for (int i = 0; i < argc; ++i) input += std::string(argv[i]) + "\n";
+  // --section.key= (nothing after the sign) clears a key the file sets. Boost refuses an empty
+  // value there, so it travels as kEmptyValue and becomes "" after parsing.
+  std::vector<std::string> args;
+  for (int i = 0; i < argc; ++i) {
+    input += std::string(argv[i]) + "\n";
+    std::string a = argv[i];
+    if (i > 0 && a.starts_with("--") && a.size() > 3 && a.back() == '=' && a.find('=') == a.size() - 1) a += kEmptyValue;
+    args.push_back(std::move(a));
+  }
   try {
     // Command-line values are stored first, so they win over the file's.
-    po::store(po::command_line_parser(argc, argv).options(all).style(po::command_line_style::default_style &
+    po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end())).options(all).style(po::command_line_style::default_style &
                                                                      ~po::command_line_style::allow_guessing).run(),
               vm);
     if (vm.count("config")) {

@@ -62,6 +62,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"data.valid", "", "validation shard prefix"},
       {"data.packing", "true", "true: documents packed back to back into rows, attention and positions restart at each document (document masking); false: one document per row, padded"},
       {"data.bucket", "false", "with packing = false: sort rows by length within windows of 16 global batches and cut each micro-batch to its longest row (less padding computed; pp = 1)"},
+      {"data.truncate", "left", "fine-tuning examples whose prompt is longer than seq_len tokens (no trainable target in a row of their own): left (cut the prompt from the left to its last seq_len tokens) | skip (leave them out); counted at start and per step (metrics truncated); plain text is never cut"},
       {"comm.compression", "none", "dp gradient compression with error feedback: none | int8 (blocks of 4096, 75% fewer bytes) | topk | powersgd; buckets/matrices under 4096 elements (and, for powersgd, matrices with a side <= 2*rank) go uncompressed"},
       {"comm.topk_ratio", "0.01", "share of each bucket's elements topk sends, as (index, value) pairs"},
       {"comm.topk_warmup", "0", "topk: steps over which the share sent falls from 1/4 to topk_ratio (x1/4 per quarter; 0 = none)"},

@@ -126,7 +126,7 @@ train::TrainConfig read_train_section(const Values& v) {
 // [data], [checkpoint] and [log]: where the run reads and writes.
 void read_io_sections(const Values& v, train::RunConfig& c) {
   c.data = {.train = v.str("data.train"), .valid = v.str("data.valid"), .packing = v.boolean("data.packing"),
-            .bucket = v.boolean("data.bucket")};
+            .bucket = v.boolean("data.bucket"), .truncate = data::truncate_from_name(v.str("data.truncate"))};
   TRIDENT_CONFIG_CHECK(!c.data.bucket || !c.data.packing,
                        "data.bucket = true groups unpacked rows by length: it needs data.packing = false");
   c.checkpoint = {.dir = v.str("checkpoint.dir"), .interval = v.int32("checkpoint.interval"),

@@ -61,8 +61,9 @@ int run_train(int argc, char** argv) {
     attach_device_groups(topology, *ops);
     log.info(topology.describe());
     log.info("threads per rank: ", threads);
+    train::SignalWatch signals(mpi.world_rank(), &watchdog);
     train::RunBuilder run(cfg, *ops, topology, log, &faults);
-    train::Trainer trainer(run);
+    train::Trainer trainer(run, &signals);
     Stopwatch watch;
     const train::StepResult last = trainer.run();
     if (trainer.preempted())

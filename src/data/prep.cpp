@@ -157,11 +157,13 @@ std::vector<std::string> output_files(const PrepOptions& o) {
   return files;
 }
 
-// Shards of this prefix under another shard count would make the set ambiguous: remove them.
-void remove_other_layouts(const std::string& prefix, int shards) {
+// Shards of this prefix under another shard count would make the set ambiguous: remove them
+// (shards = 0: every layout of the prefix). Returns how many files went.
+int remove_other_layouts(const std::string& prefix, int shards) {
   std::error_code ignored;
-  if (shards > 1)
-    for (const char* ext : {".bin", ".idx"}) fs::remove(prefix + ext, ignored);
+  int removed = 0;
+  if (shards != 1)
+    for (const char* ext : {".bin", ".idx"}) removed += fs::remove(prefix + ext, ignored) ? 1 : 0;
   const fs::path p(prefix);
   const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   const std::string base = p.filename().string() + "-";
@@ -175,7 +177,8 @@ void remove_other_layouts(const std::string& prefix, int shards) {
         used == static_cast<int>(rest.size()) && count != shards && rest.size() == 18)
       stale.push_back(entry.path());
   }
-  for (const fs::path& s : stale) fs::remove(s, ignored);
+  for (const fs::path& s : stale) removed += fs::remove(s, ignored) ? 1 : 0;
+  return removed;
 }
 
 void write_text_atomically(const std::string& path, const std::string& text) {
@@ -299,7 +302,12 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     output.publish();
     if (comm.rank() == 0) {
       remove_other_layouts(options.output, options.shards);
-      if (options.valid_permille > 0) remove_other_layouts(valid_shard_prefix(options.output), options.shards);
+      // Without a validation split now, an older one of this prefix would hold documents that
+      // the training split now holds: evaluation on training data. It goes.
+      const int stale = remove_other_layouts(valid_shard_prefix(options.output), options.valid_permille > 0 ? options.shards : 0);
+      if (stale > 0 && options.valid_permille == 0)
+        std::fprintf(stderr, "trident prep: removed %d files of an older %s split (this prep made none; its documents "
+                     "are in the training split now)\n", stale, valid_shard_prefix(options.output).c_str());
       summary.seconds = seconds_since(start);
       write_text_atomically(prep_json_path(options.output), prep_json_text(options, tokenizer.describe(), summary));
     }

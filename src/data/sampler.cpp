@@ -11,8 +11,10 @@
 
 namespace trident::data {
 
-BatchSampler::BatchSampler(const ShardSet& reader, const SamplerOptions& options)
-    : reader_(reader), options_(options) {
+BatchSampler::BatchSampler(const ShardSet& set, const SamplerOptions& options)
+    : stream_(set, static_cast<uint64_t>(std::max<int64_t>(options.seq_len, 0)), options.truncate),
+      options_(options) {
+  const DocumentStream& docs = stream_;
   const int64_t T = options.seq_len, G = options.global_batch, b = options.micro_batch;
   TRIDENT_CONFIG_CHECK(T > 0, "model.seq_len must be positive (got ", T, ")");
   TRIDENT_CONFIG_CHECK(G > 0 && b > 0, "train.global_batch and train.micro_batch must be positive (got ",
@@ -27,24 +29,24 @@ BatchSampler::BatchSampler(const ShardSet& reader, const SamplerOptions& options
                        options.dp_size, ")");
   micro_batches_ = static_cast<int>(G / (b * options.dp_size));
 
-  const uint64_t n = reader.num_tokens();
+  const uint64_t n = docs.num_tokens();
   if (options.packing) {
     num_rows_ = n > 0 ? static_cast<int64_t>((n - 1) / static_cast<uint64_t>(T)) : 0;
   } else {
     // Each document of n >= 2 tokens gives ceil((n - 1) / T) rows of up to T targets.
-    for (uint64_t d = 0; d < reader.num_documents(); ++d) {
-      const DocumentSpan doc = reader.document(d);
+    for (uint64_t d = 0; d < docs.num_documents(); ++d) {
+      const DocumentSpan doc = docs.document(d);
       for (uint64_t begin = doc.begin; begin + 1 < doc.end; begin += static_cast<uint64_t>(T))
         unpacked_rows_.push_back({begin, static_cast<uint32_t>(std::min<uint64_t>(T, doc.end - 1 - begin))});
     }
     num_rows_ = static_cast<int64_t>(unpacked_rows_.size());
   }
-  TRIDENT_CONFIG_CHECK(num_rows_ >= G, reader.prefix(), ": ", n, " tokens in ", reader.num_documents(),
+  TRIDENT_CONFIG_CHECK(num_rows_ >= G, set.prefix(), ": ", n, " tokens in ", docs.num_documents(),
                        " documents make only ", num_rows_, " rows of model.seq_len=", T,
                        options.packing ? " (+1 target)" : " (one document per row: data.packing = false)",
                        ", fewer than train.global_batch=", G, "; use more data or a smaller global batch");
   // Row indices are stored as uint32 to keep the permutation at 4 bytes per row.
-  TRIDENT_CONFIG_CHECK(num_rows_ <= int64_t(std::numeric_limits<uint32_t>::max()), reader.prefix(), ": ",
+  TRIDENT_CONFIG_CHECK(num_rows_ <= int64_t(std::numeric_limits<uint32_t>::max()), set.prefix(), ": ",
                        num_rows_, " rows exceed 2^32; split the data or use longer sequences");
   epoch_key_ = rng_key(options.seed, "data.epoch");
 }
@@ -86,20 +88,23 @@ BatchSampler::RowSpan BatchSampler::row_span(int64_t row) const {
   return {static_cast<uint64_t>(row * options_.seq_len), static_cast<uint32_t>(options_.seq_len)};
 }
 
-int64_t BatchSampler::fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions) const {
+int64_t BatchSampler::fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions,
+                               int64_t* truncated) const {
   const RowSpan span = row_span(row);
   const int64_t length = span.length;
-  reader_.copy_tokens(span.begin, span.length, tokens);
-  reader_.copy_tokens(span.begin + 1, span.length, targets);
+  stream_.copy_tokens(span.begin, span.length, tokens);
+  stream_.copy_tokens(span.begin + 1, span.length, targets);
   std::fill(tokens + length, tokens + T, 0);  // padding (unpacked rows only)
   std::fill(targets + length, targets + T, -1);
   for (int64_t t = length; t < T; ++t) positions[t] = static_cast<int32_t>(t);
   // Walk the documents the row touches: positions restart at each document start, the target
   // that crosses into the next document and targets before the loss start are masked.
   int64_t doc_start_in_row = 0;
-  for (uint64_t d = reader_.document_of(span.begin); d < reader_.num_documents(); ++d) {
-    const DocumentSpan doc = reader_.document(d);
+  for (uint64_t d = stream_.document_of(span.begin); d < stream_.num_documents(); ++d) {
+    const DocumentSpan doc = stream_.document(d);
     if (doc.begin > span.begin + static_cast<uint64_t>(length)) break;
+    if (truncated && doc.begin >= span.begin && doc.begin < span.begin + static_cast<uint64_t>(length) && stream_.cut(d))
+      ++*truncated;
     if (doc.begin > span.begin) {
       doc_start_in_row = static_cast<int64_t>(doc.begin - span.begin);
       targets[doc_start_in_row - 1] = -1;  // last token of the previous document predicts nothing here
@@ -175,7 +180,8 @@ GlobalBatchStats BatchSampler::global_batch_stats(int64_t step) {
       stats.computed_tokens += options_.micro_batch * L;
     }
     const int64_t row = row_of(step * G + j);
-    stats.valid_targets += fill_row(row, L, scratch_.data(), scratch_.data() + T, scratch_.data() + 2 * T);
+    stats.valid_targets += fill_row(row, L, scratch_.data(), scratch_.data() + T, scratch_.data() + 2 * T,
+                                    &stats.truncated_documents);
     stats.padding_tokens += L - row_span(row).length;
   }
   stats_step_ = step;

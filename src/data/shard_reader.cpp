@@ -43,6 +43,10 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(data_, size_);
 }
 
+void MappedFile::advise(int advice) const {
+  if (data_) ::madvise(data_, size_, advice);
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 
@@ -71,8 +75,40 @@ T load(const unsigned char* p) {  // unaligned-safe read of a little-endian fiel
 // The sampler reads windows at random offsets, so read-ahead on .bin would be wasted;
 // the .idx is read front to back once by validation and then searched.
 ShardReader::ShardReader(std::string prefix)
-    : prefix_(std::move(prefix)), bin_(prefix_ + ".bin", MADV_RANDOM), idx_(prefix_ + ".idx", 0) {
+    : prefix_(std::move(prefix)), bin_(prefix_ + ".bin", MADV_SEQUENTIAL), idx_(prefix_ + ".idx", 0) {
   validate_index();
+  validate_tokens();
+  bin_.advise(MADV_RANDOM);  // training reads rows in a shuffled order
+}
+
+namespace {
+// Offset of the first id >= limit among ids[0, n), or n. Blocks of ids are reduced to their
+// maximum (a loop the compiler vectorises); only a failing block is searched.
+template <typename Id>
+uint64_t first_id_at_least(const unsigned char* bytes, uint64_t n, uint64_t limit) {
+  constexpr uint64_t kBlock = 1 << 16;
+  for (uint64_t begin = 0; begin < n; begin += kBlock) {
+    const uint64_t end = std::min(n, begin + kBlock);
+    Id most = 0;
+    for (uint64_t i = begin; i < end; ++i) most = std::max(most, load<Id>(bytes + i * sizeof(Id)));
+    if (most < limit) continue;
+    for (uint64_t i = begin; i < end; ++i)
+      if (load<Id>(bytes + i * sizeof(Id)) >= limit) return i;
+  }
+  return n;
+}
+}  // namespace
+
+void ShardReader::validate_tokens() {
+  // Every id a dtype can hold is below this vocab: nothing to check.
+  if (vocab_ >= (uint64_t(1) << (8 * token_bytes_))) return;
+  const uint64_t bad = token_bytes_ == 2 ? first_id_at_least<uint16_t>(bin_.data(), num_tokens_, vocab_)
+                                         : first_id_at_least<uint32_t>(bin_.data(), num_tokens_, vocab_);
+  if (bad == num_tokens_) return;
+  const uint64_t d = document_of(bad);
+  throw ConfigError(detail::concat(prefix_, ".bin: document ", d, " (token ", bad - offset(d), " of it) holds id ",
+                                   token(bad), ", not below the vocab ", vocab_, " of ", prefix_,
+                                   ".idx (corrupt, or .bin and .idx of different runs); re-run trident prep"));
 }
 
 void ShardReader::validate_index() {

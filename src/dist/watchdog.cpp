@@ -35,6 +35,24 @@ void Watchdog::end() {
   what_.clear();
 }
 
+double Watchdog::waiting_seconds() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return what_.empty() ? 0.0 : MPI_Wtime() - started_;
+}
+
+uint64_t Watchdog::begin_phase(std::string what) {
+  if (timeout_s_ <= 0) return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  phases_.push_back({next_phase_, std::move(what), MPI_Wtime()});
+  return next_phase_++;
+}
+
+void Watchdog::end_phase(uint64_t id) {
+  if (id == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(phases_, [id](const Phase& p) { return p.id == id; });
+}
+
 void Watchdog::track(const void* owner, std::function<bool()> done, std::shared_ptr<const std::string> what) {
   if (timeout_s_ <= 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -54,8 +72,15 @@ void Watchdog::run() {
     wake_.wait_for(lock, poll);
     if (stop_) break;
     check_tracked();
-    if (what_.empty()) continue;
-    const double waited = MPI_Wtime() - started_;
+    const double now = MPI_Wtime();
+    if (what_.empty()) {
+      // A phase is this rank's own slowness only while it waits for no peer (a wait in progress
+      // is reported as the wait, naming the peers, once it is overdue itself).
+      for (const Phase& p : phases_)
+        if (now - p.since >= timeout_s_) abort_job(p.what, "has run", now - p.since, /*own_work=*/true);
+      continue;
+    }
+    const double waited = now - started_;
     if (waited >= timeout_s_) abort_job(what_, "has waited", waited);
   }
 }
@@ -84,11 +109,12 @@ void Watchdog::check_tracked() {
   }
 }
 
-void Watchdog::abort_job(const std::string& what, const char* why, double waited) {
+void Watchdog::abort_job(const std::string& what, const char* why, double waited, bool own_work) {
   std::fprintf(stderr,
-               "[rank %d] watchdog: %s %s %.1f s (comm.timeout_s = %g) at step %lld; a peer is stuck "
-               "or dead: aborting the job\n",
-               world_rank_, what.c_str(), why, waited, timeout_s_, static_cast<long long>(step_.load()));
+               "[rank %d] watchdog: %s %s %.1f s (comm.timeout_s = %g) at step %lld; %s: aborting the job\n",
+               world_rank_, what.c_str(), why, waited, timeout_s_, static_cast<long long>(step_.load()),
+               own_work ? "this rank is stuck in it (a kernel, or I/O), or it needs a larger comm.timeout_s"
+                        : "a peer is stuck or dead");
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 3);
   std::abort();  // MPI_Abort does not return; the compiler cannot know

@@ -269,6 +269,7 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done) const {
 void Checkpointer::write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces) {
   Stopwatch watch;
   const std::string path = (fs::path(dir_) / file_name(steps_done)).string();
+  const dist::WatchdogPhase phase(topology_.watchdog(), "writing checkpoint " + path);
   io::write_checkpoint(path, comm, datasets_, pieces, attributes(steps_done), [&] {
     if (hooks_) hooks_->checkpoint_written(path);
   });

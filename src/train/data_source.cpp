@@ -27,7 +27,8 @@ data::SamplerOptions run_sampler_options(const RunConfig& cfg, const dist::Topol
                               .micro_batch = cfg.train.micro_batch, .dp_rank = topology.dp_rank(),
                               .dp_size = topology.layout().dp, .seed = cfg.train.seed,
                               .packing = cfg.data.packing, .bucket = cfg.data.bucket,
-                              .length_multiple = std::lcm<int64_t>(8, topology.layout().tp)};
+                              .length_multiple = std::lcm<int64_t>(8, topology.layout().tp),
+                              .truncate = cfg.data.truncate};
 }
 
 DataSource::DataSource(const RunConfig& cfg, const dist::Topology& topology, const char* key,

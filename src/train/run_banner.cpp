@@ -58,6 +58,14 @@ void log_training_banner(RunBuilder& run, double peak_flops) {
            data.num_rows(), cfg.data.packing ? " packed rows of " : " one-document rows of ", m.seq_len,
            "; global batch ", cfg.train.global_batch, " = dp ", layout.dp, " x ", data.micro_batches(),
            " micro-batches x ", cfg.train.micro_batch, " sequences");
+  const data::DocumentStream& docs = data.documents();
+  if (docs.cut_documents() > 0)
+    log.info("data.truncate = left: ", docs.cut_documents(), " fine-tuning examples with prompts longer than seq_len = ",
+             m.seq_len, " tokens: prompts cut from the left to their last ", m.seq_len, " tokens (", docs.cut_tokens(),
+             " tokens dropped)");
+  if (docs.skipped_documents() > 0)
+    log.info("data.truncate = skip: ", docs.skipped_documents(), " fine-tuning examples with prompts longer than ",
+             "seq_len = ", m.seq_len, " tokens left out");
   log.info("backend: ", run.ops().name(), ", peak ", peak_flops / 1e9, " GFLOP/s per rank for ",
            dtype_name(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32), " (measured FMA rate)");
 }

@@ -30,8 +30,8 @@ double padding_share(const data::GlobalBatchStats& s) {
 
 }  // namespace
 
-Trainer::Trainer(RunBuilder& run)
-    : run_(run), cfg_(run.config()), topology_(run.topology()), log_(run.log()), step_(run.step()),
+Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
+    : run_(run), signals_(signals), cfg_(run.config()), topology_(run.topology()), log_(run.log()), step_(run.step()),
       checkpointer_(run.checkpointer()) {
   // MFU against the peak of the arithmetic the GEMMs use (bf16 dot products: twice fp32).
   peak_flops_ = run.ops().peak_flops(cfg_.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32);
@@ -84,15 +84,20 @@ StepResult Trainer::run() {
   StepResult last;
   RunHooks* hooks = run_.hooks();
   for (int64_t step = start_step_; step < cfg_.train.steps; ++step) {
-    if (hooks) hooks->step_starting(step + 1);
     if (dist::Watchdog* dog = topology_.watchdog()) dog->set_step(step + 1);
-    last = train_step(step);
+    if (signals_) signals_->set_step(step + 1);
+    if (hooks) hooks->step_starting(step + 1);
+    {
+      const dist::WatchdogPhase phase(topology_.watchdog(), detail::concat("training step ", step + 1));
+      last = train_step(step);
+    }
     steps_done_ = step + 1;
     elapsed_ += last.seconds;
     check_health(step, last);
     // A preemption signal may reach any rank: agree on it, then checkpoint and stop together.
-    double preempt = preemption_requested() || (hooks && hooks->stop_after(step + 1)) ? 1.0 : 0.0;
+    double preempt = (signals_ && signals_->requested()) || (hooks && hooks->stop_after(step + 1)) ? 1.0 : 0.0;
     topology_.world().all_reduce_max(&preempt, 1);
+    if (preempt > 0 && signals_) signals_->acknowledge();
     // No periodic checkpoint of a skipped step: the newest checkpoint stays a good one.
     const bool interval = cfg_.checkpoint.interval > 0 && (step + 1) % cfg_.checkpoint.interval == 0 && !last.skipped;
     if (interval || preempt > 0) save(step + 1);
@@ -115,6 +120,10 @@ StepResult Trainer::run() {
 }
 
 void Trainer::check_health(int64_t step, const StepResult& r) {
+  if (r.no_targets) {  // not the model's fault: the data's (data.truncate avoids most of these)
+    log_.warn("step ", step + 1, " skipped: its global batch holds no trainable target (every token a prompt token)");
+    return;
+  }
   if (r.skipped) {
     ++bad_steps_;
     log_.info("step ", step + 1, " skipped: non-finite loss or gradient (", bad_steps_, " in a row, train.max_bad_steps = ",
@@ -143,6 +152,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
   const double mfu = flops / r.seconds / (peak_flops_ * topology_.world_size());
   if (record_) {
     GradReducer& reducer = run_.reducer();
+    const data::GlobalBatchStats batch = run_.train_data().global_batch_stats(step);
     io::MetricsRecord record = {{"step", double(step + 1)},
                                 {"loss", r.loss},
                                 {"lr", r.lr},
@@ -165,7 +175,8 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                                 {"ckpt_stall_s", ckpt_stall_s_},
                                 {"ckpt_write_s", checkpointer_.last_write_seconds()},
                                 {"bubble_theory", bubble_theory_},
-                                {"padding", padding_share(run_.train_data().global_batch_stats(step))}};
+                                {"padding", padding_share(batch)},
+                                {"truncated", double(batch.truncated_documents)}};
     if (run_.ops().device() != Device::kCPU) record.push_back({"gpu_mem_mb", run_.ops().peak_device_mb()});
     record_->write(record);
   }

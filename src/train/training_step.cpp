@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "trident/core/timer.hpp"
 #include "trident/train/optim/lr_schedule.hpp"
@@ -17,7 +18,16 @@ TrainingStep::TrainingStep(const TrainConfig& cfg, model::GPTModel& model, Pipel
 
 StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batches, int64_t valid_targets) {
   Stopwatch watch;
-  TRIDENT_CHECK(valid_targets > 0, "step ", step, ": the global batch has no trainable targets");
+  if (valid_targets == 0) {
+    // Every rank counts the same global batch: all skip it together, nothing computed.
+    StepResult r;
+    r.skipped = r.no_targets = true;
+    r.loss = r.grad_norm = std::numeric_limits<double>::quiet_NaN();
+    r.lr = learning_rate(cfg_, step);
+    r.loss_scale = scaler_.scale();
+    r.seconds = watch.seconds();
+    return r;
+  }
   if (lisa_) lisa_->apply(step);
   model_.params().zero_grads(model_.ops());
   if (hooks_) hooks_->gradients_zeroed(step + 1, model_.ops(), model_.params().flat_grads());

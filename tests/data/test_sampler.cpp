@@ -265,6 +265,58 @@ TEST(Sampler, BucketingGroupsLengthsAndCutsPadding) {
   EXPECT_THROW(BatchSampler(reader, options(2, 0, 1, 1234, true, true)), ConfigError);  // bucket needs unpacked rows
 }
 
+// data.truncate: a fine-tuning document whose prompt is longer than T keeps the last T prompt
+// tokens (left) or goes (skip); plain text and short prompts stay as written.
+TEST(Sampler, LongPromptsAreCutFromTheLeftOrSkipped) {
+  TempDir dir;
+  {
+    ShardWriter writer(dir / "ft", 1 << 20);
+    uint32_t next = 0;
+    auto add = [&](uint64_t length, uint64_t loss_start) {
+      std::vector<uint32_t> tokens(length);
+      for (auto& t : tokens) t = next++;
+      writer.add_document(tokens, loss_start);
+    };
+    add(30, 0);        // plain text longer than a row: never cut
+    add(45, 40);       // prompt of 40 > T = 16: cut by 24
+    add(10, 5);        // fits
+    add(23, 20);       // prompt of 20: cut by 4
+    add(12, 12);       // prompt only: nothing to train, left as it is
+    for (int i = 0; i < 46; ++i) add(9, 3);  // enough rows for the batches:
+    add(7, 3);                               // 513 tokens once cut, 32 rows = 4 global batches
+    writer.finish();
+  }
+  const ShardSet set(dir / "ft");
+  const DocumentStream left(set, kT, Truncate::kLeft), skip(set, kT, Truncate::kSkip);
+  EXPECT_EQ(left.cut_documents(), 2u);
+  EXPECT_EQ(left.cut_tokens(), 28u);
+  EXPECT_EQ(left.num_tokens(), set.num_tokens() - 28);
+  EXPECT_EQ(skip.skipped_documents(), 2u);
+  EXPECT_EQ(skip.num_documents(), set.num_documents() - 2);
+  const DocumentSpan b = left.document(1);
+  EXPECT_EQ(b.size(), 21u);
+  EXPECT_EQ(b.loss_start, uint64_t(kT));  // the first answer token is a row's last target
+  EXPECT_TRUE(left.cut(1) && !left.cut(0) && !left.cut(2));
+  std::vector<int32_t> tokens(b.size());
+  left.copy_tokens(b.begin, b.size(), tokens.data());
+  for (size_t i = 0; i < tokens.size(); ++i) EXPECT_EQ(tokens[i], int32_t(30 + 24 + i));  // the document's tail
+  EXPECT_EQ(left.document_of(b.begin), 1u);
+  EXPECT_EQ(left.document(4).size(), 12u);  // prompt only: unchanged
+  EXPECT_EQ(skip.document(1).size(), 10u);  // the prompt-20 and prompt-40 documents are gone
+  // The sampler reads the cut stream: every row has its targets, none crosses a document start.
+  SamplerOptions o = options(2, 0, 1);
+  o.truncate = Truncate::kSkip;
+  BatchSampler sampler(set, o);
+  EXPECT_EQ(sampler.documents().skipped_documents(), 2u);
+  EXPECT_GT(sampler.count_valid_targets(0), 0);
+  o.truncate = Truncate::kLeft;
+  BatchSampler cut(set, o);
+  int64_t truncated = 0;
+  ASSERT_EQ(cut.num_rows(), 4 * kG);
+  for (int64_t step = 0; step < 4; ++step) truncated += cut.global_batch_stats(step).truncated_documents;
+  EXPECT_EQ(truncated, 2);  // each cut document counted once, in the step of the row it starts in
+}
+
 TEST(Sampler, RejectsBadConfiguration) {
   TempDir dir;
   write_stream(dir / "s", false);

@@ -421,6 +421,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (file.get() < 0) std::abort();  // the baseline must open: a harness failure
     Input in(data, size);
     for (int records = 0; !in.empty() && records < 64; ++records) apply_record(file.get(), in);
+    // Any edit breaks the root attributes' checksum, which the readers check first: inputs of
+    // even length drop it, as a checkpoint from before it existed has none, so the validation
+    // behind it is fuzzed too.
+    if (size % 2 == 0) delete_attribute(file.get(), "attributes_checksum");
   }
   // As a resume, `trident inspect` and model.init_from / `trident convert` see it.
   read_as("listing", [&] {

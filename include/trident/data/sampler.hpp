@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "trident/data/batch.hpp"
+#include "trident/data/document_stream.hpp"
 #include "trident/data/shard_set.hpp"
 
 namespace trident::data {
@@ -44,6 +45,7 @@ struct SamplerOptions {
   bool packing = true;       // data.packing: packed rows with document masking, else one document per row
   bool bucket = false;       // data.bucket (needs packing = false)
   int64_t length_multiple = 8;  // bucketed micro-batch lengths are multiples of this (or T)
+  Truncate truncate = Truncate::kLeft;  // data.truncate: fine-tuning documents longer than T + 1
 };
 
 // What one global batch holds, all dp ranks together (identical for any dp).
@@ -51,6 +53,7 @@ struct GlobalBatchStats {
   int64_t valid_targets = 0;    // targets >= 0: the loss normaliser
   int64_t padding_tokens = 0;   // input positions computed that hold no document token
   int64_t computed_tokens = 0;  // input positions computed: G * T, less when bucketed batches are cut
+  int64_t truncated_documents = 0;  // documents starting in its rows that data.truncate = left cut
 };
 
 inline constexpr int64_t kBucketWindow = 16;  // global batches sorted together by length
@@ -76,6 +79,8 @@ class BatchSampler {
 
   // The row of global sequence g (exposed for tests: epoch coverage).
   int64_t row_of(int64_t global_sequence);
+  // The documents sampled (what data.truncate cut or left out).
+  const DocumentStream& documents() const { return stream_; }
 
  private:
   // Where a row's input tokens lie in the stream: [begin, begin + length), length <= T.
@@ -88,10 +93,11 @@ class BatchSampler {
   int64_t micro_batch_length(int64_t first_global_sequence);
   void compute_permutation(int64_t epoch);
   // Writes row `row` cut to length T (>= its length): tokens, targets, positions; returns its
-  // number of targets >= 0.
-  int64_t fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions) const;
+  // number of targets >= 0. truncated (optional) counts the cut documents starting in the row.
+  int64_t fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions,
+                   int64_t* truncated = nullptr) const;
 
-  const ShardSet& reader_;
+  DocumentStream stream_;
   SamplerOptions options_;
   int64_t num_rows_ = 0;
   std::vector<RowSpan> unpacked_rows_;  // unpacked mode: every row's span (packed rows are computed)

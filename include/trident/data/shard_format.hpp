@@ -94,6 +94,8 @@ class MappedFile {
 
   const unsigned char* data() const { return static_cast<const unsigned char*>(data_); }
   size_t size() const { return size_; }
+  // A new madvise() hint for the whole mapping (harmless if refused).
+  void advise(int advice) const;
 
  private:
   void* data_ = nullptr;  // nullptr for an empty file (mmap of 0 bytes is not allowed)
@@ -110,8 +112,9 @@ struct DocumentSpan {
 };
 
 // Maps <prefix>.bin and <prefix>.idx read-only and validates them (magic, version, dtype,
-// sizes, monotone offsets, loss starts inside their documents); every problem is a
-// ConfigError naming the file and what is wrong. Movable, not copyable.
+// sizes, monotone offsets, loss starts inside their documents, every token id below the
+// header's vocab: one sequential pass over the .bin at open); every problem is a ConfigError
+// naming the file and what is wrong. Movable, not copyable.
 class ShardReader {
  public:
   explicit ShardReader(std::string prefix);
@@ -133,6 +136,7 @@ class ShardReader {
 
  private:
   void validate_index();
+  void validate_tokens();
   uint64_t offset(uint64_t d) const;      // offsets[d], d in [0, D]
   uint64_t loss_start(uint64_t d) const;  // loss_starts[d], d in [0, D)
 

@@ -36,6 +36,7 @@ class DataSource {
   int micro_batches() const { return sampler_->micro_batches_per_step(); }
   int64_t num_rows() const { return sampler_->num_rows(); }
   const data::ShardSet& shards() const { return *shards_; }
+  const data::DocumentStream& documents() const { return sampler_->documents(); }
   const std::string& prefix() const { return prefix_; }
   // Seconds spent in load() so far (the data phase of `trident bench step`).
   double seconds() const { return seconds_; }

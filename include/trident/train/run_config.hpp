@@ -6,6 +6,7 @@
 
 #include "trident/core/dtype.hpp"
 #include "trident/dist/compression.hpp"
+#include "trident/data/document_stream.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/model/model_config.hpp"
 #include "trident/model/recompute.hpp"
@@ -20,6 +21,7 @@ struct DataConfig {
   std::string valid;
   bool packing = true;      // document-masked packed rows; false: one document per row, padded
   bool bucket = false;
+  data::Truncate truncate = data::Truncate::kLeft;  // fine-tuning documents longer than seq_len + 1
 };
 
 struct CommConfig {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "trident/train/eval/run_evaluation.hpp"
+#include "trident/train/preemption.hpp"
 #include "trident/train/run_builder.hpp"
 #include "trident/train/run_record.hpp"
 #include "trident/train/training_step.hpp"
@@ -21,7 +22,9 @@ class Trainer {
   // Collective: loads the initial weights (model.init_from, lora.init_from), resumes per
   // checkpoint.resume, and opens the run's record (RunRecord: a fresh start in a directory
   // holding an earlier run's metrics is a ConfigError unless log.overwrite).
-  explicit Trainer(RunBuilder& run);
+  // signals (nullptr: none watched) ends the run with a checkpoint when a preemption signal
+  // arrives (SignalWatch).
+  explicit Trainer(RunBuilder& run, SignalWatch* signals = nullptr);
   ~Trainer();
 
   // Runs the optimizer steps from the resumed step to train.steps. Returns the last step's
@@ -49,6 +52,7 @@ class Trainer {
   void guarded_save(const std::function<void()>& io);
 
   RunBuilder& run_;
+  SignalWatch* signals_;
   const RunConfig& cfg_;
   dist::Topology& topology_;
   const Logger& log_;

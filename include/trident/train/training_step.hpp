@@ -28,7 +28,8 @@ struct StepResult {
   double lr = 0;
   double seconds = 0;
   double bubble = 0;      // share of the step this rank waited for pipeline neighbours
-  bool skipped = false;   // non-finite loss or gradient somewhere: no update on any rank
+  bool skipped = false;   // no update on any rank: a non-finite loss or gradient, or no targets
+  bool no_targets = false;  // the global batch held no trainable target (every token a prompt's)
   double loss_scale = 1;  // the scale this step used
 };
 
