@@ -29,13 +29,8 @@ struct CudaLibrary {
 };
 
 #ifdef TRIDENT_WITH_CUDA
-// The build tree's library (TRIDENT_CUDA_LIBRARY), else libtrident_cuda.so beside the executable.
 void* open_library(std::string& error) {
-  std::vector<std::string> candidates = {TRIDENT_CUDA_LIBRARY};
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.push_back((exe.parent_path() / "libtrident_cuda.so").string());
-  for (const std::string& path : candidates) {
+  for (const std::string& path : cuda_library_candidates()) {
     if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
     error += (error.empty() ? "" : "; ") + std::string(dlerror());
   }
@@ -143,6 +138,18 @@ std::unique_ptr<DeviceCollectives> make_nccl_collectives(Ops& ops, const DeviceC
   DeviceCollectives* group = lib.nccl_make(&ops, id.data(), size, rank, name.c_str(), error.data(), error.size());
   if (!group) throw Error(error.data());
   return std::unique_ptr<DeviceCollectives>(group);
+}
+
+std::vector<std::string> cuda_library_candidates() {
+#ifdef TRIDENT_WITH_CUDA
+  std::vector<std::string> candidates = {TRIDENT_CUDA_LIBRARY};
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back((exe.parent_path() / "libtrident_cuda.so").string());
+  return candidates;
+#else
+  return {};
+#endif
 }
 
 }  // namespace trident

@@ -308,7 +308,7 @@ const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& posit
   ops_.copy(tokens, s.tokens);
   ops_.copy(positions, s.positions);
   run_forward(0, 0, /*train=*/false, 0.0, nullptr);
-  return head_buffers_.logits;
+  return head_->logits(ops_, head_buffers_);
 }
 
 Tensor GPTModel::tied_embedding_grad() const {

@@ -20,47 +20,71 @@ LMHead::LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, Tenso
   TRIDENT_CHECK(weight_->local_shape[0] == local_vocab_, "head rows ", weight_->local_shape[0], " vs ", local_vocab_);
 }
 
-HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored) const {
+int64_t logits_chunk_rows(int64_t rows, int64_t vocab, DType dtype) {
+  const int64_t per_row = vocab * int64_t(dtype_size(dtype));
+  return std::clamp<int64_t>(kLogitsChunkBytes / std::max<int64_t>(per_row, 1), 1, std::max<int64_t>(rows, 1));
+}
+
+HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored,
+                                 int64_t chunk_rows) const {
   HeadBuffers b;
   const int64_t local = tp_.local_rows(rows), hidden = weight_->local_shape[1];
+  const int64_t k = chunk_rows > 0 ? std::min(chunk_rows, rows) : logits_chunk_rows(rows, local_vocab_ * tp_.size(), dtype);
   b.norm = norm_.make_activations(ops, local, dtype, stored);
   if (tp_.splits_rows()) b.gathered = ops.zeros(Shape{rows, hidden}, stored.value_or(dtype));
   b.dnorm = ops.zeros(Shape{rows, hidden}, dtype);
   b.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, hidden}, dtype) : b.dnorm;
-  b.logits = ops.zeros(Shape{rows, weight_->local_shape[0]}, dtype);
+  b.logits = ops.zeros(Shape{k, weight_->local_shape[0]}, dtype);
   b.losses = ops.zeros(Shape{rows}, dtype);
   b.host_losses = Tensor::zeros(Shape{rows}, DType::kF64);
-  b.row_max = ops.zeros(Shape{rows}, dtype);
-  b.sum_exp = ops.zeros(Shape{rows}, dtype);
-  b.target_logit = ops.zeros(Shape{rows}, dtype);
-  b.host_stats = Tensor::zeros(Shape{4, rows}, DType::kF64);
+  b.row_max = ops.zeros(Shape{k}, dtype);
+  b.sum_exp = ops.zeros(Shape{k}, dtype);
+  b.target_logit = ops.zeros(Shape{k}, dtype);
+  b.host_stats = Tensor::zeros(Shape{4 * k}, DType::kF64);
   return b;
 }
 
 void LMHead::forward(Ops& ops, const Tensor& x, HeadBuffers& b) const {
   norm_.forward(ops, x, b.norm);
-  ops.gemm(false, true, 1.0, tp_.gather_rows(ops, b.norm.y, b.gathered), weight_->gemm_value(), 0.0, b.logits);
+  tp_.gather_rows(ops, b.norm.y, b.gathered);
 }
 
-void LMHead::combine_stats(Ops& ops, const Tensor& targets, HeadBuffers& b) const {
-  const int64_t n = b.row_max.numel();
+Tensor LMHead::chunk_logits(Ops& ops, HeadBuffers& b, int64_t r0, int64_t r1) const {
+  Tensor logits = b.logits.narrow(0, r1 - r0);
+  ops.gemm(false, true, 1.0, normed(b).narrow(r0, r1), weight_->gemm_value(), 0.0, logits);
+  return logits;
+}
+
+const Tensor& LMHead::logits(Ops& ops, HeadBuffers& b) const {
+  const Tensor& x = normed(b);
+  if (!b.full_logits.defined() || b.full_logits.dim(0) != x.dim(0))
+    b.full_logits = ops.zeros(Shape{x.dim(0), local_vocab_}, b.logits.dtype());
+  ops.gemm(false, true, 1.0, x, weight_->gemm_value(), 0.0, b.full_logits);
+  return b.full_logits;
+}
+
+void LMHead::combine_stats(Ops& ops, const Tensor& logits, const Tensor& targets, HeadBuffers& b) const {
+  const int64_t n = logits.dim(0), k = b.row_max.numel();
   const int64_t valid_columns = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
-  ops.cross_entropy_shard_stats(b.logits, targets, vocab_offset_, valid_columns, b.row_max, b.sum_exp,
-                                b.target_logit);
-  // Combine over the group on the host ([N] values): global max, then each shard's sum
+  Tensor row_max = b.row_max.narrow(0, n), sum_exp = b.sum_exp.narrow(0, n), target_logit = b.target_logit.narrow(0, n);
+  ops.cross_entropy_shard_stats(logits, targets, vocab_offset_, valid_columns, row_max, sum_exp, target_logit);
+  // Combine over the group on the host ([n] values): global max, then each shard's sum
   // rescaled to it, and the target logit from the shard that holds the target.
-  Tensor host_max = b.host_stats.narrow(0, 1), host_sum = b.host_stats.narrow(1, 2), host_tl = b.host_stats.narrow(2, 3);
-  ops.copy(b.row_max, host_max);
-  ops.copy(b.sum_exp, host_sum);
-  ops.copy(b.target_logit, host_tl);
+  Tensor host_max = b.host_stats.narrow(0, n), host_sum = b.host_stats.narrow(k, k + n);
+  Tensor host_tl = b.host_stats.narrow(2 * k, 2 * k + n);
+  ops.copy(row_max, host_max);
+  ops.copy(sum_exp, host_sum);
+  ops.copy(target_logit, host_tl);
   double* mx = host_max.data<double>();
   double* sum = host_sum.data<double>();
-  double* local_max = b.host_stats.narrow(3, 4).data<double>();  // this shard's maxima, kept
+  double* tl = host_tl.data<double>();
+  double* local_max = b.host_stats.narrow(3 * k, 3 * k + n).data<double>();  // this shard's maxima, kept
   std::copy(mx, mx + n, local_max);
   if (tp_.size() == 1) return;
   tp_.comm->all_reduce_max(mx, static_cast<int>(n));
   for (int64_t i = 0; i < n; ++i) sum[i] = sum[i] == 0 ? 0 : sum[i] * std::exp(local_max[i] - mx[i]);
-  tp_.comm->all_reduce_sum(sum, static_cast<int>(2 * n));  // sums and target logits together
+  tp_.comm->all_reduce_sum(sum, static_cast<int>(n));
+  tp_.comm->all_reduce_sum(tl, static_cast<int>(n));
 }
 
 namespace {
@@ -75,18 +99,23 @@ const int32_t* host_targets(Ops& ops, const Tensor& targets, HeadBuffers& b) {
 }  // namespace
 
 EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const {
-  combine_stats(ops, targets, b);
-  const int64_t n = b.row_max.numel();
-  const double* mx = b.host_stats.narrow(0, 1).data<double>();
-  const double* sum = b.host_stats.narrow(1, 2).data<double>();
-  const double* tl = b.host_stats.narrow(2, 3).data<double>();
-  const int32_t* t = host_targets(ops, targets, b);
+  const int64_t n = normed(b).dim(0), k = b.row_max.numel();
+  const int32_t* all_targets = host_targets(ops, targets, b);
   EvalSums sums;
-  for (int64_t i = 0; i < n; ++i) {
-    if (t[i] < 0) continue;
-    sums.loss_sum += mx[i] + std::log(sum[i]) - tl[i];
-    sums.correct += tl[i] >= mx[i];
-    ++sums.count;
+  for (int64_t r0 = 0; r0 < n; r0 += k) {
+    const int64_t r1 = std::min(n, r0 + k);
+    const Tensor logits = chunk_logits(ops, b, r0, r1);
+    combine_stats(ops, logits, targets.narrow(r0, r1), b);
+    const double* mx = b.host_stats.data<double>();
+    const double* sum = mx + k;
+    const double* tl = mx + 2 * k;
+    const int32_t* t = all_targets + r0;
+    for (int64_t i = 0; i < r1 - r0; ++i) {
+      if (t[i] < 0) continue;
+      sums.loss_sum += mx[i] + std::log(sum[i]) - tl[i];
+      sums.correct += tl[i] >= mx[i];
+      ++sums.count;
+    }
   }
   return sums;
 }
@@ -140,41 +169,51 @@ std::vector<int32_t> LMHead::greedy(Ops& ops, const Tensor& x, GreedyBuffers& b)
   return ids;
 }
 
-double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const {
-  const int64_t n = b.row_max.numel();
+double LMHead::vocab_parallel_loss(Ops& ops, Tensor& logits, const Tensor& targets, const int32_t* t,
+                                   double grad_scale, HeadBuffers& b) const {
+  const int64_t n = logits.dim(0), k = b.row_max.numel();
   const int64_t valid_columns = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
-  combine_stats(ops, targets, b);
-  Tensor host_max = b.host_stats.narrow(0, 1), host_sum = b.host_stats.narrow(1, 2), host_tl = b.host_stats.narrow(2, 3);
+  combine_stats(ops, logits, targets, b);
+  Tensor host_max = b.host_stats.narrow(0, n), host_sum = b.host_stats.narrow(k, k + n);
   const double* mx = host_max.data<double>();
   const double* sum = host_sum.data<double>();
-  const double* tl = host_tl.data<double>();
-  const int32_t* t = host_targets(ops, targets, b);
+  const double* tl = b.host_stats.data<double>() + 2 * k;
   double loss_sum = 0;
   for (int64_t i = 0; i < n; ++i)
     if (t[i] >= 0) loss_sum += mx[i] + std::log(sum[i]) - tl[i];
-  ops.copy(host_max, b.row_max);
-  ops.copy(host_sum, b.sum_exp);
-  ops.cross_entropy_shard_backward(b.logits, targets, vocab_offset_, valid_columns, b.row_max, b.sum_exp, grad_scale,
-                                   b.logits);
+  Tensor row_max = b.row_max.narrow(0, n), sum_exp = b.sum_exp.narrow(0, n);
+  ops.copy(host_max, row_max);
+  ops.copy(host_sum, sum_exp);
+  ops.cross_entropy_shard_backward(logits, targets, vocab_offset_, valid_columns, row_max, sum_exp, grad_scale, logits);
   return loss_sum;
 }
 
 double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale,
                              HeadBuffers& b, Tensor& dx) const {
+  const Tensor& in = normed(b);  // all rows, from forward
+  const int64_t n = in.dim(0), k = b.row_max.numel();
+  const int32_t* t = tp_.size() > 1 ? host_targets(ops, targets, b) : nullptr;
   double loss_sum = 0;
-  if (tp_.size() == 1) {
-    ops.cross_entropy_forward_backward(b.logits, targets, grad_scale, b.losses, b.logits);
+  // One chunk of rows at a time: logits, their loss and gradient, and both GEMMs of it.
+  for (int64_t r0 = 0; r0 < n; r0 += k) {
+    const int64_t r1 = std::min(n, r0 + k);
+    Tensor dlogits = chunk_logits(ops, b, r0, r1);
+    const Tensor chunk_targets = targets.narrow(r0, r1);
+    if (tp_.size() == 1) {
+      Tensor losses = b.losses.narrow(r0, r1);
+      ops.cross_entropy_forward_backward(dlogits, chunk_targets, grad_scale, losses, dlogits);
+    } else {
+      loss_sum += vocab_parallel_loss(ops, dlogits, chunk_targets, t + r0, grad_scale, b);
+    }
+    if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dlogits, in.narrow(r0, r1), 1.0, weight_->grad);  // [V, K] @ [K, C]
+    Tensor dnorm = b.dnorm.narrow(r0, r1);
+    ops.gemm(false, false, 1.0, dlogits, weight_->gemm_value(), 0.0, dnorm);
+  }
+  if (tp_.size() == 1) {  // the per-token losses, read back once
     ops.copy(b.losses, b.host_losses);
     const double* l = b.host_losses.data<double>();
     for (int64_t i = 0; i < b.host_losses.numel(); ++i) loss_sum += l[i];
-  } else {
-    loss_sum = vocab_parallel_loss(ops, targets, grad_scale, b);
   }
-
-  const Tensor& dlogits = b.logits;
-  const Tensor& normed = tp_.splits_rows() ? b.gathered : b.norm.y;  // all rows, from forward
-  if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dlogits, normed, 1.0, weight_->grad);  // [V, N] @ [N, C]
-  ops.gemm(false, false, 1.0, dlogits, weight_->gemm_value(), 0.0, b.dnorm);
   // Each vocabulary shard contributes part of d(norm output).
   const Tensor& dnorm = tp_.reduce_to_rows(b.dnorm, b.dnorm_rows);
   ops.fill(dx, 0.0);

@@ -45,19 +45,13 @@ class SequenceTrim {
             {rows(s.mlp.dact), rows(s.mlp.dgate)}};
   }
   HeadBuffers operator()(const HeadBuffers& b) const {
-    HeadBuffers t;
+    HeadBuffers t = b;  // the chunk buffers (logits, statistics) are cut per chunk anyway
     t.norm = (*this)(b.norm);
     t.gathered = rows(b.gathered);
     t.dnorm = rows(b.dnorm);
     t.dnorm_rows = rows(b.dnorm_rows);
-    t.logits = rows(b.logits);
     t.losses = rows(b.losses);
     t.host_losses = rows(b.host_losses);
-    t.row_max = rows(b.row_max);
-    t.sum_exp = rows(b.sum_exp);
-    t.target_logit = rows(b.target_logit);
-    const int64_t n = b.host_stats.dim(1) * L_ / T_;  // [4, N] -> [4, n]
-    t.host_stats = b.host_stats.flat().narrow(0, 4 * n).view(Shape{4, n});
     return t;
   }
 

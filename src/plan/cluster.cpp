@@ -121,6 +121,7 @@ Cluster local_cluster(const LocalCalibration& cal, int ranks_per_node, bool bf16
   c.activation_bytes = bf16 ? 2 : 4, c.weight_bytes = bf16 ? 2 : 4, c.grad_bytes = 4;
   c.master_weights = bf16;
   c.stores_dropout_masks = false;
+  c.logits_chunk_bytes = 64.0 * (1 << 20);  // model::kLogitsChunkBytes
   return c;
 }
 

@@ -73,7 +73,8 @@ MemoryBreakdown estimate_memory(const ModelShape& m, const Layout& l, const Clus
     working = tokens * dropped / t;
   }
   // The last stage's logits (vocab-parallel) and, for low-precision stacks, their fp32 copy.
-  const double logits = tokens * m.vocab / t * (e + (e < 4 ? 4.0 : 0.0));
+  double logits = tokens * m.vocab / t * (e + (e < 4 ? 4.0 : 0.0));
+  if (c.logits_chunk_bytes > 0) logits = std::min(logits, c.logits_chunk_bytes);
   // Temporaries of one block (gathered norm output, MLP gradient); pipeline receive buffers.
   double buffers = tokens * (m.hidden + double(m.ffn) / t) * e * 2;
   if (l.pp > 1) buffers += 2.0 * tokens * m.hidden / t * e;

@@ -22,7 +22,9 @@ run() {  # run NAME RANKS ARGS...: trains, fails the test on error
   local name=$1 ranks=$2
   shift 2
   local out
-  out=$(mpirun -np "$ranks" "$trident" train --config $cfg --train.steps=$steps --log.run_dir="$work/$name" "$@" 2>&1) ||
+  local launch=(mpirun -np "$ranks")
+  ((ranks > 1)) || launch=()  # one rank: a singleton (no orted to start)
+  out=$("${launch[@]}" "$trident" train --config $cfg --train.steps=$steps --log.run_dir="$work/$name" "$@" 2>&1) ||
     fail "$name: $out"
 }
 compare() {  # compare REFERENCE RUN TOLERANCE: per-step relative loss difference

@@ -5,6 +5,8 @@
 // Every test skips without a usable GPU.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -337,8 +339,14 @@ TEST(CudaCore, ReportsWhyThereIsNoGpu) {
 // The library the loader opens (cuda_loader.cpp) exists, has its entry points, and answers
 // without a GPU: here the loader itself stops earlier, where no NVIDIA driver is installed.
 TEST(CudaLibrary, OpensAndAnswersThroughItsEntryPoints) {
-  void* handle = dlopen(TRIDENT_CUDA_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
+  // As the loader looks for it: the build tree's, else beside the executable (the GPU kit).
+  void* handle = nullptr;
+  std::string errors;
+  for (const std::string& path : cuda_library_candidates()) {
+    if ((handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    errors += std::string(dlerror()) + "; ";
+  }
+  ASSERT_NE(handle, nullptr) << errors;
   auto count = reinterpret_cast<int (*)(char*, size_t)>(dlsym(handle, "trident_cuda_device_count"));
   auto make = reinterpret_cast<Ops* (*)(int, char*, size_t)>(dlsym(handle, "trident_cuda_make_ops"));
   ASSERT_NE(count, nullptr);
@@ -372,3 +380,9 @@ TEST(CudaAllocator, SizeClasses) {
 
 }  // namespace
 }  // namespace trident
+
+// utils/gpu-check.sh must report a failing GPU test (tests/cli/gpu_check.sh plants this one).
+TEST(GpuCheck, PlantedFailure) {
+  if (!std::getenv("TRIDENT_GPU_CHECK_PLANTED_FAILURE")) GTEST_SKIP() << "planted only by tests/cli/gpu_check.sh";
+  FAIL() << "the failure tests/cli/gpu_check.sh planted";
+}

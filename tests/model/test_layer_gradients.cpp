@@ -214,7 +214,7 @@ TEST_P(LayerGradients, HeadWithCrossEntropy) {
   LMHead head(store, cfg_, nullptr);
   store.allocate(*ops_, DType::kF64);
   randomize(store, 18);
-  HeadBuffers b = head.make_buffers(*ops_, rows(), DType::kF64);
+  HeadBuffers b = head.make_buffers(*ops_, rows(), DType::kF64, {}, /*chunk_rows=*/3);  // chunks of 3 rows
   Tensor targets = Tensor::zeros(Shape{rows()}, DType::kI32);
   for (int64_t i = 0; i < rows(); ++i) targets.data<int32_t>()[i] = i % 4 == 1 ? -1 : static_cast<int32_t>((i * 3) % cfg_.vocab);
   Tensor x = random(Shape{rows(), cfg_.hidden}, 19), dx = Tensor::zeros(x.shape(), DType::kF64);
@@ -225,6 +225,44 @@ TEST_P(LayerGradients, HeadWithCrossEntropy) {
     const double loss = head.loss_backward(*ops_, x, targets, 0.25, b, backward ? dx : dx_scratch);
     return 0.25 * loss;
   });
+}
+
+// The loss over chunks of rows is the loss over all rows at once: the same loss, input gradient,
+// head gradient and evaluation sums (fp64, to rounding), for chunks that divide the rows and not.
+TEST_P(LayerGradients, HeadInChunksEqualsAllRowsAtOnce) {
+  ParamStore store;
+  LMHead head(store, cfg_, nullptr);
+  store.allocate(*ops_, DType::kF64);
+  randomize(store, 21);
+  Tensor targets = Tensor::zeros(Shape{rows()}, DType::kI32);
+  for (int64_t i = 0; i < rows(); ++i) targets.data<int32_t>()[i] = i % 3 == 2 ? -1 : static_cast<int32_t>((i * 5) % cfg_.vocab);
+  const Tensor x = random(Shape{rows(), cfg_.hidden}, 22);
+  struct Result {
+    double loss;
+    std::vector<double> dx, dw;
+    EvalSums eval;
+  };
+  auto run = [&](int64_t chunk) {
+    HeadBuffers b = head.make_buffers(*ops_, rows(), DType::kF64, {}, chunk);
+    store.zero_grads(*ops_);
+    Tensor dx = Tensor::zeros(x.shape(), DType::kF64);
+    head.forward(*ops_, x, b);
+    Result r{head.loss_backward(*ops_, x, targets, 0.5, b, dx), testing::to_vector(dx),
+             testing::to_vector(store.flat_grads()), {}};
+    head.forward(*ops_, x, b);
+    r.eval = head.evaluate(*ops_, targets, b);
+    return r;
+  };
+  const Result whole = run(rows());
+  for (int64_t chunk : {int64_t(1), int64_t(3), rows() / 2}) {
+    const Result got = run(chunk);
+    EXPECT_NEAR(got.loss, whole.loss, 1e-12 * std::abs(whole.loss)) << "chunk " << chunk;
+    EXPECT_LT(testing::relative_error(got.dx, whole.dx), 1e-12) << "chunk " << chunk;
+    EXPECT_LT(testing::relative_error(got.dw, whole.dw), 1e-12) << "chunk " << chunk;
+    EXPECT_NEAR(got.eval.loss_sum, whole.eval.loss_sum, 1e-12 * std::abs(whole.eval.loss_sum)) << "chunk " << chunk;
+    EXPECT_EQ(got.eval.correct, whole.eval.correct) << "chunk " << chunk;
+    EXPECT_EQ(got.eval.count, whole.eval.count) << "chunk " << chunk;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, LayerGradients, ::testing::Values(Arch::kGPT2, Arch::kLlama),

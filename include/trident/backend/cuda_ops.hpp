@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "trident/backend/device_collectives.hpp"
 #include "trident/backend/ops.hpp"
@@ -13,6 +14,10 @@ namespace trident {
 
 // True when this binary was built with the CUDA backend.
 bool cuda_built();
+
+// Where the backend's library, libtrident_cuda.so, is looked for, in order: the build tree's,
+// then the one beside the executable (a relocated kit). Empty when CUDA is not built.
+std::vector<std::string> cuda_library_candidates();
 
 // GPUs visible to this process: 0 when the backend is not built, when there is no driver or no
 // device (cudaGetDeviceCount failing counts as none). reason, when given, receives why it is 0.

@@ -1,9 +1,11 @@
 // Final norm, output projection to the vocabulary and fused softmax cross-entropy.
-// x: [N, C], logits: [N, V], targets: [N] int32 (-1 = not trained on).
-// Forward and backward run back to back: the logits buffer turns into its own gradient, so
-// [N, V] is held once, never per micro-batch. Vocabulary-parallel under tensor parallelism:
-// each rank holds V/tp logits per row and the softmax statistics are combined over the group,
-// so the full logits are never gathered.
+// x: [N, C], logits: [rows, V], targets: [N] int32 (-1 = not trained on).
+// The logits are never held for all N rows (with a 50k vocabulary they are the largest
+// activation by far): the loss and its backward go through chunks of rows, each chunk's logits
+// computed, turned into their own gradient by the cross-entropy, and fed to the two backward
+// GEMMs before the next chunk (kLogitsChunkBytes of logits at a time). Vocabulary-parallel under
+// tensor parallelism: each rank holds V/tp logits per row and the softmax statistics are
+// combined over the group, so the full logits are never gathered either.
 #pragma once
 #include <optional>
 #include <vector>
@@ -13,19 +15,26 @@
 
 namespace trident::model {
 
+// Logits held at once per rank, at most: a chunk of rows of the vocabulary projection.
+inline constexpr int64_t kLogitsChunkBytes = int64_t(64) << 20;
+// Rows per chunk for a (padded, whole) vocabulary of `vocab` in dtype: the same under any tp,
+// so every layout sums the head's gradient over the same chunks.
+int64_t logits_chunk_rows(int64_t rows, int64_t vocab, DType dtype);
+
 struct HeadBuffers {
   NormActivations norm;  // [R, C] this rank's rows (all N without sequence parallelism)
   Tensor gathered;     // [N, C] the norm output of all rows (sequence parallelism)
   Tensor dnorm;        // [N, C] gradient of the norm output (this rank's vocabulary part)
   Tensor dnorm_rows;   // [R, C] ... summed over the group
-  Tensor logits;       // [N, V/tp], then dlogits
+  Tensor logits;       // [K, V/tp] one chunk of K rows' logits, then their gradient
   Tensor losses;       // [N] per-token loss (tp = 1)
   Tensor host_losses;  // [N] host copy for the sum
-  // Vocabulary-parallel softmax statistics per row: max, sum of exp, target logit ([N] each,
-  // on the device and on the host where the group's values are combined).
+  // Vocabulary-parallel softmax statistics per row of a chunk: max, sum of exp, target logit
+  // ([K] each, on the device and on the host where the group's values are combined).
   Tensor row_max, sum_exp, target_logit;
-  Tensor host_stats;   // [4, N] fp64: max, sum, target logit, this shard's max
+  Tensor host_stats;   // [4 * K] fp64: max, sum, target logit, this shard's max (K each)
   Tensor host_targets; // [N] int32: the targets where the host reads them (GPU backend)
+  Tensor full_logits;  // [N, V/tp] only for logits() (tests, comparisons), made on first use
 };
 
 // Evaluation sums over the valid targets of some rows: summed token loss, targets the model
@@ -52,19 +61,23 @@ class LMHead {
   // tied: the projection is the token embedding (its gradient accumulates there).
   LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, TensorParallel tp = {});
   // The norm output (the head GEMM's input) and its gathered form in `stored` when given.
-  HeadBuffers make_buffers(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored = {}) const;
+  // chunk_rows: rows of logits per chunk (0: logits_chunk_rows; tests use a few).
+  HeadBuffers make_buffers(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored = {},
+                           int64_t chunk_rows = 0) const;
   std::vector<Tensor> norm_grads() const { return norm_.grads(); }
 
-  // logits = norm(x) @ W^T into b.logits (x: [R, C]).
+  // The final norm of x ([R, C]) into b (gathered over the group with sequence parallelism).
   void forward(Ops& ops, const Tensor& x, HeadBuffers& b) const;
-  // Loss and backward after forward(): returns the loss summed over valid targets; dx is
-  // overwritten with grad_scale * dL/dx; parameter gradients accumulate.
+  // After forward(): the loss, chunk by chunk, and its backward. Returns the loss summed over
+  // valid targets; dx is overwritten with grad_scale * dL/dx; parameter gradients accumulate.
   double loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale, HeadBuffers& b,
                        Tensor& dx) const;
 
   // Loss and accuracy sums after forward(), no gradient (evaluation); the same on every rank
   // of the tensor-parallel group.
   EvalSums evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const;
+  // After forward(): every row's logits, [N, V/tp] in b.full_logits (memory for all of them).
+  const Tensor& logits(Ops& ops, HeadBuffers& b) const;
 
   // Generation: the greedy next token of each row of x [B, C] (whole rows): the highest logit
   // over the real vocabulary, the lowest id on ties (as torch.argmax), the same on every rank
@@ -73,11 +86,17 @@ class LMHead {
   GreedyBuffers make_greedy_buffers(Ops& ops, int64_t rows, DType dtype) const;
 
  private:
-  // Softmax statistics of the group's full rows into b.host_stats (max, sum of exp relative to
-  // it, target logit); rows of b.row_max/sum_exp hold this shard's values before.
-  void combine_stats(Ops& ops, const Tensor& targets, HeadBuffers& b) const;
-  // Loss summed over valid rows, dlogits written into b.logits: vocabulary-parallel path.
-  double vocab_parallel_loss(Ops& ops, const Tensor& targets, double grad_scale, HeadBuffers& b) const;
+  // The head GEMM's input: the norm output of all rows (gathered with sequence parallelism).
+  const Tensor& normed(const HeadBuffers& b) const { return tp_.splits_rows() ? b.gathered : b.norm.y; }
+  // Logits of rows [r0, r1) into the chunk buffer (a view of its first r1 - r0 rows).
+  Tensor chunk_logits(Ops& ops, HeadBuffers& b, int64_t r0, int64_t r1) const;
+  // A chunk's softmax statistics over the group's full rows into b.host_stats (max, sum of exp
+  // relative to it, target logit, K each), from logits of `rows` rows.
+  void combine_stats(Ops& ops, const Tensor& logits, const Tensor& targets, HeadBuffers& b) const;
+  // Vocabulary-parallel path of a chunk: its loss summed over valid rows (t: the chunk's host
+  // targets), its dlogits written over logits.
+  double vocab_parallel_loss(Ops& ops, Tensor& logits, const Tensor& targets, const int32_t* t, double grad_scale,
+                             HeadBuffers& b) const;
 
   Norm norm_;
   Parameter* weight_;

@@ -36,6 +36,8 @@ struct Cluster {
   double grad_bytes = 4;         // gradient accumulation and reduction dtype
   bool master_weights = true;    // an fp32 master copy next to low-precision weights
   bool stores_dropout_masks = true;  // masks kept as bytes (Megatron) or rebuilt from the RNG (trident)
+  double logits_chunk_bytes = 0;     // the loss computed over chunks of rows holding at most this
+                                     // much logits at once (trident: 64 MiB); 0 = all rows at once
 };
 
 // Names of the presets, for --help and error messages.
