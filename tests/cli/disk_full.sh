@@ -64,3 +64,22 @@ grep -q "a checkpoint could not be written" "$work/warn.log" || fail "checkpoint
 [[ $(wc -l < "$work/run3/metrics.jsonl") -eq 20 ]] || fail "checkpoint.on_error = warn: the run did not reach step 20"
 [[ $(cat "$disk/ckpt/latest") == step_00000005.h5 ]] || fail "checkpoint.on_error = warn: latest is not step 5"
 echo "ok: checkpoint.on_error = warn: warned and trained to step 20"
+
+# A full disk under metrics.jsonl: the run stops naming the file, and every line it holds is
+# complete (each is appended whole or not at all).
+small="$work/small"
+mkdir -p "$small"
+mount -t tmpfs -o size=12k tmpfs "$small" || fail "cannot mount the small tmpfs"
+rc=0
+"$trident" train --config input/configs/tiny.ini --train.steps=60 --log.run_dir="$small/run" > "$work/metrics.log" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "cannot append to $small/run/metrics.jsonl: No space left on device" "$work/metrics.log" ||
+  { umount "$small"; fail "a full disk under metrics.jsonl: exit $rc, $(tail -n 1 "$work/metrics.log")"; }
+python3 - "$small/run/metrics.jsonl" <<'PY' || { umount "$small"; fail "metrics.jsonl holds a torn line"; }
+import json, sys
+text = open(sys.argv[1]).read()
+assert text.endswith("\n"), "the last line is not complete"
+steps = [json.loads(l)["step"] for l in text.splitlines()]
+assert steps == list(range(1, len(steps) + 1)) and steps, steps
+print(f"ok: a full disk under metrics.jsonl: exit 1, {len(steps)} complete lines kept")
+PY
+umount "$small"
