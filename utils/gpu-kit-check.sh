@@ -48,7 +48,7 @@ cd "$scratch"
 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall()' "$repo/gpu-kit.tar.xz"
 source gpu-kit/env.sh
 cd "$repo"
-run() { echo "  $*"; "$@" > "$scratch/out.log" 2>&1 || { cat "$scratch/out.log"; echo "FAILED: $*"; exit 1; }; }
+run() { echo "  $*"; "$@" < /dev/null > "$scratch/out.log" 2>&1 || { cat "$scratch/out.log"; echo "FAILED: $*"; exit 1; }; }
 run trident --help
 run trident train --config input/configs/tiny.ini --train.steps=3 --log.run_dir="$scratch/single"
 pgrep -x orted > /dev/null && { echo "FAILED: a singleton started orted"; exit 1; }
