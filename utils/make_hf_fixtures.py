@@ -2,6 +2,10 @@
 """Tiny random Hugging Face models and their logits, for trident's HF import/export tests.
 
   make_hf_fixtures.py [OUT_DIR]          write the fixtures (default tests/data/hf)
+  make_hf_fixtures.py --transformers5 [OUT_DIR]
+                                         write the fixtures saved by transformers 5 (its
+                                         rope_parameters form): llama3_rope, llama_linear,
+                                         qwen3, mistral, qwen2_window
   make_hf_fixtures.py --bad tests/data/bad   the malformed *.hf model directories
   make_hf_fixtures.py --generation [OUT_DIR]   only (re)write every fixture's generate.json
   make_hf_fixtures.py --check-load DIR FIXTURE
@@ -17,6 +21,9 @@ and generate.json (prompts of different lengths and transformers' greedy continu
 Needs transformers, safetensors and torch, e.g. Debian's python3-torch and a venv:
   /usr/bin/python3 -m venv --system-site-packages /opt/trident-hf-venv
   /opt/trident-hf-venv/bin/pip install transformers==4.44.2 safetensors
+The first fixtures (gpt2, llama, llama_sharded, qwen2) were written by transformers 4.44.2, so
+trident reads its config.json form; --transformers5 needs transformers >= 5 (made with 5.24.0):
+  python3 -m venv /opt/ref && /opt/ref/bin/pip install torch transformers==5.24.0 safetensors
 """
 import json
 import os
@@ -176,6 +183,79 @@ def make_all(out):
     write_fixture(out, "qwen2", qwen2, torch.bfloat16, 40)
 
 
+def make_transformers5(out):
+    """Fixtures in transformers 5's config.json form, one per feature of the released models:
+    RoPE scaling (llama3, linear, yarn), head_dim apart from hidden / heads, attention_bias (q, k,
+    v and o), Qwen3's q/k norms, and sliding windows shorter than the T = 16 inputs (Mistral: every
+    layer; Qwen2: the layers from max_window_layers on)."""
+    assert int(transformers.__version__.split(".")[0]) >= 5, transformers.__version__
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    common = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-6,
+                  attn_implementation="eager")
+    # Llama 3.1-style: llama3 frequency-dependent scaling (head size 16: one pair in the smooth
+    # band between the high- and low-frequency wavelengths), q/k/v/o biases, tied head, two eos ids.
+    llama3 = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=260, hidden_size=64, intermediate_size=96, max_position_embeddings=1024,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 256},
+        attention_bias=True, tie_word_embeddings=True, bos_token_id=1, eos_token_id=[2, 3], **common))
+    randomize(llama3, 50)
+    write_fixture(out, "llama3_rope", llama3, torch.float32, 60)
+    # Linear RoPE scaling and a head size (12) that is not hidden / heads (8).
+    linear = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=200, hidden_size=32, intermediate_size=64, head_dim=12, max_position_embeddings=64,
+        rope_parameters={"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0},
+        tie_word_embeddings=False, **common))
+    randomize(linear, 51)
+    write_fixture(out, "llama_linear", linear, torch.float32, 61)
+    # Qwen3: per-head q/k RMSNorm, head_dim 16 != 32 / 4, YaRN (factor 4 over 16 positions), bf16.
+    qwen3 = transformers.Qwen3ForCausalLM(transformers.Qwen3Config(
+        vocab_size=151, hidden_size=32, intermediate_size=64, head_dim=16, max_position_embeddings=64,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 16},
+        tie_word_embeddings=True, use_sliding_window=False, bos_token_id=None, eos_token_id=150, pad_token_id=149,
+        **common))
+    randomize(qwen3, 52)
+    write_fixture(out, "qwen3", qwen3, torch.bfloat16, 62)
+    # Mistral: a 5-token window on every layer (inputs are 16 long).
+    mistral_cfg = dict(vocab_size=180, hidden_size=32, intermediate_size=64, max_position_embeddings=64,
+                       rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, tie_word_embeddings=False,
+                       **common)
+    mistral = transformers.MistralForCausalLM(transformers.MistralConfig(sliding_window=5, **mistral_cfg))
+    randomize(mistral, 53)
+    write_fixture(out, "mistral", mistral, torch.float32, 63)
+    assert_window_matters(os.path.join(out, "mistral"), transformers.MistralConfig, sliding_window=None)
+    # Qwen2 with use_sliding_window: layer 0 full, layer 1 within a 6-token window.
+    qwen2w = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(
+        vocab_size=120, hidden_size=32, intermediate_size=48, max_position_embeddings=64, use_sliding_window=True,
+        sliding_window=6, max_window_layers=1, tie_word_embeddings=True, **common))
+    randomize(qwen2w, 54)
+    write_fixture(out, "qwen2_window", qwen2w, torch.float32, 64)
+    assert_window_matters(os.path.join(out, "qwen2_window"), transformers.Qwen2Config, use_sliding_window=False,
+                          layer_types=None)
+
+
+def assert_window_matters(d, config_class, **no_window):
+    """The fixture's logits differ from the same weights attending over the whole sequence, so
+    a model that ignored the window would fail the tests."""
+    from safetensors.torch import load_file
+    config = config_class.from_pretrained(d)
+    for key, value in no_window.items():
+        setattr(config, key, value)
+    if hasattr(config, "layer_types"):
+        config.layer_types = ["full_attention"] * config.num_hidden_layers
+    model = transformers.AutoModelForCausalLM.from_pretrained(d, config=config, dtype=torch.float32,
+                                                              attn_implementation="eager").eval()
+    with open(os.path.join(d, "expected.json")) as f:
+        expected = json.load(f)
+    logits, _ = expected_outputs(model, torch.tensor(expected["input_ids"]), torch.tensor(expected["targets"]))
+    want = load_file(os.path.join(d, "expected_logits.safetensors"))["logits"]
+    gap = float((logits - want).abs().max() / want.abs().max())
+    assert gap > 1e-2, f"{d}: the window changes the logits by only {gap:.2e}"
+    print(f"  without the window the logits move by {gap:.2e}")
+
+
 def make_bad(out):
     """tests/data/bad/*.hf: tiny Llama directories, each wrong in one way (no torch needed)."""
     import struct
@@ -207,10 +287,13 @@ def make_bad(out):
                                     "implies \\[8, 8\\]"),
         "safetensors_wrong_dtype": (config, safetensors({**good, "model.norm.weight": ("I64", [8])}),
                                     "tensor model.norm.weight has dtype I64; trident reads F32, F16 and BF16"),
-        "hf_rope_scaling": ({**config, "rope_scaling": {"type": "linear", "factor": 4.0}}, safetensors(good),
-                            "\"rope_scaling\": .* is not supported"),
-        "hf_mistral_sliding_window": ({**config, "model_type": "mistral", "sliding_window": 4096}, safetensors(good),
-                                      "\"sliding_window\": 4096 is not supported \\(sliding-window attention"),
+        "hf_rope_dynamic": ({**config, "rope_parameters": {"rope_type": "dynamic", "factor": 4.0, "rope_theta": 1e4}},
+                            safetensors(good), "rope_parameters: rope_type \"dynamic\" is not supported"),
+        "hf_unknown_key": ({**config, "use_parallel_residual": True}, safetensors(good),
+                           "\"use_parallel_residual\" is not a llama setting trident understands"),
+        "hf_interleaved_windows": ({**config, "model_type": "qwen2", "num_hidden_layers": 2, "use_sliding_window": True,
+                                    "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]},
+                                   safetensors(good), "sliding-window layers must be the last ones"),
     }
     for name, (cfg, blob, expect) in cases.items():
         d = os.path.join(out, name + ".hf")
@@ -250,6 +333,10 @@ if __name__ == "__main__":
         for name in sorted(os.listdir(out)):
             write_generation(os.path.join(out, name))
         write_task(os.path.join(out, "gpt2"))
+        sys.exit(0)
+    if len(sys.argv) >= 2 and sys.argv[1] == "--transformers5":
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        make_transformers5(sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "tests", "data", "hf"))
         sys.exit(0)
     if len(sys.argv) == 4 and sys.argv[1] == "--check-load":
         sys.exit(check_load(sys.argv[2], sys.argv[3]))

@@ -9,6 +9,27 @@
 
 namespace trident::cli {
 
+namespace {
+// "2,3" -> {2, 3}; "" -> none.
+std::vector<int64_t> read_token_ids(const Values& v, const std::string& key) {
+  std::vector<int64_t> ids;
+  const std::string& text = v.str(key);
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    char* end = nullptr;
+    errno = 0;
+    const long long id = std::strtoll(item.c_str(), &end, 10);
+    TRIDENT_CONFIG_CHECK(!item.empty() && *end == '\0' && errno == 0 && id >= 0, key,
+                         ": expected comma-separated token ids, got '", text, "'");
+    ids.push_back(id);
+    at = comma + 1;
+  }
+  return ids;
+}
+}  // namespace
+
 model::ModelConfig read_model_section(const Values& v) {
   model::ModelConfig m;
   m.arch = model::arch_from_name(v.str("model.arch"));
@@ -22,8 +43,18 @@ model::ModelConfig read_model_section(const Values& v) {
   m.tie_embeddings = v.boolean("model.tie_embeddings");
   m.dropout = v.number("model.dropout");
   m.qkv_bias = v.boolean("model.qkv_bias");
+  m.o_bias = v.boolean("model.o_bias");
+  m.head_dim = v.int32("model.head_dim");
+  m.qk_norm = v.boolean("model.qk_norm");
   m.norm_eps = v.number("model.norm_eps");
   m.rope_theta = v.number("model.rope_theta");
+  m.rope_scaling = model::parse_rope_scaling(v.str("model.rope_scaling"));
+  m.max_positions = v.integer("model.max_positions");
+  m.sliding_window = v.int32("model.sliding_window");
+  m.window_from = v.int32("model.window_from");
+  m.bos_token_id = v.integer("model.bos_token_id");
+  m.pad_token_id = v.integer("model.pad_token_id");
+  m.eos_token_ids = read_token_ids(v, "model.eos_token_id");
   TRIDENT_CONFIG_CHECK(m.norm_eps > 0, "model.norm_eps must be > 0 (got ", m.norm_eps, ")");
   TRIDENT_CONFIG_CHECK(m.rope_theta > 0, "model.rope_theta must be > 0 (got ", m.rope_theta, ")");
   if (v.boolean("lora.enabled")) {

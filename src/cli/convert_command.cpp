@@ -20,16 +20,17 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: trident convert --to hf --input CHECKPOINT.h5 --output DIR [--tokenizer PATH]\n"
+    "usage: trident convert --to hf --input CHECKPOINT.h5 --output DIR [--tokenizer PATH] [--dtype fp32|bf16]\n"
     "       trident convert --to peft --input CHECKPOINT.h5 --output DIR [--merge]\n"
     "       trident convert --from hf --input DIR --output CHECKPOINT.h5 [--seq-len N]\n"
-    "  --to hf:   DIR gets model.safetensors (F32) and config.json (transformers' from_pretrained\n"
-    "             loads it), and tokenizer.json: --tokenizer, or the one of the model the run\n"
-    "             was initialised from; a LoRA checkpoint's adapters are merged into the weights\n"
+    "  --to hf:   DIR gets model.safetensors (F32, or BF16 with --dtype bf16), config.json\n"
+    "             (transformers' from_pretrained loads it) and generation_config.json (the eos\n"
+    "             ids generate() stops at), and tokenizer.json: --tokenizer, or the one of the\n"
+    "             model the run was initialised from; a LoRA checkpoint's adapters are merged in\n"
     "  --to peft: DIR gets the LoRA adapters as adapter_model.safetensors and adapter_config.json\n"
     "             (peft's PeftModel.from_pretrained loads them onto the base model); with --merge\n"
     "             the merged model instead, as --to hf writes it\n"
-    "  --from hf: DIR is a Hugging Face model directory (gpt2, llama, mistral, qwen2; one\n"
+    "  --from hf: DIR is a Hugging Face model directory (gpt2, llama, mistral, qwen2, qwen3; one\n"
     "             model.safetensors or shards with model.safetensors.index.json); the checkpoint\n"
     "             works as model.init_from and as checkpoint.resume (step 0, zero moments)";
 
@@ -41,7 +42,8 @@ int convert(int argc, char** argv) {
       "output", po::value<std::string>(), "where to write")("tokenizer", po::value<std::string>()->default_value(""),
                                                             "tokenizer.json (or its directory) to put next to --to hf output")(
       "seq-len", po::value<int>()->default_value(0), "--from hf: model.seq_len recorded (0: the model's positions)")(
-      "merge", "--to peft: write the base model with the adapters merged in");
+      "merge", "--to peft: write the base model with the adapters merged in")(
+      "dtype", po::value<std::string>()->default_value("fp32"), "--to hf: fp32 | bf16, the stored weights' type");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -63,7 +65,10 @@ int convert(int argc, char** argv) {
     const std::string to = vm["to"].as<std::string>();
     TRIDENT_CONFIG_CHECK(to == "hf" || to == "peft", "--to ", to, ": expected hf or peft");
     TRIDENT_CONFIG_CHECK(!vm.count("merge") || to == "peft", "--merge goes with --to peft");
-    interop::checkpoint_to_hf(input, checkpoint_model(input), output, vm["tokenizer"].as<std::string>());
+    const std::string dtype = vm["dtype"].as<std::string>();
+    TRIDENT_CONFIG_CHECK(dtype == "fp32" || dtype == "bf16", "--dtype ", dtype, ": expected fp32 or bf16");
+    interop::checkpoint_to_hf(input, checkpoint_model(input), output, vm["tokenizer"].as<std::string>(),
+                              dtype == "bf16" ? io::StoredFloat::kBF16 : io::StoredFloat::kF32);
     std::printf("wrote %s/model.safetensors and config.json from %s\n", output.c_str(), input.c_str());
   } else {
     TRIDENT_CONFIG_CHECK(vm["from"].as<std::string>() == "hf", "--from ", vm["from"].as<std::string>(),

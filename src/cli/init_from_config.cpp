@@ -40,8 +40,8 @@ void apply_init_from(std::map<std::string, std::string>& values, const std::set<
     keys = model::hf_model_keys(info);
     source = from + "/config.json";
     const int seq_len = std::atoi(values.at("model.seq_len").c_str());
-    TRIDENT_CONFIG_CHECK(!info.config.learned_positions() || seq_len <= info.max_positions, "model.seq_len = ", seq_len,
-                         " exceeds the ", info.max_positions, " learned positions of ", source);
+    TRIDENT_CONFIG_CHECK(!info.config.learned_positions() || seq_len <= info.config.max_positions, "model.seq_len = ",
+                         seq_len, " exceeds the ", info.config.max_positions, " learned positions of ", source);
   } else if (std::filesystem::is_regular_file(from)) {
     const io::CheckpointListing listing = io::list_checkpoint(from);
     const auto text = listing.attributes.texts.find("config");

@@ -34,7 +34,7 @@ std::string model_section(const model::ModelConfig& m, const std::string& init_f
 void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, MPI_Comm comm, int seq_len) {
   model::HfModelInfo info = model::read_hf_config(hf_dir);
   model::ModelConfig& m = info.config;
-  m.seq_len = seq_len > 0 ? seq_len : int(std::min<int64_t>(info.max_positions, INT32_MAX));
+  m.seq_len = seq_len > 0 ? seq_len : int(std::min<int64_t>(m.max_positions, INT32_MAX));
   m.resolve();
   check_hf_matches(m, info, hf_dir + "/config.json");
   const io::SafetensorsModel weights(hf_dir);
@@ -92,8 +92,16 @@ std::vector<WholeTensor> merge_lora(const model::ModelConfig& cfg, std::vector<W
   return tensors;
 }
 
+namespace {
+void write_json(const fs::path& path, const Json& json) {
+  std::ofstream out(path);
+  out << json.dump() << "\n";
+  TRIDENT_CONFIG_CHECK(out.good(), "cannot write ", path.string());
+}
+}  // namespace
+
 void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir,
-                      const std::string& tokenizer) {
+                      const std::string& tokenizer, io::StoredFloat stored) {
   const io::CheckpointListing listing = io::list_checkpoint(checkpoint);
   model::ModelConfig m = model.config;
   const std::string& init_from = model.init_from;
@@ -115,12 +123,10 @@ void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& mode
   }
   const std::vector<io::SafetensorsTensor> hf = hf_tensors_from(model::hf_info_for(m), tensors);
   fs::create_directories(out_dir);
-  io::write_safetensors((fs::path(out_dir) / "model.safetensors").string(), hf);
-  {
-    std::ofstream out(fs::path(out_dir) / "config.json");
-    out << model::hf_config_json(m).dump() << "\n";
-    TRIDENT_CONFIG_CHECK(out.good(), "cannot write ", (fs::path(out_dir) / "config.json").string());
-  }
+  io::write_safetensors((fs::path(out_dir) / "model.safetensors").string(), hf, {{"format", "pt"}}, stored);
+  write_json(fs::path(out_dir) / "config.json",
+             model::hf_config_json(m, stored == io::StoredFloat::kBF16 ? "bfloat16" : "float32"));
+  write_json(fs::path(out_dir) / "generation_config.json", model::hf_generation_config_json(m));
   const std::string tok = !tokenizer.empty() ? tokenizer : model::model_tokenizer_path(init_from);
   if (!tok.empty()) {
     const fs::path from = fs::is_directory(tok) ? fs::path(tok) / "tokenizer.json" : fs::path(tok);

@@ -54,11 +54,20 @@ void check_hf_matches(const model::ModelConfig& cfg, const model::HfModelInfo& i
   same("model.vocab", cfg.vocab, h.vocab);
   same("model.tie_embeddings", cfg.tie_embeddings, h.tie_embeddings);
   same("model.qkv_bias", cfg.qkv_bias, h.qkv_bias);
+  same("model.o_bias", cfg.o_bias, h.o_bias);
+  same("model.qk_norm", cfg.qk_norm, h.qk_norm);
+  same("model.head_dim", cfg.head_size(), h.head_size());
   same("model.norm_eps", cfg.norm_eps, h.norm_eps);
-  if (cfg.arch == model::Arch::kLlama) same("model.rope_theta", cfg.rope_theta, h.rope_theta);
+  same("model.max_positions", cfg.positions(), h.positions());
+  if (cfg.arch == model::Arch::kLlama) {
+    same("model.rope_theta", cfg.rope_theta, h.rope_theta);
+    same("model.rope_scaling", cfg.rope_scaling.str(), h.rope_scaling.str());
+    same("model.sliding_window", cfg.sliding_window, h.sliding_window);
+    if (cfg.sliding_window > 0) same("model.window_from", cfg.window_from, h.window_from);
+  }
   if (cfg.learned_positions())
-    TRIDENT_CONFIG_CHECK(cfg.seq_len <= info.max_positions, "model.seq_len = ", cfg.seq_len, " exceeds the ",
-                         info.max_positions, " learned positions of ", where);
+    TRIDENT_CONFIG_CHECK(cfg.seq_len <= h.positions(), "model.seq_len = ", cfg.seq_len, " exceeds the ",
+                         h.positions(), " learned positions of ", where);
 }
 
 void load_hf_weights(model::ParamStore& store, Ops& ops, const model::HfModelInfo& info,

@@ -1,8 +1,9 @@
-// Writing safetensors: JSON header padded to 8 bytes, aligned F32 data, .tmp then rename.
+// Writing safetensors: JSON header padded to 8 bytes, aligned F32 or BF16 data, .tmp then rename.
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "trident/core/dtype.hpp"
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
 #include "trident/io/safetensors.hpp"
@@ -10,7 +11,8 @@
 namespace trident::io {
 
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, StoredFloat stored) {
+  const uint64_t width = stored == StoredFloat::kBF16 ? 2 : 4;
   Json header = Json::object();
   if (!metadata.empty()) {
     Json meta = Json::object();
@@ -27,14 +29,14 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
     }
     TRIDENT_CHECK(numel == int64_t(t.values.size()), t.name, ": ", t.values.size(), " values for ", numel, " elements");
     Json entry = Json::object();
-    entry.append("dtype", Json("F32"));
+    entry.append("dtype", Json(stored == StoredFloat::kBF16 ? "BF16" : "F32"));
     entry.append("shape", std::move(shape));
     Json offsets = Json::array();
     offsets.push_back(Json(offset));
-    offsets.push_back(Json(offset + uint64_t(numel) * 4));
+    offsets.push_back(Json(offset + uint64_t(numel) * width));
     entry.append("data_offsets", std::move(offsets));
     header.append(t.name, std::move(entry));
-    offset += uint64_t(numel) * 4;  // F32 sizes keep every tensor 4-byte aligned, the header 8
+    offset += uint64_t(numel) * width;  // element-aligned: every tensor's size is a multiple of its width
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
@@ -45,8 +47,16 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
     const uint64_t n = text.size();
     out.write(reinterpret_cast<const char*>(&n), 8);
     out.write(text.data(), std::streamsize(text.size()));
-    for (const SafetensorsTensor& t : tensors)
-      out.write(reinterpret_cast<const char*>(t.values.data()), std::streamsize(t.values.size() * 4));
+    std::vector<uint16_t> half;
+    for (const SafetensorsTensor& t : tensors) {
+      if (stored == StoredFloat::kF32) {
+        out.write(reinterpret_cast<const char*>(t.values.data()), std::streamsize(t.values.size() * 4));
+        continue;
+      }
+      half.resize(t.values.size());
+      for (size_t i = 0; i < half.size(); ++i) half[i] = fp32_to_bf16_bits(t.values[i]);
+      out.write(reinterpret_cast<const char*>(half.data()), std::streamsize(half.size() * 2));
+    }
     out.flush();
     TRIDENT_CONFIG_CHECK(out.good(), "writing ", tmp, " failed (disk full?)");
   }

@@ -1,4 +1,5 @@
-// Self-attention block part: projections, RoPE, fused attention kernel, output projection.
+// Self-attention block part: projections, per-head q/k norms, RoPE, fused attention kernel,
+// output projection.
 #include "trident/model/attention.hpp"
 
 #include <cmath>
@@ -8,22 +9,39 @@ namespace trident::model {
 namespace {
 double output_init_std(const ModelConfig& cfg) { return 0.02 / std::sqrt(2.0 * cfg.layers); }
 bool qkv_bias(const ModelConfig& cfg) { return cfg.has_bias() || cfg.qkv_bias; }
+bool o_bias(const ModelConfig& cfg) { return cfg.has_bias() || cfg.o_bias; }
+
+// t [..., heads*HS] seen as one row per head: [numel / HS, HS].
+Tensor per_head(const Tensor& t, int64_t hs) { return t.view(Shape{t.numel() / hs, hs}); }
+
+// RMSNorm of every head of raw into out (qk_norm); rstd [rows * heads].
+void norm_heads(Ops& ops, const Norm& norm, const Tensor& raw, Tensor& out, const Tensor& rstd, int64_t hs) {
+  NormActivations a{per_head(out, hs), Tensor(), rstd};
+  norm.forward(ops, per_head(raw, hs), a);
+}
 }  // namespace
 
-Attention::Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp)
+Attention::Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp,
+                     int layer)
     : cfg_(cfg),
       tp_(tp),
       heads_(cfg.heads / tp.size()),
       kv_heads_(cfg.kv_heads / tp.size()),
+      window_(cfg.windowed(layer) ? cfg.sliding_window : 0),
+      rotary_(cfg.arch == Arch::kLlama ? cfg.rotary() : RotaryFrequencies{}),
       q_(store, prefix + ".q", cfg.hidden, cfg.heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
          cfg.lora.rank_for("q"), cfg.lora.scale()),
       k_(store, prefix + ".k", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
          cfg.lora.rank_for("k"), cfg.lora.scale()),
       v_(store, prefix + ".v", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
          cfg.lora.rank_for("v"), cfg.lora.scale()),
-      o_(store, prefix + ".o", cfg.heads * cfg.head_size(), cfg.hidden, cfg.has_bias(), output_init_std(cfg),
+      o_(store, prefix + ".o", cfg.heads * cfg.head_size(), cfg.hidden, o_bias(cfg), output_init_std(cfg),
          Split::kRow, tp, cfg.lora.rank_for("o"), cfg.lora.scale()) {
   cfg.check_tensor_parallel(tp.size());
+  if (cfg.qk_norm) {  // replicated over the tensor-parallel group: every head shares them
+    q_norm_.emplace(store, prefix + ".q_norm", cfg.head_size(), /*layernorm=*/false, cfg.norm_eps);
+    k_norm_.emplace(store, prefix + ".k_norm", cfg.head_size(), /*layernorm=*/false, cfg.norm_eps);
+  }
 }
 
 AttentionActivations Attention::make_activations(Ops& ops, int64_t batch, DType dtype,
@@ -36,6 +54,12 @@ AttentionActivations Attention::make_activations(Ops& ops, int64_t batch, DType 
   a.v = ops.zeros(Shape{batch, t, kv_heads_ * hs}, s);
   a.out = ops.zeros(Shape{batch, t, heads_ * hs}, s);
   a.lse = ops.zeros(Shape{batch, heads_, t}, dtype);
+  if (cfg_.qk_norm) {
+    a.q_raw = ops.zeros(a.q.shape(), s);
+    a.k_raw = ops.zeros(a.k.shape(), s);
+    a.q_rstd = ops.zeros(Shape{batch * t * heads_}, dtype);
+    a.k_rstd = ops.zeros(Shape{batch * t * kv_heads_}, dtype);
+  }
   return a;
 }
 
@@ -46,38 +70,76 @@ AttentionScratch Attention::make_scratch(Ops& ops, int64_t batch, DType dtype) c
   s.dq = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
   s.dk = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
   s.dv = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
+  if (cfg_.qk_norm) {
+    s.dq_raw = ops.zeros(s.dq.shape(), dtype);
+    s.dk_raw = ops.zeros(s.dk.shape(), dtype);
+  }
   return s;
 }
 
-void Attention::forward(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a, Tensor& out,
-                        bool accumulate, const DropoutSite& lora) const {
+template <typename Buffers>
+void Attention::project(Ops& ops, const Tensor& x, const Tensor& positions, Buffers& b,
+                        const DropoutSite& lora) const {
+  const int64_t hs = cfg_.head_size();
+  if (cfg_.qk_norm) {
+    q_.forward(ops, x, b.q_raw, false, lora);
+    k_.forward(ops, x, b.k_raw, false, lora);
+    norm_heads(ops, *q_norm_, b.q_raw, b.q, b.q_rstd, hs);
+    norm_heads(ops, *k_norm_, b.k_raw, b.k, b.k_rstd, hs);
+  } else {
+    q_.forward(ops, x, b.q, false, lora);
+    k_.forward(ops, x, b.k, false, lora);
+  }
+  v_.forward(ops, x, b.v, false, lora);
+  if (cfg_.arch == Arch::kLlama) {
+    ops.rope_forward(b.q, positions, static_cast<int>(hs), rotary_);
+    ops.rope_forward(b.k, positions, static_cast<int>(hs), rotary_);
+  }
+}
+
+void Attention::forward(Ops& ops, const Tensor& x, const TokenPositions& positions, AttentionActivations& a,
+                        Tensor& out, bool accumulate, const DropoutSite& lora) const {
   recompute(ops, x, positions, a, lora);
   o_.forward(ops, a.out, out, accumulate, lora);
 }
 
-void Attention::recompute(Ops& ops, const Tensor& x, const Tensor& positions, AttentionActivations& a,
+void Attention::recompute(Ops& ops, const Tensor& x, const TokenPositions& positions, AttentionActivations& a,
                           const DropoutSite& lora) const {
-  q_.forward(ops, x, a.q, false, lora);
-  k_.forward(ops, x, a.k, false, lora);
-  v_.forward(ops, x, a.v, false, lora);
-  if (cfg_.arch == Arch::kLlama) {
-    ops.rope_forward(a.q, positions, cfg_.head_size(), cfg_.rope_theta);
-    ops.rope_forward(a.k, positions, cfg_.head_size(), cfg_.rope_theta);
-  }
-  ops.attention_forward(a.q, a.k, a.v, heads_, kv_heads_, positions, a.out, a.lse);
+  project(ops, x, positions.positions, a, lora);
+  ops.attention_forward(a.q, a.k, a.v, heads_, kv_heads_, positions.mask(windowed()), a.out, a.lse);
 }
 
-void Attention::backward(Ops& ops, const Tensor& x, const Tensor& positions, const AttentionActivations& a,
+void Attention::backward(Ops& ops, const Tensor& x, const TokenPositions& positions, const AttentionActivations& a,
                          const Tensor& dout, AttentionScratch& s, Tensor& dx, const DropoutSite& lora) const {
+  const int64_t hs = cfg_.head_size();
   o_.backward(ops, a.out, dout, &s.dout, false, lora);
-  ops.attention_backward(a.q, a.k, a.v, a.out, a.lse, s.dout, heads_, kv_heads_, positions, s.dq, s.dk, s.dv);
+  ops.attention_backward(a.q, a.k, a.v, a.out, a.lse, s.dout, heads_, kv_heads_, positions.mask(windowed()), s.dq,
+                         s.dk, s.dv);
   if (cfg_.arch == Arch::kLlama) {
-    ops.rope_backward(s.dq, positions, cfg_.head_size(), cfg_.rope_theta);
-    ops.rope_backward(s.dk, positions, cfg_.head_size(), cfg_.rope_theta);
+    ops.rope_backward(s.dq, positions.positions, static_cast<int>(hs), rotary_);
+    ops.rope_backward(s.dk, positions.positions, static_cast<int>(hs), rotary_);
   }
-  q_.backward(ops, x, s.dq, &dx, false, lora);
-  k_.backward(ops, x, s.dk, &dx, /*accumulate_dx=*/true, lora);
+  const Tensor* dq = &s.dq;
+  const Tensor* dk = &s.dk;
+  if (cfg_.qk_norm) {  // through the per-head norms (their backward accumulates into dx)
+    ops.fill(s.dq_raw, 0.0);
+    ops.fill(s.dk_raw, 0.0);
+    Tensor dq_heads = per_head(s.dq_raw, hs), dk_heads = per_head(s.dk_raw, hs);
+    q_norm_->backward(ops, per_head(a.q_raw, hs), {Tensor(), Tensor(), a.q_rstd}, per_head(s.dq, hs), dq_heads);
+    k_norm_->backward(ops, per_head(a.k_raw, hs), {Tensor(), Tensor(), a.k_rstd}, per_head(s.dk, hs), dk_heads);
+    dq = &s.dq_raw;
+    dk = &s.dk_raw;
+  }
+  q_.backward(ops, x, *dq, &dx, false, lora);
+  k_.backward(ops, x, *dk, &dx, /*accumulate_dx=*/true, lora);
   v_.backward(ops, x, s.dv, &dx, /*accumulate_dx=*/true, lora);
+}
+
+std::vector<Tensor> Attention::head_norm_grads() const {
+  if (!cfg_.qk_norm) return {};
+  std::vector<Tensor> out = q_norm_->grads();
+  for (const Tensor& t : k_norm_->grads()) out.push_back(t);
+  return out;
 }
 
 KvCache Attention::make_cache(Ops& ops, int64_t batch, int64_t length, DType dtype) const {
@@ -87,19 +149,23 @@ KvCache Attention::make_cache(Ops& ops, int64_t batch, int64_t length, DType dty
 
 DecodeAttention Attention::make_decode_scratch(Ops& ops, int64_t rows, DType dtype) const {
   const int64_t hs = cfg_.head_size();
-  return {ops.zeros(Shape{rows, heads_ * hs}, dtype), ops.zeros(Shape{rows, kv_heads_ * hs}, dtype),
-          ops.zeros(Shape{rows, kv_heads_ * hs}, dtype), ops.zeros(Shape{rows, heads_ * hs}, dtype)};
+  DecodeAttention s;
+  s.q = ops.zeros(Shape{rows, heads_ * hs}, dtype);
+  s.k = ops.zeros(Shape{rows, kv_heads_ * hs}, dtype);
+  s.v = ops.zeros(Shape{rows, kv_heads_ * hs}, dtype);
+  s.out = ops.zeros(Shape{rows, heads_ * hs}, dtype);
+  if (cfg_.qk_norm) {
+    s.q_raw = ops.zeros(s.q.shape(), dtype);
+    s.k_raw = ops.zeros(s.k.shape(), dtype);
+    s.q_rstd = ops.zeros(Shape{rows * heads_}, dtype);
+    s.k_rstd = ops.zeros(Shape{rows * kv_heads_}, dtype);
+  }
+  return s;
 }
 
 void Attention::decode(Ops& ops, const Tensor& x, const Tensor& positions, const Tensor& start, KvCache& cache,
                        DecodeAttention& s, Tensor& out) const {
-  q_.forward(ops, x, s.q);
-  k_.forward(ops, x, s.k);
-  v_.forward(ops, x, s.v);
-  if (cfg_.arch == Arch::kLlama) {
-    ops.rope_forward(s.q, positions, cfg_.head_size(), cfg_.rope_theta);
-    ops.rope_forward(s.k, positions, cfg_.head_size(), cfg_.rope_theta);
-  }
+  project(ops, x, positions, s, DropoutSite{});
   // The new keys and values join the cache at their sequences' positions.
   const int64_t batch = cache.k.dim(0), length = cache.k.dim(1), width = cache.k.dim(2);
   const int64_t rows = x.dim(0), steps = rows / batch;
@@ -113,7 +179,7 @@ void Attention::decode(Ops& ops, const Tensor& x, const Tensor& positions, const
   }
   const Shape q_shape{batch, steps, s.q.dim(1)};
   Tensor attended = s.out.view(q_shape);
-  ops.attention_cached(s.q.view(q_shape), cache.k, cache.v, heads_, kv_heads_, start, attended);
+  ops.attention_cached(s.q.view(q_shape), cache.k, cache.v, heads_, kv_heads_, start, attended, window_);
   o_.forward(ops, s.out, out);
   if (tp_.size() > 1) {
     tp_.all_reduce(out);

@@ -19,7 +19,7 @@ TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConf
     : cfg_(cfg),
       tp_(tp),
       norm1_(store, block_prefix(index) + ".attn_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
-      attn_(store, block_prefix(index) + ".attn", cfg, tp),
+      attn_(store, block_prefix(index) + ".attn", cfg, tp, index),
       norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
       mlp_(store, block_prefix(index) + ".mlp", cfg, tp) {}
 
@@ -51,7 +51,7 @@ BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype
 // A branch goes through the scratch buffers when it must be complete before joining the
 // residual stream: tensor parallelism sums it over the group, or dropout applies to it.
 // Otherwise its output projection adds straight onto the residual stream.
-void TransformerBlock::forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a, Tensor& y,
+void TransformerBlock::forward(Ops& ops, const Tensor& x, const TokenPositions& positions, BlockActivations& a, Tensor& y,
                                BlockScratch& s, const Dropout& dropout) const {
   const bool tensor_parallel = tp_.size() > 1;
   norm1_.forward(ops, x, a.norm1);
@@ -78,7 +78,7 @@ void TransformerBlock::forward(Ops& ops, const Tensor& x, const Tensor& position
   }
 }
 
-void TransformerBlock::backward(Ops& ops, const Tensor& x, const Tensor& positions, const BlockActivations& a,
+void TransformerBlock::backward(Ops& ops, const Tensor& x, const TokenPositions& positions, const BlockActivations& a,
                                 Tensor& dres, BlockScratch& s, const Dropout& dropout) const {
   // y = h + drop(mlp(norm2(h))): dL/dh = dres + norm2'(mlp'(drop'(dres))). Under sequence
   // parallelism the branch sees all rows: gather the gradient and the norm output (kept as
@@ -94,16 +94,21 @@ void TransformerBlock::backward(Ops& ops, const Tensor& x, const Tensor& positio
   norm1_.backward(ops, x, a.norm1, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
 }
 
-void TransformerBlock::recompute_attention(Ops& ops, const Tensor& positions, BlockActivations& a,
+void TransformerBlock::recompute_attention(Ops& ops, const TokenPositions& positions, BlockActivations& a,
                                            BlockScratch& s, const DropoutSite& lora) const {
   attn_.recompute(ops, tp_.gather_rows(ops, a.norm1.y, s.gathered), positions, a.attn, lora);
 }
 
 DecodeScratch DecodeScratch::rows(int64_t n) const {
   auto cut = [n](const Tensor& t) { return t.defined() ? t.narrow(0, n) : t; };
+  // The per-head norm statistics, one per (row, head).
+  auto cut_heads = [n](const Tensor& t, const Tensor& rows) {
+    return t.defined() ? t.narrow(0, n * (t.dim(0) / rows.dim(0))) : t;
+  };
   DecodeScratch s;
   s.norm = {cut(norm.y), cut(norm.mean), cut(norm.rstd)};
-  s.attn = {cut(attn.q), cut(attn.k), cut(attn.v), cut(attn.out)};
+  s.attn = {cut(attn.q), cut(attn.k), cut(attn.v), cut(attn.out), cut(attn.q_raw), cut(attn.k_raw),
+            cut_heads(attn.q_rstd, attn.q), cut_heads(attn.k_rstd, attn.k)};
   s.mlp = {cut(mlp.up), cut(mlp.gate), cut(mlp.act)};
   s.branch = cut(branch);
   return s;

@@ -13,7 +13,7 @@ Embedding::Embedding(ParamStore& store, const ModelConfig& cfg, TensorParallel t
   vocab_offset_ = int64_t(cfg.padded_vocab(tp.size()) / tp.size()) * tp.rank();
   tok_ = &add_token_weight(store, cfg, tp);
   if (cfg.learned_positions())
-    pos_ = &store.add({.name = "embed.pos.weight", .global_shape = Shape{cfg.seq_len, cfg.hidden},
+    pos_ = &store.add({.name = "embed.pos.weight", .global_shape = Shape{cfg.positions(), cfg.hidden},
                        .init = Init::kNormal, .init_std = 0.02});
 }
 

@@ -11,7 +11,8 @@ namespace {
 size_t bytes_of(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
 
 size_t attention_bytes(const AttentionActivations& a) {
-  return bytes_of(a.q) + bytes_of(a.k) + bytes_of(a.v) + bytes_of(a.out) + bytes_of(a.lse);
+  return bytes_of(a.q) + bytes_of(a.k) + bytes_of(a.v) + bytes_of(a.out) + bytes_of(a.lse) + bytes_of(a.q_raw) +
+         bytes_of(a.k_raw) + bytes_of(a.q_rstd) + bytes_of(a.k_rstd);
 }
 
 size_t activation_bytes_of(const BlockActivations& a) {
@@ -32,7 +33,8 @@ class GPTModel::LengthScope {
     saved_scratch_ = m.scratch_;
     saved_head_ = m.head_buffers_;
     saved_recompute_out_ = m.recompute_out_;
-    for (Tensor* t : {&slot_.tokens, &slot_.targets, &slot_.positions, &slot_.dres}) *t = trim_.rows(*t);
+    for (Tensor* t : {&slot_.tokens, &slot_.targets, &slot_.positions, &slot_.window_positions, &slot_.dres})
+      *t = trim_.rows(*t);
     for (Tensor& t : slot_.residual) t = trim_.rows(t);
     for (BlockActivations& a : slot_.acts) a = trim_(a);
     m.scratch_ = trim_(m.scratch_);
@@ -103,6 +105,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   const int64_t rows = int64_t(micro_batch) * cfg_.seq_len, local = tp_.local_rows(rows);
   TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
                 rows, ") divisible by tp (", tp_.size(), ")");
+  if (needs_window_positions()) window_host_ = Tensor::zeros(Shape{rows}, DType::kI32);
   TransformerBlock* any_block = nullptr;
   for (Chunk& chunk : chunks_)
     if (!chunk.blocks.empty()) any_block = chunk.blocks.front().get();
@@ -138,6 +141,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
       s.tokens = ops_.zeros(Shape{rows}, DType::kI32);
       s.targets = ops_.zeros(Shape{rows}, DType::kI32);
       s.positions = ops_.zeros(Shape{rows}, DType::kI32);
+      if (needs_window_positions()) s.window_positions = ops_.zeros(Shape{rows}, DType::kI32);
       for (size_t l = 0; l <= chunk.blocks.size(); ++l) s.residual.push_back(ops_.zeros(Shape{local, cfg_.hidden}, dtype_));
       for (auto& block : chunk.blocks) {
         if (plan_.recompute == Recompute::kFull) {
@@ -210,8 +214,9 @@ void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, d
     embedding_->forward(ops_, s.tokens, s.positions, s.residual[0], scratch_.partial);
     if (dropout) s.embed_dropout.apply(ops_, s.residual[0]);
   }
+  const TokenPositions positions(s.positions, s.window_positions);
   for (size_t l = 0; l < c.blocks.size(); ++l)
-    c.blocks[l]->forward(ops_, s.residual[l], s.positions, s.acts[l], s.residual[l + 1], scratch_,
+    c.blocks[l]->forward(ops_, s.residual[l], positions, s.acts[l], s.residual[l + 1], scratch_,
                          dropout ? s.block_dropout[l] : TransformerBlock::Dropout{});
   if (!c.predicts) return;
   head_->forward(ops_, s.residual.back(), head_buffers_);
@@ -222,6 +227,24 @@ void GPTModel::finish_norm_grads(const std::vector<Tensor>& grads) const {
   if (!tp_.splits_rows()) return;
   for (Tensor g : grads)
     if (g.defined()) tp_.all_reduce(g);  // undefined: frozen
+}
+
+void GPTModel::finish_block_grads(const TransformerBlock& block) const {
+  finish_norm_grads(block.norm_grads());
+  if (tp_.size() == 1) return;
+  for (Tensor g : block.head_norm_grads())
+    if (g.defined()) tp_.all_reduce(g);
+}
+
+void GPTModel::load_window_positions(Slot& s, const Tensor& positions) {
+  const int64_t n = positions.numel();
+  const int32_t w = cfg_.sliding_window;
+  Tensor host = window_host_.narrow(0, n);
+  ops_.copy(positions, host);
+  int32_t* p = host.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i) p[i] = std::min(p[i], w - 1);
+  Tensor dst = s.window_positions.narrow(0, n);
+  ops_.copy(host, dst);
 }
 
 void GPTModel::load_micro_batch(int chunk, int slot, const Tensor& tokens, const Tensor& targets,
@@ -240,6 +263,7 @@ void GPTModel::load_micro_batch(int chunk, int slot, const Tensor& tokens, const
     ops_.copy(from, prefix);
   };
   load(positions, s.positions);
+  if (s.window_positions.defined()) load_window_positions(s, positions);
   if (chunks_[chunk].embeds) load(tokens, s.tokens);
   if (chunks_[chunk].predicts) load(targets, s.targets);
 }
@@ -262,16 +286,17 @@ void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
   Chunk& c = chunks_[chunk];
   Slot& s = slots_[chunk][slot];
   const bool dropout = any_dropout();
+  const TokenPositions positions(s.positions, s.window_positions);
   for (size_t l = c.blocks.size(); l-- > 0;) {
     const TransformerBlock::Dropout d = dropout ? s.block_dropout[l] : TransformerBlock::Dropout{};
     // Rebuild what the forward pass did not keep: same kernels, same inputs, same values.
     if (plan_.recompute == Recompute::kFull)
-      c.blocks[l]->forward(ops_, s.residual[l], s.positions, s.acts[l], recompute_out_, scratch_, d);
+      c.blocks[l]->forward(ops_, s.residual[l], positions, s.acts[l], recompute_out_, scratch_, d);
     else if (plan_.recompute == Recompute::kSelective)
-      c.blocks[l]->recompute_attention(ops_, s.positions, s.acts[l], scratch_, d.lora);
-    c.blocks[l]->backward(ops_, s.residual[l], s.positions, s.acts[l], s.dres, scratch_, d);
+      c.blocks[l]->recompute_attention(ops_, positions, s.acts[l], scratch_, d.lora);
+    c.blocks[l]->backward(ops_, s.residual[l], positions, s.acts[l], s.dres, scratch_, d);
     if (last_micro_batch) {
-      finish_norm_grads(c.blocks[l]->norm_grads());
+      finish_block_grads(*c.blocks[l]);
       grads_ready_from(c.block_offset[l]);
     }
   }
@@ -307,6 +332,7 @@ const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& posit
   s.length = cfg_.seq_len;
   ops_.copy(tokens, s.tokens);
   ops_.copy(positions, s.positions);
+  if (s.window_positions.defined()) load_window_positions(s, positions);
   run_forward(0, 0, /*train=*/false, 0.0, nullptr);
   return head_->logits(ops_, head_buffers_);
 }

@@ -30,7 +30,7 @@ HfSource gpt2_source(const HfModelInfo& info, const std::string& name) {
   const int64_t c = m.hidden, f = m.ffn_hidden, v = m.vocab;
   const std::string t = "transformer.";
   if (name == "embed.tok.weight") return {t + "wte.weight", {v, c}};
-  if (name == "embed.pos.weight") return {t + "wpe.weight", {info.max_positions, c}};
+  if (name == "embed.pos.weight") return {t + "wpe.weight", {m.positions(), c}};
   if (name == "final_norm.weight") return {t + "ln_f.weight", {c}};
   if (name == "final_norm.bias") return {t + "ln_f.bias", {c}};
   if (name == "head.weight") return {"lm_head.weight", {v, c}};
@@ -56,7 +56,7 @@ HfSource gpt2_source(const HfModelInfo& info, const std::string& name) {
 
 HfSource llama_source(const HfModelInfo& info, const std::string& name) {
   const ModelConfig& m = info.config;
-  const int64_t c = m.hidden, f = m.ffn_hidden, v = m.vocab, hs = m.hidden / m.heads;
+  const int64_t c = m.hidden, f = m.ffn_hidden, v = m.vocab, hs = m.head_size();
   const int64_t q = m.heads * hs, kv = m.kv_heads * hs;
   if (name == "embed.tok.weight") return {"model.embed_tokens.weight", {v, c}};
   if (name == "final_norm.weight") return {"model.norm.weight", {c}};
@@ -75,6 +75,11 @@ HfSource llama_source(const HfModelInfo& info, const std::string& name) {
       if (rest == "attn.q.bias") return {l + "self_attn.q_proj.bias", {q}};
       if (rest == "attn.k.bias") return {l + "self_attn.k_proj.bias", {kv}};
       if (rest == "attn.v.bias") return {l + "self_attn.v_proj.bias", {kv}};
+    }
+    if (m.o_bias && rest == "attn.o.bias") return {l + "self_attn.o_proj.bias", {c}};
+    if (m.qk_norm) {
+      if (rest == "attn.q_norm.weight") return {l + "self_attn.q_norm.weight", {hs}};
+      if (rest == "attn.k_norm.weight") return {l + "self_attn.k_norm.weight", {hs}};
     }
     if (rest == "mlp.gate.weight") return {l + "mlp.gate_proj.weight", {f, c}};
     if (rest == "mlp.up.weight") return {l + "mlp.up_proj.weight", {f, c}};

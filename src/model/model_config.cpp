@@ -21,13 +21,23 @@ void ModelConfig::resolve() {
   TRIDENT_CONFIG_CHECK(layers >= 1 && layers <= kMaxLayers, "model.layers must be in [1, ", kMaxLayers, "] (got ", layers, ")");
   TRIDENT_CONFIG_CHECK(hidden >= 1 && hidden <= kMaxWidth, "model.hidden must be in [1, ", kMaxWidth, "] (got ", hidden, ")");
   TRIDENT_CONFIG_CHECK(heads >= 1, "model.heads must be >= 1 (got ", heads, ")");
-  TRIDENT_CONFIG_CHECK(hidden % heads == 0, "model.heads = ", heads, " must divide model.hidden = ", hidden);
+  TRIDENT_CONFIG_CHECK(head_dim >= 0 && head_dim <= kMaxWidth, "model.head_dim must be in [0, ", kMaxWidth, "] (got ",
+                       head_dim, ")");
+  TRIDENT_CONFIG_CHECK(head_dim > 0 || hidden % heads == 0, "model.heads = ", heads, " must divide model.hidden = ",
+                       hidden, " (or set model.head_dim)");
+  TRIDENT_CONFIG_CHECK(arch == Arch::kLlama || head_dim == 0 || head_dim * heads == hidden,
+                       "model.head_dim differs from hidden / heads: that needs arch = llama");
+  TRIDENT_CONFIG_CHECK(arch == Arch::kLlama || (!qk_norm && !o_bias && sliding_window == 0 && rope_scaling.none()),
+                       "model.qk_norm, model.o_bias, model.sliding_window and model.rope_scaling need arch = llama");
+  TRIDENT_CONFIG_CHECK(sliding_window >= 0 && window_from >= 0 && window_from <= layers,
+                       "model.sliding_window must be >= 0 and model.window_from in [0, model.layers]");
+  TRIDENT_CONFIG_CHECK(max_positions >= 0, "model.max_positions must be >= 0");
   if (kv_heads == 0) kv_heads = heads;
   TRIDENT_CONFIG_CHECK(kv_heads >= 1 && heads % kv_heads == 0, "model.kv_heads = ", kv_heads,
                        " must divide model.heads = ", heads);
   TRIDENT_CONFIG_CHECK(arch == Arch::kLlama || kv_heads == heads,
                        "model.kv_heads = ", kv_heads, " differs from model.heads: grouped-query attention needs arch = llama");
-  TRIDENT_CONFIG_CHECK(arch != Arch::kLlama || head_size() % 2 == 0, "model.hidden / model.heads = ", head_size(),
+  TRIDENT_CONFIG_CHECK(arch != Arch::kLlama || head_size() % 2 == 0, "the head size (model.head_dim, or model.hidden / model.heads) = ", head_size(),
                        " must be even for rotary embeddings (arch = llama)");
   if (ffn_hidden == 0)
     ffn_hidden = arch == Arch::kGPT2 ? 4 * hidden : (8 * hidden / 3 + 63) / 64 * 64;
@@ -35,6 +45,14 @@ void ModelConfig::resolve() {
                        4 * kMaxWidth, "] (got ", ffn_hidden, ")");
   TRIDENT_CONFIG_CHECK(vocab >= 2 && vocab <= kMaxVocab, "model.vocab must be in [2, ", kMaxVocab, "] (got ", vocab, ")");
   TRIDENT_CONFIG_CHECK(seq_len >= 1 && seq_len <= kMaxSeq, "model.seq_len must be in [1, ", kMaxSeq, "] (got ", seq_len, ")");
+  TRIDENT_CONFIG_CHECK(!learned_positions() || max_positions == 0 || seq_len <= max_positions, "model.seq_len = ",
+                       seq_len, " exceeds the ", max_positions, " learned positions (model.max_positions)");
+  TRIDENT_CONFIG_CHECK(max_positions <= kMaxSeq, "model.max_positions must be <= ", kMaxSeq);
+  TRIDENT_CONFIG_CHECK(bos_token_id >= -1 && bos_token_id < vocab && pad_token_id >= -1 && pad_token_id < vocab,
+                       "model.bos_token_id and model.pad_token_id must be token ids below model.vocab (or -1: none)");
+  for (const int64_t id : eos_token_ids)
+    TRIDENT_CONFIG_CHECK(id >= 0 && id < vocab, "model.eos_token_id: ", id, " is not a token id below model.vocab = ",
+                         vocab);
   TRIDENT_CONFIG_CHECK(dropout >= 0.0 && dropout < 1.0, "model.dropout must be in [0, 1) (got ", dropout, ")");
   if (lora.enabled()) {
     TRIDENT_CONFIG_CHECK(lora.r <= hidden, "lora.r = ", lora.r, " must be <= model.hidden = ", hidden);
@@ -69,12 +87,14 @@ int64_t ModelConfig::block_params() const {
   int64_t per_layer = c * q + 2 * c * kv + q * c + (gated_mlp() ? 3 : 2) * c * ffn_hidden;
   per_layer += (has_bias() ? 2 : 1) * 2 * c;                         // two norms
   if (has_bias()) per_layer += q + 2 * kv + c + ffn_hidden + c;      // projection biases
-  else if (qkv_bias) per_layer += q + 2 * kv;                        // q, k, v biases only
+  else if (qkv_bias) per_layer += q + 2 * kv;                        // q, k, v biases
+  if (!has_bias() && o_bias) per_layer += c;                         // o bias (Llama's attention_bias)
+  if (qk_norm) per_layer += 2 * int64_t(head_size());                // per-head q and k norm weights
   return per_layer;
 }
 
 int64_t ModelConfig::embedding_params() const {
-  return int64_t(vocab) * hidden + (learned_positions() ? int64_t(seq_len) * hidden : 0);
+  return int64_t(vocab) * hidden + (learned_positions() ? positions() * hidden : 0);
 }
 
 int64_t ModelConfig::head_params() const {
@@ -96,7 +116,7 @@ int64_t ModelConfig::lora_params() const {
 }
 
 double ModelConfig::train_flops_per_token() const {
-  const double attention = 12.0 * layers * double(seq_len) * hidden;
+  const double attention = 12.0 * layers * double(seq_len) * double(heads) * head_size();
   if (lora.enabled())  // frozen weights: forward and input gradient only
     return 4.0 * static_cast<double>(matmul_params()) + 6.0 * static_cast<double>(lora_params()) + attention;
   return 6.0 * static_cast<double>(matmul_params()) + attention;
@@ -120,6 +140,7 @@ plan::ModelShape ModelConfig::plan_shape() const {
   plan::ModelShape s;
   s.arch = arch == Arch::kGPT2 ? plan::ModelArch::kGPT2 : plan::ModelArch::kLlama;
   s.layers = layers, s.hidden = hidden, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn_hidden;
+  s.head_dim = head_dim;
   s.vocab = vocab, s.seq = seq_len, s.tied = tie_embeddings, s.dropout = dropout > 0;
   return s;
 }

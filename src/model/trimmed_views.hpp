@@ -33,7 +33,8 @@ class SequenceTrim {
 
   NormActivations operator()(const NormActivations& a) const { return {rows(a.y), rows(a.mean), rows(a.rstd)}; }
   AttentionActivations operator()(const AttentionActivations& a) const {
-    return {sequence(a.q), sequence(a.k), sequence(a.v), sequence(a.out), sequence(a.lse, 2)};
+    return {sequence(a.q),     sequence(a.k),     sequence(a.v),  sequence(a.out), sequence(a.lse, 2),
+            sequence(a.q_raw), sequence(a.k_raw), rows(a.q_rstd), rows(a.k_rstd)};
   }
   MlpActivations operator()(const MlpActivations& a) const { return {rows(a.up), rows(a.gate), rows(a.act)}; }
   BlockActivations operator()(const BlockActivations& a) const {
@@ -41,7 +42,8 @@ class SequenceTrim {
   }
   BlockScratch operator()(const BlockScratch& s) const {
     return {rows(s.gathered), rows(s.partial), rows(s.dnorm), rows(s.dnorm_rows), rows(s.branch),
-            {sequence(s.attn.dout), sequence(s.attn.dq), sequence(s.attn.dk), sequence(s.attn.dv)},
+            {sequence(s.attn.dout), sequence(s.attn.dq), sequence(s.attn.dk), sequence(s.attn.dv),
+             sequence(s.attn.dq_raw), sequence(s.attn.dk_raw)},
             {rows(s.mlp.dact), rows(s.mlp.dgate)}};
   }
   HeadBuffers operator()(const HeadBuffers& b) const {

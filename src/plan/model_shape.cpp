@@ -11,7 +11,8 @@ namespace trident::plan {
 void ModelShape::resolve() {
   TRIDENT_CONFIG_CHECK(layers >= 1, "model: layers must be >= 1 (got ", layers, ")");
   TRIDENT_CONFIG_CHECK(hidden >= 1, "model: hidden must be >= 1 (got ", hidden, ")");
-  TRIDENT_CONFIG_CHECK(heads >= 1 && hidden % heads == 0, "model: heads (", heads, ") must divide hidden (", hidden, ")");
+  TRIDENT_CONFIG_CHECK(heads >= 1 && (head_dim > 0 || hidden % heads == 0), "model: heads (", heads,
+                       ") must divide hidden (", hidden, ")");
   if (kv_heads == 0) kv_heads = heads;
   TRIDENT_CONFIG_CHECK(kv_heads >= 1 && heads % kv_heads == 0, "model: kv_heads (", kv_heads, ") must divide heads (",
                        heads, ")");
@@ -22,7 +23,7 @@ void ModelShape::resolve() {
 }
 
 double ModelShape::block_params() const {
-  const double h = hidden, q = hidden, kvw = double(kv()) * head_size(), f = ffn;
+  const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size(), f = ffn;
   double p = h * q + 2 * h * kvw + q * h + (gated() ? 3 : 2) * h * f;
   p += arch == ModelArch::kGPT2 ? 4 * h + (q + 2 * kvw + h + f + h) : 2 * h;  // norms (+ biases)
   return p;
@@ -39,11 +40,11 @@ double ModelShape::total_params() const {
 }
 
 double ModelShape::block_gemm_flops_per_token() const {
-  const double h = hidden, kvw = double(kv()) * head_size(), f = ffn;
-  return 2.0 * (h * (h + 2 * kvw) + h * h + (gated() ? 3 : 2) * h * f);
+  const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size(), f = ffn;
+  return 2.0 * (h * (q + 2 * kvw) + q * h + (gated() ? 3 : 2) * h * f);
 }
 
-double ModelShape::block_attention_flops_per_token() const { return 4.0 * double(seq) * hidden; }
+double ModelShape::block_attention_flops_per_token() const { return 4.0 * double(seq) * double(heads) * head_size(); }
 
 double ModelShape::train_flops_per_token() const {
   return 3.0 * (layers * (block_gemm_flops_per_token() + block_attention_flops_per_token()) + head_flops_per_token());

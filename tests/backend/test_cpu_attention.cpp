@@ -150,18 +150,23 @@ TYPED_TEST(CpuAttentionTest, DocumentMaskingMatchesNaiveReference) {
 // Generation: queries against a key/value cache give the causal attention's rows. The cache is
 // longer than the sequence (junk past it must stay unseen); queries come all at once
 // (prefill), one row at a time (decode) and in a chunk starting at a different position per
-// sequence.
+// sequence. With a sliding window the reference masks each query to its window's keys.
 TYPED_TEST(CpuAttentionTest, CachedAttentionMatchesCausalRows) {
   using T = TypeParam;
   constexpr DType dt = DTypeOf<T>::value;
   Ops& ops = *this->ops_;
   uint64_t seed = 900;
-  for (const AttnCase& s : kCases) {
-    SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " NH=" << s.NH << " NKV=" << s.NKV);
+  for (const AttnCase& s : kCases)
+    for (const int window : {0, 3}) {
+    SCOPED_TRACE(testing::Message() << "B=" << s.B << " T=" << s.T << " NH=" << s.NH << " NKV=" << s.NKV
+                                    << " window=" << window);
     const int64_t L = s.T + 3, qw = s.NH * s.HS, kw = s.NKV * s.HS;
     Tensor q = randn<T>(Shape{s.B, s.T, qw}, seed++, 1.5), k = randn<T>(Shape{s.B, s.T, kw}, seed++, 1.5);
     Tensor v = randn<T>(Shape{s.B, s.T, kw}, seed++);
     RefAttention ref{s, to_vec(q), to_vec(k), to_vec(v), {}};
+    if (window > 0)  // key j visible from query t when t - j < window
+      for (int64_t b = 0; b < s.B; ++b)
+        for (int64_t t = 0; t < s.T; ++t) ref.pos.push_back(int32_t(std::min<int64_t>(t, window - 1)));
     Vec want, lse;
     ref.forward(want, lse);
     // The cache: the sequence's keys and values, then junk.
@@ -185,7 +190,7 @@ TYPED_TEST(CpuAttentionTest, CachedAttentionMatchesCausalRows) {
             expect[to] = want[from];
           }
       }
-      ops.attention_cached(qs, kc, vc, int(s.NH), int(s.NKV), st, out);
+      ops.attention_cached(qs, kc, vc, int(s.NH), int(s.NKV), st, out, window);
       EXPECT_CLOSE(out, expect, T, 1);
     };
     run(std::vector<int32_t>(s.B, 0), s.T);  // prefill

@@ -143,11 +143,11 @@ TEST_F(CpuHalfKernelTest, RopeAndEmbedding) {
   const Tensor pos = i32_tensor(pos_v), tok = i32_tensor(tok_v);
   for (DType dt : kHalfTypes) {
     Pair x = pair(Shape{N, H * HS}, 30, dt);
-    ops_->rope_forward(x.f32, pos, int(HS), 10000.0);
-    ops_->rope_forward(x.half, pos, int(HS), 10000.0);
+    ops_->rope_forward(x.f32, pos, int(HS), RotaryFrequencies::plain(10000.0, int(HS)));
+    ops_->rope_forward(x.half, pos, int(HS), RotaryFrequencies::plain(10000.0, int(HS)));
     EXPECT_HALF_CLOSE(*ops_, x.half, x.f32, dt);
-    ops_->rope_backward(x.f32, pos, int(HS), 10000.0);
-    ops_->rope_backward(x.half, pos, int(HS), 10000.0);
+    ops_->rope_backward(x.f32, pos, int(HS), RotaryFrequencies::plain(10000.0, int(HS)));
+    ops_->rope_backward(x.half, pos, int(HS), RotaryFrequencies::plain(10000.0, int(HS)));
     EXPECT_HALF_CLOSE(*ops_, x.half, x.f32, dt);
 
     const Tensor wte = randn<float>(Shape{V, C}, 31), wpe = randn<float>(Shape{P, C}, 32);

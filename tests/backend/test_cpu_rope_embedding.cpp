@@ -36,11 +36,11 @@ TYPED_TEST(CpuRopeEmbeddingTest, RopeMatchesReferenceAndBackwardIsTheInverse) {
     const Tensor positions = i32_tensor(pos);
     Tensor x = randn<T>(Shape{N, width}, 61), g = randn<T>(Shape{N, width}, 62);
     const Vec vx = to_vec(x), vg = to_vec(g);
-    this->ops_->rope_forward(x, positions, cs.HS, cs.theta);
+    this->ops_->rope_forward(x, positions, cs.HS, RotaryFrequencies::plain(cs.theta, cs.HS));
     EXPECT_CLOSE(x, ref_rope(vx, pos, width, cs.HS, cs.theta, +1), T, 1);
     // backward = transpose: <rope(x), g> == <x, rope_backward(g)>
     Tensor gb = from_vec<T>(vg, Shape{N, width});
-    this->ops_->rope_backward(gb, positions, cs.HS, cs.theta);
+    this->ops_->rope_backward(gb, positions, cs.HS, RotaryFrequencies::plain(cs.theta, cs.HS));
     EXPECT_CLOSE(gb, ref_rope(vg, pos, width, cs.HS, cs.theta, -1), T, 1);
     double lhs = 0, rhs = 0;
     const Vec vy = to_vec(x), vgb = to_vec(gb);
@@ -50,17 +50,17 @@ TYPED_TEST(CpuRopeEmbeddingTest, RopeMatchesReferenceAndBackwardIsTheInverse) {
     }
     EXPECT_NEAR(lhs, rhs, kTol<T> * 10 * std::abs(lhs) + kTol<T>);
     // rotating back recovers the input
-    this->ops_->rope_backward(x, positions, cs.HS, cs.theta);
+    this->ops_->rope_backward(x, positions, cs.HS, RotaryFrequencies::plain(cs.theta, cs.HS));
     EXPECT_CLOSE(x, vx, T, 1);
   }
 }
 
 TEST_F(CpuOpsTest, RopeRejectsBadHeadSizeAndPositions) {
   Tensor x = Tensor::zeros(Shape{2, 12}, DType::kF32);
-  EXPECT_THROW(ops_->rope_forward(x, i32_tensor({0, 1}), 5, 1e4), Error);
-  EXPECT_THROW(ops_->rope_forward(x, i32_tensor({0, 1}), 8, 1e4), Error);  // 12 % 8 != 0
-  EXPECT_THROW(ops_->rope_forward(x, i32_tensor({0, -1}), 6, 1e4), Error);
-  EXPECT_THROW(ops_->rope_forward(x, i32_tensor({0}), 6, 1e4), Error);
+  EXPECT_THROW(ops_->rope_forward(x, i32_tensor({0, 1}), 5, RotaryFrequencies::plain(1e4, 5)), Error);
+  EXPECT_THROW(ops_->rope_forward(x, i32_tensor({0, 1}), 8, RotaryFrequencies::plain(1e4, 8)), Error);  // 12 % 8 != 0
+  EXPECT_THROW(ops_->rope_forward(x, i32_tensor({0, -1}), 6, RotaryFrequencies::plain(1e4, 6)), Error);
+  EXPECT_THROW(ops_->rope_forward(x, i32_tensor({0}), 6, RotaryFrequencies::plain(1e4, 6)), Error);
 }
 
 TYPED_TEST(CpuRopeEmbeddingTest, EmbeddingForwardBackwardWithAndWithoutPositions) {

@@ -261,9 +261,10 @@ TEST(CudaAttention, CachedMatchesCpu) {
   const int64_t B = 2, L = 200;
   for (int64_t S : {1, 7, 64})
     for (int64_t HS : {37, 64, 80, 128})
-      for (auto [NH, NKV] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}}) {
+      for (auto [NH, NKV] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}})
+        for (const int window : {0, 5, 70}) {
         SCOPED_TRACE("S=" + std::to_string(S) + " HS=" + std::to_string(HS) + " NH=" + std::to_string(NH) +
-                     " NKV=" + std::to_string(NKV));
+                     " NKV=" + std::to_string(NKV) + " window=" + std::to_string(window));
         Tensor q = randn(Shape{B, S, NH * HS}, seed += 10, DType::kF32);
         Tensor kc = randn(Shape{B, L, NKV * HS}, seed + 1, DType::kF32);
         Tensor vc = randn(Shape{B, L, NKV * HS}, seed + 2, DType::kF32);
@@ -271,10 +272,10 @@ TEST(CudaAttention, CachedMatchesCpu) {
         start.data<int32_t>()[0] = static_cast<int32_t>(L - S);  // up to the cache's end
         start.data<int32_t>()[1] = static_cast<int32_t>(std::min<int64_t>(17, L - S));
         Tensor out = Tensor::zeros(q.shape(), DType::kF32);
-        cpu().attention_cached(q, kc, vc, int(NH), int(NKV), start, out);
+        cpu().attention_cached(q, kc, vc, int(NH), int(NKV), start, out, window);
         Tensor d_out = gpu->zeros(q.shape(), DType::kF32);
         gpu->attention_cached(to_device(*gpu, q), to_device(*gpu, kc), to_device(*gpu, vc), int(NH), int(NKV), start,
-                              d_out);
+                              d_out, window);
         EXPECT_LE(rel_err(to_host(*gpu, d_out), out), 1e-5);
       }
 }

@@ -267,17 +267,24 @@ TEST_F(CudaKernelTest, RopeForwardBackward) {
   const Tensor hpos = host_i32(pos), dpos = to_gpu(hpos);
   for (int HS : {64, 80})
     for (double theta : {10000.0, 500000.0})
-      for (DType dt : kActTypes) {
-        SCOPED_TRACE(testing::Message() << "HS=" << HS << " theta=" << theta << " " << dtype_name(dt));
-        Tensor hx = host_randn(Shape{N, H * HS}, 60, dt), dx = to_gpu(hx);
-        cpu_->rope_forward(hx, hpos, HS, theta);
-        gpu_->rope_forward(dx, dpos, HS, theta);
-        expect_close(dx, hx, "forward");
-        Tensor hg = host_randn(Shape{N, H * HS}, 61, dt), dg = to_gpu(hg);
-        cpu_->rope_backward(hg, hpos, HS, theta);
-        gpu_->rope_backward(dg, dpos, HS, theta);
-        expect_close(dg, hg, "backward");
-      }
+      for (bool scaled : {false, true})  // scaled: frequencies of a RoPE scaling and YaRN's factor
+        for (DType dt : kActTypes) {
+          SCOPED_TRACE(testing::Message() << "HS=" << HS << " theta=" << theta << " scaled=" << scaled << " "
+                                          << dtype_name(dt));
+          RotaryFrequencies f = RotaryFrequencies::plain(theta, HS);
+          if (scaled) {
+            for (size_t i = 0; i < f.inv_freq.size(); ++i) f.inv_freq[i] /= 1.0 + 3.0 * double(i) / f.inv_freq.size();
+            f.scale = 1.17;
+          }
+          Tensor hx = host_randn(Shape{N, H * HS}, 60, dt), dx = to_gpu(hx);
+          cpu_->rope_forward(hx, hpos, HS, f);
+          gpu_->rope_forward(dx, dpos, HS, f);
+          expect_close(dx, hx, "forward");
+          Tensor hg = host_randn(Shape{N, H * HS}, 61, dt), dg = to_gpu(hg);
+          cpu_->rope_backward(hg, hpos, HS, f);
+          gpu_->rope_backward(dg, dpos, HS, f);
+          expect_close(dg, hg, "backward");
+        }
 }
 
 // --- cross-entropy ------------------------------------------------------------------------------
@@ -380,8 +387,8 @@ TEST_F(CudaKernelTest, Fp64AndBadDtypesAreErrors) {
   Tensor w = gpu_->zeros(Shape{8}, DType::kF32), rstd_i32 = gpu_->zeros(Shape{4}, DType::kI32);
   EXPECT_THROW(gpu_->rmsnorm_forward(x, w, 1e-5, y, rstd_i32), Error);  // a statistic that is not fp32
   Tensor pos = gpu_->zeros(Shape{4}, DType::kI32);
-  EXPECT_THROW(gpu_->rope_forward(x, pos, 3, 1e4), Error);  // odd head size
-  EXPECT_THROW(gpu_->rope_forward(x, pos, 16, 1e4), Error);  // 8 is not a multiple of 16
+  EXPECT_THROW(gpu_->rope_forward(x, pos, 3, RotaryFrequencies::plain(1e4, 2)), Error);  // odd head size
+  EXPECT_THROW(gpu_->rope_forward(x, pos, 16, RotaryFrequencies::plain(1e4, 16)), Error);  // 8 is not a multiple of 16
 }
 
 }  // namespace

@@ -145,6 +145,45 @@ TEST_P(LayerGradients, Attention) {
   });
 }
 
+// The attention of released Llama-family models: head size apart from hidden / heads, per-head
+// q/k norms (Qwen3), q/k/v and o biases, YaRN-scaled rotary frequencies and a sliding window
+// narrower than the sequence, over packed documents (positions restart at 0).
+TEST(AttentionVariantGradients, QkNormHeadDimBiasesRopeScalingAndWindow) {
+  std::unique_ptr<Ops> ops = make_cpu_ops(1);
+  ModelConfig cfg = tiny_config(Arch::kLlama);
+  cfg.head_dim = 6;
+  cfg.qk_norm = cfg.qkv_bias = cfg.o_bias = true;
+  cfg.rope_scaling = parse_rope_scaling("yarn:factor=4,original_max_positions=4");
+  cfg.sliding_window = 3;
+  cfg.resolve();
+  ParamStore store;
+  Attention attn(store, "attn", cfg, {}, /*layer=*/0);
+  ASSERT_TRUE(attn.windowed());
+  store.allocate(*ops, DType::kF64);
+  randomize(store, 17);
+  constexpr int64_t kBatch = 2;
+  const int64_t rows = kBatch * cfg.seq_len;
+  AttentionActivations a = attn.make_activations(*ops, kBatch, DType::kF64);
+  AttentionScratch s = attn.make_scratch(*ops, kBatch, DType::kF64);
+  const std::vector<int32_t> doc_positions{0, 1, 2, 3, 4, 0, 1, 0, 1, 2};  // row 2 packs two documents
+  Tensor pos = Tensor::zeros(Shape{rows}, DType::kI32), window = Tensor::zeros(Shape{rows}, DType::kI32);
+  for (int64_t i = 0; i < rows; ++i) {
+    pos.data<int32_t>()[i] = doc_positions[size_t(i)];
+    window.data<int32_t>()[i] = std::min(doc_positions[size_t(i)], cfg.sliding_window - 1);
+  }
+  const TokenPositions positions(pos, window);
+  Tensor x = Tensor::zeros(Shape{rows, cfg.hidden}, DType::kF64), dx = Tensor::zeros(x.shape(), DType::kF64);
+  fill_uniform(x, 18);
+  Tensor r = Tensor::zeros(x.shape(), DType::kF64), out = Tensor::zeros(x.shape(), DType::kF64);
+  fill_uniform(r, 19);
+  check_gradients(*ops, store, {{x, dx}}, [&](bool backward) {
+    attn.forward(*ops, x, positions, a, out, /*accumulate=*/false);
+    if (backward) attn.backward(*ops, x, positions, a, r, s, dx);
+    return testing::dot(out, r);
+  });
+  EXPECT_EQ(store.all().size(), 10u);  // q, k, v, o weights and biases, q_norm, k_norm
+}
+
 TEST_P(LayerGradients, Mlp) {
   ParamStore store;
   Mlp mlp(store, "mlp", cfg_);

@@ -92,6 +92,9 @@ inline HfGeneration load_hf_generation(const std::string& name) {
   return {rows(j.at("prompts")), rows(j.at("outputs")), int(j.at("max_new_tokens").as_int())};
 }
 
-inline const char* const kHfFixtures[] = {"gpt2", "llama", "llama_sharded", "qwen2"};
+// Written by transformers 4.44 (gpt2 .. qwen2) and 5.24 (llama3_rope ..): both config forms.
+inline const char* const kHfFixtures[] = {"gpt2",         "llama", "llama_sharded", "qwen2", "llama3_rope",
+                                          "llama_linear", "qwen3", "mistral",       "qwen2_window"};
+inline std::vector<std::string> hf_fixture_names() { return {std::begin(kHfFixtures), std::end(kHfFixtures)}; }
 
 }  // namespace trident::testing

@@ -86,8 +86,8 @@ class InvertedDeviceOps final : public Ops {
   void swiglu_backward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&) override {
     unsupported("swiglu_backward");
   }
-  void rope_forward(Tensor&, const Tensor&, int, double) override { unsupported("rope_forward"); }
-  void rope_backward(Tensor&, const Tensor&, int, double) override { unsupported("rope_backward"); }
+  void rope_forward(Tensor&, const Tensor&, int, const RotaryFrequencies&) override { unsupported("rope_forward"); }
+  void rope_backward(Tensor&, const Tensor&, int, const RotaryFrequencies&) override { unsupported("rope_backward"); }
   void attention_forward(const Tensor&, const Tensor&, const Tensor&, int, int, const Tensor&, Tensor&,
                          Tensor&) override {
     unsupported("attention_forward");
@@ -96,7 +96,7 @@ class InvertedDeviceOps final : public Ops {
                           int, const Tensor&, Tensor&, Tensor&, Tensor&) override {
     unsupported("attention_backward");
   }
-  void attention_cached(const Tensor&, const Tensor&, const Tensor&, int, int, const Tensor&, Tensor&) override {
+  void attention_cached(const Tensor&, const Tensor&, const Tensor&, int, int, const Tensor&, Tensor&, int) override {
     unsupported("attention_cached");
   }
   void cross_entropy_forward_backward(const Tensor&, const Tensor&, double, Tensor&, Tensor&) override {

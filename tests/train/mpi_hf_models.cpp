@@ -131,7 +131,7 @@ TEST_P(HfParallel, ConvertRoundTrip) {
   EXPECT_EQ(model::hf_model_keys(again), model::hf_model_keys(info));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, HfParallel, ::testing::Values("gpt2", "llama", "llama_sharded", "qwen2"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfParallel, ::testing::ValuesIn(testing::hf_fixture_names()));
 
 }  // namespace
 }  // namespace trident::train

@@ -40,7 +40,7 @@ TEST_P(HfModel, LogitsMatchTransformers) {
 TEST_P(HfModel, ExportGivesBackTheImportedTensors) {
   const std::string dir = std::string(TRIDENT_TEST_DATA) + "/hf/" + GetParam();
   model::HfModelInfo info = model::read_hf_config(dir);
-  info.config.seq_len = int(info.max_positions);  // every learned position
+  info.config.seq_len = int(info.config.max_positions);  // every learned position
   const io::SafetensorsModel weights(dir);
   std::vector<WholeTensor> tensors;
   for (const auto& [name, shape] : model::stored_parameter_shapes(info.config))
@@ -111,7 +111,52 @@ TEST_P(PeftAdapter, LogitsMatchPeft) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PeftAdapter, ::testing::Values("gpt2", "llama", "qwen2"));
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, HfModel, ::testing::Values("gpt2", "llama", "llama_sharded", "qwen2"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfModel, ::testing::ValuesIn(testing::hf_fixture_names()));
+
+TEST(HfConfig, ReadsTransformers4And5Spellings) {
+  auto parse = [](const std::string& text) { return model::parse_hf_config(Json::parse(text), "config.json").config; };
+  const std::string llama = R"({"model_type": "llama", "hidden_size": 32, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100, "max_position_embeddings": 128)";
+  // transformers 5 keeps rope_theta inside rope_parameters only.
+  EXPECT_EQ(parse(llama + R"(, "rope_parameters": {"rope_type": "default", "rope_theta": 50000.0}})").rope_theta, 50000.0);
+  EXPECT_EQ(parse(llama + R"(, "rope_theta": 50000.0})").rope_theta, 50000.0);
+  // Scaling in both spellings, "type" (older) or "rope_type".
+  const model::ModelConfig v4 = parse(llama + R"(, "rope_theta": 500000.0, "rope_scaling": {"type": "llama3",
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}})");
+  const model::ModelConfig v5 = parse(llama + R"(, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0,
+      "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}})");
+  EXPECT_EQ(v4.rope_scaling.str(), v5.rope_scaling.str());
+  EXPECT_EQ(v4.rope_theta, v5.rope_theta);
+  EXPECT_EQ(v5.rope_scaling.str(),
+            "llama3:factor=8,low_freq_factor=1,high_freq_factor=4,original_max_positions=64");
+  EXPECT_EQ(v4.rotary(), v5.rotary());
+  // yarn without original_max_position_embeddings: max_position_embeddings, as transformers.
+  EXPECT_EQ(parse(llama + R"(, "rope_parameters": {"rope_type": "yarn", "factor": 2.0}})").rope_scaling.original_max_positions,
+            128);
+  // Llama's attention_bias: q, k, v and o; head_dim apart from hidden / heads; token ids.
+  const model::ModelConfig biased = parse(llama + R"(, "attention_bias": true, "head_dim": 16, "bos_token_id": 1,
+      "eos_token_id": [2, 3], "pad_token_id": null})");
+  EXPECT_TRUE(biased.qkv_bias && biased.o_bias);
+  EXPECT_EQ(biased.head_size(), 16);
+  EXPECT_EQ(biased.bos_token_id, 1);
+  EXPECT_EQ(biased.eos_token_ids, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(biased.pad_token_id, -1);
+  // An id outside the vocabulary names no token (GPT2Config's 50256 in a small model): dropped.
+  EXPECT_TRUE(parse(llama + R"(, "eos_token_id": [100, 5]})").eos_token_ids == std::vector<int64_t>{5});
+  // Windows: Mistral on every layer, Qwen2 from max_window_layers (or layer_types) on.
+  std::string mistral = llama + R"(, "sliding_window": 7})";
+  mistral.replace(mistral.find("llama"), 5, "mistral");
+  EXPECT_EQ(parse(mistral).sliding_window, 7);
+  EXPECT_EQ(parse(mistral).window_from, 0);
+  std::string qwen2 = llama + R"(, "use_sliding_window": true, "sliding_window": 9, "max_window_layers": 1})";
+  qwen2.replace(qwen2.find("llama"), 5, "qwen2");
+  EXPECT_EQ(parse(qwen2).sliding_window, 9);
+  EXPECT_EQ(parse(qwen2).window_from, 1);
+  qwen2 = llama + R"(, "use_sliding_window": false, "sliding_window": 9, "layer_types": ["full_attention",
+      "full_attention"]})";
+  qwen2.replace(qwen2.find("llama"), 5, "qwen2");
+  EXPECT_EQ(parse(qwen2).sliding_window, 0);
+}
 
 TEST(HfConfig, RejectsWhatTridentWouldComputeDifferently) {
   auto parse = [](const std::string& text) { return model::parse_hf_config(Json::parse(text), "config.json"); };
@@ -126,29 +171,41 @@ TEST(HfConfig, RejectsWhatTridentWouldComputeDifferently) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message(llama + R"(, "rope_scaling": {"type": "linear", "factor": 2.0}})").find("rope_scaling"),
-            std::string::npos);
-  EXPECT_NE(message(llama + R"(, "hidden_act": "gelu"})").find("hidden_act"), std::string::npos);
-  EXPECT_NE(message(llama + R"(, "attention_bias": true})").find("attention_bias"), std::string::npos);
-  std::string mistral = llama + R"(, "sliding_window": 4096})";
-  mistral.replace(mistral.find("llama"), 5, "mistral");
-  EXPECT_NE(message(mistral).find("sliding_window"), std::string::npos);
-  mistral = llama + R"(, "sliding_window": null})";
-  mistral.replace(mistral.find("llama"), 5, "mistral");
-  EXPECT_NO_THROW(parse(mistral));
-  EXPECT_NE(message(R"({"model_type": "bert"})").find("not supported"), std::string::npos);
-  EXPECT_NE(message(R"({"model_type": "gpt2", "vocab_size": 10, "activation_function": "relu"})").find("activation"),
-            std::string::npos);
+  auto refused = [&](const std::string& text, const std::string& needle) {
+    const std::string m = message(text);
+    EXPECT_NE(m.find(needle), std::string::npos) << text << "\n -> " << m;
+  };
+  refused(llama + R"(, "rope_scaling": {"type": "dynamic", "factor": 2.0}})", "\"dynamic\" is not supported");
+  refused(llama + R"(, "rope_parameters": {"rope_type": "longrope", "factor": 2.0}})", "\"longrope\" is not supported");
+  refused(llama + R"(, "rope_parameters": {"rope_type": "linear"}})", "needs a factor");
+  refused(llama + R"(, "rope_parameters": {"rope_type": "linear", "factor": 2, "beta_fast": 3}})", "\"beta_fast\"");
+  refused(llama + R"(, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}})",
+          "partial_rotary_factor");
+  refused(llama + R"(, "rope_parameters": {"full_attention": {"rope_type": "default"}}})", "per layer type");
+  refused(llama + R"(, "hidden_act": "gelu"})", "hidden_act");
+  refused(llama + R"(, "mlp_bias": true})", "mlp_bias");
+  refused(llama + R"(, "attention_dropout": 0.1})", "attention_dropout");
+  refused(llama + R"(, "quantization_config": {"quant_method": "gptq"}})", "\"quantization_config\"");
+  refused(llama + R"(, "sliding_window": 8})", "\"sliding_window\" is not a llama setting");
+  std::string qwen2 = llama + R"(, "attention_bias": true})";
+  qwen2.replace(qwen2.find("llama"), 5, "qwen2");
+  refused(qwen2, "attention_bias");
+  qwen2 = llama + R"(, "use_sliding_window": true, "sliding_window": 4, "layer_types": ["sliding_attention",
+      "full_attention"]})";
+  qwen2.replace(qwen2.find("llama"), 5, "qwen2");
+  refused(qwen2, "must be the last ones");
+  refused(R"({"model_type": "bert"})", "not supported");
+  refused(R"({"model_type": "gpt2", "vocab_size": 10, "activation_function": "relu"})", "activation");
 }
 
 TEST(HfConfig, ExportedConfigReadsBack) {
   for (const char* name : testing::kHfFixtures) {
     model::HfModelInfo info = model::read_hf_config(std::string(TRIDENT_TEST_DATA) + "/hf/" + name);
-    info.config.seq_len = int(info.max_positions);
+    info.config.seq_len = int(info.config.max_positions);
     info.config.resolve();
     const model::HfModelInfo back = model::parse_hf_config(model::hf_config_json(info.config), "exported");
     EXPECT_EQ(model::hf_model_keys(back), model::hf_model_keys(info)) << name;
-    EXPECT_EQ(back.max_positions, info.max_positions) << name;
+    EXPECT_EQ(back.config.max_positions, info.config.max_positions) << name;
   }
 }
 

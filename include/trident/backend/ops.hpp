@@ -26,7 +26,9 @@
 #pragma once
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "trident/backend/rotary_frequencies.hpp"
 #include "trident/core/tensor.hpp"
 
 namespace trident {
@@ -115,10 +117,10 @@ class Ops {
                                Tensor& dup) = 0;
 
   // Rotary embedding in place on x[N, H*HS], rotate-half pairing (i, i + HS/2) as in Llama;
-  // angle = positions[n] * theta^(-2i/HS). Backward rotates the gradient by the negative angle.
-  // x, dx [ACT] (rotated in fp32, rounded once).
-  virtual void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) = 0;
-  virtual void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) = 0;
+  // angle = positions[n] * f.inv_freq[i] (i < HS/2), cos and sin scaled by f.scale. Backward
+  // rotates the gradient by the negative angle. x, dx [ACT] (rotated in fp32, rounded once).
+  virtual void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f) = 0;
+  virtual void rope_backward(Tensor& dx, const Tensor& positions, int head_size, const RotaryFrequencies& f) = 0;
 
   // Causal softmax attention, scale 1/sqrt(HS), grouped KV heads (query head h reads kv head
   // h / (NH/NKV)). Never builds a T x T matrix per head beyond one tile. Saves the row
@@ -136,9 +138,10 @@ class Ops {
   // Generation: attention of S new queries per sequence against a key/value cache that already
   // holds their keys and values. q, out: [B, S, NH*HS]; k_cache, v_cache: [B, L, NKV*HS];
   // start: int32 [B] on the host, the position of sequence b's first new token. Query s of
-  // sequence b sees cache positions 0 .. start[b] + s (causal). fp32 or fp64, all alike.
+  // sequence b sees cache positions 0 .. start[b] + s (causal), or with window > 0 only the
+  // last `window` of them (sliding-window layers). fp32 or fp64, all alike.
   virtual void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads,
-                                int kv_heads, const Tensor& start, Tensor& out) = 0;
+                                int kv_heads, const Tensor& start, Tensor& out, int window = 0) = 0;
 
   // Fused softmax + cross-entropy over logits[N, V]: losses[n] = -log softmax(logits[n])[t]
   // for targets t >= 0, 0 where targets[n] < 0 (ignored: prompt or padding). Writes

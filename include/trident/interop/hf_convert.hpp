@@ -2,14 +2,16 @@
 //   from HF: every parameter in its stored global shape under /model/<name>, zero AdamW
 //            moments under /optim/..., step 0 and the [model] section as the config text, so the
 //            file works as model.init_from and as checkpoint.resume (a fresh start).
-//   to HF:   model.safetensors (F32) + config.json (hf_config_json), and tokenizer.json when
-//            one is known (given, or next to the model the run was initialised from).
+//   to HF:   model.safetensors (F32 or BF16) + config.json (hf_config_json) +
+//            generation_config.json (bos/eos ids), and tokenizer.json when one is known
+//            (given, or next to the model the run was initialised from).
 // Conversion holds the whole model in memory on one process.
 #pragma once
 #include <mpi.h>
 
 #include <string>
 
+#include "trident/io/safetensors.hpp"
 #include "trident/model/model_config.hpp"
 #include "trident/interop/hf_weights.hpp"
 
@@ -32,6 +34,6 @@ void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, 
 // Serial. tokenizer: a tokenizer.json to copy ("" = the one of the model the checkpoint's run
 // was initialised from, if any). A LoRA checkpoint is written merged (merge_lora).
 void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir,
-                      const std::string& tokenizer = "");
+                      const std::string& tokenizer = "", io::StoredFloat stored = io::StoredFloat::kF32);
 
 }  // namespace trident::interop

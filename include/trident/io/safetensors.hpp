@@ -87,16 +87,20 @@ class SafetensorsModel {
 void read_block(const SafetensorsView& t, int64_t row0, int64_t rows, int64_t col0, int64_t cols, bool transpose,
                 float* out);
 
-// A tensor to write, stored as F32.
+// A tensor to write (its values in fp32).
 struct SafetensorsTensor {
   std::string name;
   std::vector<int64_t> shape;
   std::vector<float> values;
 };
 
+// How write_safetensors stores the values: F32, or BF16 (rounded to nearest even).
+enum class StoredFloat { kF32, kBF16 };
+
 // Writes path + ".tmp" (header padded with spaces to a multiple of 8 bytes, tensors in the given
 // order, each 8-byte aligned), then renames it to path.
 void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
+                       const std::map<std::string, std::string>& metadata = {{"format", "pt"}},
+                       StoredFloat stored = StoredFloat::kF32);
 
 }  // namespace trident::io

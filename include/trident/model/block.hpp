@@ -1,7 +1,8 @@
 // One pre-norm transformer block: y = h + mlp(norm2(h)), h = x + attn(norm1(x)).
 // x, h, y: [R, C], R = N rows, or N/tp with sequence parallelism (the norms, residual adds and
 // dropout then work on this rank's rows; attention and MLP see all N rows).
-// GPT-2 (LayerNorm, GELU MLP) or Llama (RMSNorm, RoPE, GQA, SwiGLU).
+// GPT-2 (LayerNorm, GELU MLP) or Llama (RMSNorm, RoPE, GQA, SwiGLU, optionally q/k norms and
+// a sliding window).
 #pragma once
 #include <optional>
 #include <string>
@@ -60,10 +61,10 @@ class TransformerBlock {
     DropoutSite attn, mlp, lora;
   };
 
-  void forward(Ops& ops, const Tensor& x, const Tensor& positions, BlockActivations& a, Tensor& y, BlockScratch& s,
+  void forward(Ops& ops, const Tensor& x, const TokenPositions& positions, BlockActivations& a, Tensor& y, BlockScratch& s,
                const Dropout& dropout) const;
   // Selective recompute: rebuilds a.attn (q, k, v, attention output, lse) from a.norm1.
-  void recompute_attention(Ops& ops, const Tensor& positions, BlockActivations& a, BlockScratch& s,
+  void recompute_attention(Ops& ops, const TokenPositions& positions, BlockActivations& a, BlockScratch& s,
                            const DropoutSite& lora = {}) const;
   // Generation: x [N = B*S, C] (whole rows) becomes the block's output for S new tokens per
   // sequence at positions start[b] + s; their keys and values join the layer's cache.
@@ -76,8 +77,12 @@ class TransformerBlock {
   // The norms' parameter gradients: with sequence parallelism each rank holds a part of them
   // (from its rows), summed over the tp group once per step.
   std::vector<Tensor> norm_grads() const;
+  // The per-head q/k norms' gradients (qk_norm): partial sums of this rank's heads under
+  // tensor parallelism, summed over the group once per step.
+  std::vector<Tensor> head_norm_grads() const { return attn_.head_norm_grads(); }
+  bool windowed() const { return attn_.windowed(); }
   // On entry dres = dL/dy; on return dres = dL/dx. Parameter gradients accumulate.
-  void backward(Ops& ops, const Tensor& x, const Tensor& positions, const BlockActivations& a, Tensor& dres,
+  void backward(Ops& ops, const Tensor& x, const TokenPositions& positions, const BlockActivations& a, Tensor& dres,
                 BlockScratch& s, const Dropout& dropout) const;
 
  private:

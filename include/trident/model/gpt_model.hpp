@@ -113,6 +113,7 @@ class GPTModel {
   struct Slot {
     int64_t length = 0;                 // L <= T of the micro-batch in the slot (bucketed batches)
     Tensor tokens, targets, positions;  // [B*T] on the device
+    Tensor window_positions;            // [B*T] sliding-window layers' mask (TokenPositions), or undefined
     std::vector<Tensor> residual;       // chunk layers + 1: input, block outputs
     std::vector<BlockActivations> acts;
     Tensor dres;                        // [B*T, C] residual-stream gradient (sent upstream)
@@ -135,6 +136,11 @@ class GPTModel {
   // Sequence parallelism leaves each rank part of the norms' gradients: sum them over the tp
   // group once they are complete (the step's last pass), before data parallelism reduces them.
   void finish_norm_grads(const std::vector<Tensor>& grads) const;
+  // ... and a block's per-head q/k norm gradients (partial over heads whenever tp > 1).
+  void finish_block_grads(const TransformerBlock& block) const;
+  // Sliding-window layers narrower than seq_len mask by min(position, window - 1).
+  bool needs_window_positions() const { return cfg_.sliding_window > 0 && cfg_.sliding_window < cfg_.seq_len; }
+  void load_window_positions(Slot& s, const Tensor& positions);
   void grads_ready_from(int64_t offset) const {
     if (grad_ready_hook_) grad_ready_hook_(std::max(offset, tied_end_));
   }
@@ -157,7 +163,8 @@ class GPTModel {
   LoraScratch lora_scratch_;  // LoRA dropout's masked copies (grown on demand, never trimmed)
   BlockActivations shared_acts_;  // recompute: the one set of block activations rebuilt in backward
   BlockActivations frozen_inputs_;  // LoRA: where inputs only frozen weights' gradients read are written
-  Tensor recompute_out_;          // full recompute: where the rerun block writes its (unused) output
+  Tensor recompute_out_;
+  Tensor window_host_;            // [B*T] int32 on the host: window positions on their way in          // full recompute: where the rerun block writes its (unused) output
   HeadBuffers head_buffers_;
   uint64_t embed_dropout_key_ = 0;
   std::vector<TransformerBlock::Dropout> layer_dropout_keys_;  // per global layer

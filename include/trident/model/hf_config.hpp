@@ -1,9 +1,10 @@
-// Hugging Face config.json <-> ModelConfig for the families trident runs: GPT-2
-// (GPT2LMHeadModel), Llama, Mistral (the Llama layout, without sliding-window attention) and
-// Qwen2 (Llama with q/k/v biases). Anything the model would compute differently from trident
-// (rope_scaling, another activation, sliding windows, biases trident has no place for) is
-// rejected with a message naming the key, rather than loaded into a model that is silently
-// wrong. Weight names live in hf_names.hpp.
+// Hugging Face config.json <-> ModelConfig for the families trident runs, as transformers 4 and
+// 5 write them: GPT-2 (GPT2LMHeadModel), Llama (attention_bias, head_dim, RoPE scaling linear /
+// llama3 / yarn), Mistral (Llama with a sliding window on every layer), Qwen2 (q/k/v biases,
+// sliding window on the last layers) and Qwen3 (per-head q/k norms). Every key is either read or
+// known not to change the computation; anything else (another rope type or activation, a key
+// trident does not know) is rejected with a message naming it, rather than loaded into a model
+// that is silently wrong. Weight names live in hf_names.hpp.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -14,13 +15,12 @@
 
 namespace trident::model {
 
-enum class HfFamily { kGPT2, kLlama, kMistral, kQwen2 };
+enum class HfFamily { kGPT2, kLlama, kMistral, kQwen2, kQwen3 };
 const char* hf_family_name(HfFamily family);  // its config.json model_type
 
 struct HfModelInfo {
   HfFamily family = HfFamily::kLlama;
-  ModelConfig config;         // seq_len stays at its default: the run chooses it
-  int64_t max_positions = 0;  // n_positions / max_position_embeddings
+  ModelConfig config;  // seq_len stays at its default (the run chooses it); max_positions is set
 };
 
 // Parses a config.json document; `where` names the file in errors (ConfigError).
@@ -30,11 +30,19 @@ HfModelInfo read_hf_config(const std::string& dir);
 // Whether path is a Hugging Face model directory (holds config.json).
 bool is_hf_model_dir(const std::string& path);
 
-// The HF family a trident model exports as (llama, or qwen2 with qkv_bias; gpt2), with
-// max_positions = seq_len.
+// The HF family a trident model exports as: gpt2; qwen3 with qk_norm; qwen2 with q/k/v biases
+// but none on o; mistral with a window on every layer; else llama. ConfigError for a model no
+// family describes.
+HfFamily hf_family_for(const ModelConfig& cfg);
+// That family, with max_positions filled (seq_len when the model has none of its own).
 HfModelInfo hf_info_for(const ModelConfig& cfg);
-// config.json for a trident model, loadable by transformers' AutoModelForCausalLM.
-Json hf_config_json(const ModelConfig& cfg);
+// config.json for a trident model, loadable by transformers' AutoModelForCausalLM (4 and 5);
+// torch_dtype names the stored weights' type ("float32" | "bfloat16").
+Json hf_config_json(const ModelConfig& cfg, const std::string& torch_dtype = "float32");
+// generation_config.json: the bos and eos ids (generate() stops at eos).
+Json hf_generation_config_json(const ModelConfig& cfg);
+// "128001,128009": eos ids in the config-file form of model.eos_token_id.
+std::string token_ids_text(const std::vector<int64_t>& ids);
 
 // The [model] keys a config.json determines, as config-file strings ("model.hidden" -> "768"):
 // what model.init_from = DIR sets (model.seq_len, model.dropout stay the run's).

@@ -3,11 +3,12 @@
 // projections as Conv1D ([in, out], read transposed) and fuses q, k, v into attn.c_attn
 // ([C, 3C]: q at output columns [0, C), k at [C, 2C), v at [2C, 3C)).
 //
-//   trident                    GPT-2 (transformer.)          Llama / Mistral / Qwen2 (model.)
+//   trident                    GPT-2 (transformer.)          Llama / Mistral / Qwen2 / Qwen3 (model.)
 //   embed.tok.weight  [V, C]   wte.weight                    embed_tokens.weight
-//   embed.pos.weight  [T, C]   wpe.weight [P, C] (rows < T)  -
+//   embed.pos.weight  [P, C]   wpe.weight                    -
 //   blocks.L.attn_norm         h.L.ln_1                      layers.L.input_layernorm
 //   blocks.L.attn.q/k/v        h.L.attn.c_attn (fused, T)    layers.L.self_attn.q_proj/k_proj/v_proj
+//   blocks.L.attn.q_norm/k_norm -                            layers.L.self_attn.q_norm/k_norm (Qwen3)
 //   blocks.L.attn.o            h.L.attn.c_proj (T)           layers.L.self_attn.o_proj
 //   blocks.L.mlp_norm          h.L.ln_2                      layers.L.post_attention_layernorm
 //   blocks.L.mlp.up/down       h.L.mlp.c_fc/c_proj (T)       layers.L.mlp.up_proj/down_proj

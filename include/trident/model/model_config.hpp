@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "trident/model/rope_scaling.hpp"
 #include "trident/plan/model_shape.hpp"
 
 namespace trident::model {
@@ -36,12 +38,33 @@ struct ModelConfig {
   double dropout = 0.0;
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
-  bool qkv_bias = false;  // llama: q, k, v projections with biases, o without (Qwen2)
+  bool qkv_bias = false;  // llama: q, k, v projections with biases (Qwen2; Llama's attention_bias)
+  bool o_bias = false;    // llama: the o projection with a bias (Llama's attention_bias)
+  int head_dim = 0;       // attention head size (0: hidden / heads; Qwen3 and Gemma set their own)
+  bool qk_norm = false;   // llama: RMSNorm of each query and key head before RoPE (Qwen3)
+  RopeScaling rope_scaling;
+  // The positions the model was built for (config.json's n_positions / max_position_embeddings;
+  // 0: seq_len): GPT-2's position table has this many rows, RoPE scaling may read it.
+  int64_t max_positions = 0;
+  // Sliding-window attention (Mistral, Qwen2 with use_sliding_window): query t sees keys
+  // t - window + 1 .. t, in layers window_from .. layers - 1 (0 = no window).
+  int sliding_window = 0;
+  int window_from = 0;
+  // Special token ids as the model defines them (config.json; -1: none). eos may be several.
+  int64_t bos_token_id = -1, pad_token_id = -1;
+  std::vector<int64_t> eos_token_ids;  // none, one or several
   LoraConfig lora;
 
   // Fills kv_heads/ffn_hidden defaults and checks every rule; ConfigError names the key.
   void resolve();
-  int head_size() const { return hidden / heads; }
+  int head_size() const { return head_dim > 0 ? head_dim : hidden / heads; }
+  // Whether layer `layer` attends within the sliding window.
+  bool windowed(int layer) const { return sliding_window > 0 && layer >= window_from; }
+  int64_t positions() const { return max_positions > 0 ? max_positions : seq_len; }
+  // The rotary embedding's frequencies (RoPE scaling included).
+  RotaryFrequencies rotary() const {
+    return rotary_frequencies(rope_scaling, rope_theta, head_size(), positions());
+  }
   // Vocabulary rows held by the model: vocab rounded up to a multiple of tp, so the
   // vocabulary-parallel embedding and head split evenly (padding ids are never predicted).
   int padded_vocab(int tp) const { return (vocab + tp - 1) / tp * tp; }

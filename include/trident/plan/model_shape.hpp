@@ -13,6 +13,7 @@ struct ModelShape {
   int layers = 0;
   int hidden = 0;    // h
   int heads = 0;     // a
+  int head_dim = 0;  // 0: hidden / heads
   int kv_heads = 0;  // 0: same as heads
   int ffn = 0;       // 0: 4h (gpt2) or 8h/3 rounded up to 64 (llama)
   int vocab = 0;     // V
@@ -22,7 +23,7 @@ struct ModelShape {
 
   // Fills the defaults and checks the sizes (ConfigError names the field).
   void resolve();
-  int head_size() const { return hidden / heads; }
+  int head_size() const { return head_dim > 0 ? head_dim : hidden / heads; }
   int kv() const { return kv_heads > 0 ? kv_heads : heads; }
   bool gated() const { return arch == ModelArch::kLlama; }
 

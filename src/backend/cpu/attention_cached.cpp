@@ -11,7 +11,7 @@ namespace {
 // q, out: [B, S, NH*HS]; k, v: [B, L, NKV*HS]; start: [B].
 template <typename T>
 void attention_cached_impl(int64_t B, int64_t S, int64_t L, int64_t NH, int64_t NKV, int64_t HS,
-                           const int32_t* start, const T* q, const T* k, const T* v, T* out) {
+                           int64_t window, const int32_t* start, const T* q, const T* k, const T* v, T* out) {
   const int64_t group = NH / NKV, qs = NH * HS, kvs = NKV * HS;
   const T scale = T(1) / std::sqrt(T(HS));
 #pragma omp parallel for collapse(3) schedule(dynamic, 1) if (B * NH * S * L * HS > (int64_t(1) << 16))
@@ -19,9 +19,11 @@ void attention_cached_impl(int64_t B, int64_t S, int64_t L, int64_t NH, int64_t 
     for (int64_t h = 0; h < NH; ++h) {
       for (int64_t s = 0; s < S; ++s) {
         T* p = thread_scratch<T, 0>(static_cast<size_t>(L));
-        const int64_t keys = start[b] + s + 1;  // cache positions 0 .. start + s
+        // Cache positions first .. start + s: all of them, or the window's last ones.
+        const int64_t last = start[b] + s, first = window > 0 ? std::max<int64_t>(0, last + 1 - window) : 0;
+        const int64_t keys = last + 1 - first;
         const T* qrow = q + (b * S + s) * qs + h * HS;
-        const T* kcol = k + b * L * kvs + (h / group) * HS;
+        const T* kcol = k + b * L * kvs + first * kvs + (h / group) * HS;
         T row_max = -INFINITY;
         for (int64_t j = 0; j < keys; ++j) {
           const T* krow = kcol + j * kvs;
@@ -39,7 +41,7 @@ void attention_cached_impl(int64_t B, int64_t S, int64_t L, int64_t NH, int64_t 
         const T inv = T(1) / sum;
         for (int64_t j = 0; j < keys; ++j) p[j] *= inv;
         T* o = out + (b * S + s) * qs + h * HS;
-        accumulate_rows(o, T(0), p, v + b * L * kvs + (h / group) * HS, kvs, keys, HS);
+        accumulate_rows(o, T(0), p, v + b * L * kvs + first * kvs + (h / group) * HS, kvs, keys, HS);
       }
     }
   }
@@ -48,8 +50,9 @@ void attention_cached_impl(int64_t B, int64_t S, int64_t L, int64_t NH, int64_t 
 }  // namespace
 
 void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
-                      const Tensor& start, Tensor& out) {
+                      const Tensor& start, Tensor& out, int window) {
   const char* op = "attention_cached";
+  TRIDENT_CHECK(window >= 0, op, ": window ", window, " is negative");
   const DType ct = q.dtype();
   TRIDENT_CHECK(ct == DType::kF32 || ct == DType::kF64, op, ": q is ", dtype_name(ct),
                 "; generation computes in fp32 or fp64");
@@ -73,7 +76,7 @@ void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                   " new tokens, past the cache's ", L, " positions");
   dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
-    attention_cached_impl<T>(B, S, L, heads, kv_heads, HS, st, q.data<T>(), k_cache.data<T>(), v_cache.data<T>(),
+    attention_cached_impl<T>(B, S, L, heads, kv_heads, HS, window, st, q.data<T>(), k_cache.data<T>(), v_cache.data<T>(),
                              out.data<T>());
   });
 }

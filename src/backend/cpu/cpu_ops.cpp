@@ -110,11 +110,11 @@ class CpuOps final : public Ops {
     cpu::swiglu_backward(gate, up, dy, dgate, dup);
   }
 
-  void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) override {
-    cpu::rope(x, positions, head_size, theta, /*inverse=*/false, rope_table_);
+  void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
+    cpu::rope(x, positions, head_size, f, /*inverse=*/false, rope_table_);
   }
-  void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) override {
-    cpu::rope(dx, positions, head_size, theta, /*inverse=*/true, rope_table_);
+  void rope_backward(Tensor& dx, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
+    cpu::rope(dx, positions, head_size, f, /*inverse=*/true, rope_table_);
   }
 
   void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
@@ -127,8 +127,8 @@ class CpuOps final : public Ops {
     cpu::attention_backward(q, k, v, out, lse, dout, heads, kv_heads, positions, dq, dk, dv);
   }
   void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
-                        const Tensor& start, Tensor& out) override {
-    cpu::attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out);
+                        const Tensor& start, Tensor& out, int window) override {
+    cpu::attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out, window);
   }
 
   void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,

@@ -56,18 +56,19 @@ void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Ten
 // double once and grown on demand (owned by the CpuOps object, not global).
 class RopeTable {
  public:
-  // Makes the table cover positions [0, max_pos] for (head_size, theta).
-  void ensure(int head_size, double theta, int64_t max_pos);
+  // Makes the table cover positions [0, max_pos] for the frequencies f (scale included).
+  void ensure(const RotaryFrequencies& f, int64_t max_pos);
   const double* cos_row(int64_t pos) const { return cos_.data() + pos * half_; }
   const double* sin_row(int64_t pos) const { return sin_.data() + pos * half_; }
 
  private:
-  int half_ = 0;
-  double theta_ = 0;
+  int64_t half_ = 0;
+  RotaryFrequencies frequencies_;
   int64_t positions_ = 0;
   std::vector<double> cos_, sin_;
 };
-void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool inverse, RopeTable& table);
+void rope(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f, bool inverse,
+          RopeTable& table);
 
 // attention_forward.cpp, attention_backward.cpp
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
@@ -77,7 +78,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         Tensor& dk, Tensor& dv);
 // attention_cached.cpp
 void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
-                      const Tensor& start, Tensor& out);
+                      const Tensor& start, Tensor& out, int window);
 
 // cross_entropy.cpp
 void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,

@@ -1,6 +1,6 @@
 // Rotary position embedding (rotate-half pairing (i, i + HS/2) as in Llama), in place.
 // x: [N, H*HS] fp32, bf16 or fp16 (rotated in fp32) or fp64; positions: [N] int32;
-// angle(n, i) = positions[n] * theta^(-2i/HS), i < HS/2.
+// angle(n, i) = positions[n] * inv_freq[i], i < HS/2; cos and sin times the frequencies' scale.
 #include <limits>
 
 #include "act.hpp"
@@ -9,11 +9,10 @@
 
 namespace trident::cpu {
 
-void RopeTable::ensure(int head_size, double theta, int64_t max_pos) {
-  const int half = head_size / 2;
-  if (half != half_ || theta != theta_) {
-    half_ = half;
-    theta_ = theta;
+void RopeTable::ensure(const RotaryFrequencies& f, int64_t max_pos) {
+  if (!(f == frequencies_)) {
+    frequencies_ = f;
+    half_ = static_cast<int64_t>(f.inv_freq.size());
     positions_ = 0;
     cos_.clear();
     sin_.clear();
@@ -21,13 +20,13 @@ void RopeTable::ensure(int head_size, double theta, int64_t max_pos) {
   if (max_pos < positions_) return;
   // Grow to at least double, so a slowly increasing max position rebuilds rarely.
   const int64_t grown = std::max<int64_t>(max_pos + 1, 2 * positions_);
-  cos_.resize(static_cast<size_t>(grown * half));
-  sin_.resize(static_cast<size_t>(grown * half));
+  cos_.resize(static_cast<size_t>(grown * half_));
+  sin_.resize(static_cast<size_t>(grown * half_));
   for (int64_t p = positions_; p < grown; ++p) {
-    for (int i = 0; i < half; ++i) {
-      const double angle = double(p) * std::pow(theta, -2.0 * i / head_size);
-      cos_[p * half + i] = std::cos(angle);
-      sin_[p * half + i] = std::sin(angle);
+    for (int64_t i = 0; i < half_; ++i) {
+      const double angle = double(p) * f.inv_freq[size_t(i)];
+      cos_[p * half_ + i] = std::cos(angle) * f.scale;
+      sin_[p * half_ + i] = std::sin(angle) * f.scale;
     }
   }
   positions_ = grown;
@@ -35,10 +34,13 @@ void RopeTable::ensure(int head_size, double theta, int64_t max_pos) {
 
 // forward: x1' = x1 cos - x2 sin, x2' = x2 cos + x1 sin (x1 = x[i], x2 = x[i + HS/2] of a head);
 // inverse (backward, the transpose of the rotation): g1' = g1 cos + g2 sin, g2' = g2 cos - g1 sin.
-void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool inverse, RopeTable& table) {
+void rope(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f, bool inverse,
+          RopeTable& table) {
   const char* op = inverse ? "rope_backward" : "rope_forward";
   const DType ct = compute_dtype(x, op, "x");
   TRIDENT_CHECK(head_size > 0 && head_size % 2 == 0, op, ": head_size ", head_size, " must be positive and even");
+  TRIDENT_CHECK(int64_t(f.inv_freq.size()) == head_size / 2, op, ": ", f.inv_freq.size(), " frequencies for head_size ",
+                head_size);
   const int64_t width = last_dim(x), N = rows_of(x);
   TRIDENT_CHECK(width % head_size == 0, op, ": x ", x.shape().str(), " last dim is not a multiple of head_size ",
                 head_size);
@@ -47,7 +49,7 @@ void rope(Tensor& x, const Tensor& positions, int head_size, double theta, bool 
   const int32_t* pos = positions.data<int32_t>();
   int64_t max_pos = 0;
   for (int64_t n = 0; n < N; ++n) max_pos = std::max<int64_t>(max_pos, pos[n]);
-  table.ensure(head_size, theta, max_pos);
+  table.ensure(f, max_pos);
   const int64_t H = width / head_size, half = head_size / 2;
   dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);

@@ -1,6 +1,6 @@
 // Attention of new queries against a key/value cache (generation), fp32. One block per
-// (query, head, sequence): its 8 warps take the visible cache positions 0 .. start[b] + s in turn
-// (warp w: keys w, w+8, ...), each warp keeping an online softmax (running max, sum and P V in
+// (query, head, sequence): its 8 warps take the visible cache positions (0, or the sliding
+// window's first, .. start[b] + s) in turn (warp w: keys first+w, first+w+8, ...), each warp keeping an online softmax (running max, sum and P V in
 // fp32, head dims spread over the lanes); the warps' partial results are merged at the end.
 // Memory-bound on the cache reads, which are whole coalesced rows; no L-long score buffer.
 #include "attention_common.cuh"
@@ -16,13 +16,14 @@ constexpr int kDimsPerLane = attn::kMaxHeadSize / 32;  // HS <= 128
 // q, out: [B, S, NH*HS]; k, v: [B, L, NKV*HS]; start: [B] on the device.
 __global__ void __launch_bounds__(kCachedThreads)
     attention_cached_kernel(const float* q, const float* k, const float* v, const int32_t* start, float* out, int S,
-                            int L, int NH, int NKV, int HS, float scale) {
+                            int L, int NH, int NKV, int HS, int window, float scale) {
   __shared__ float m_w[kCachedWarps], l_w[kCachedWarps];
   __shared__ float acc_w[kCachedWarps][attn::kMaxHeadSize];
   const int s = blockIdx.x, h = blockIdx.y;
   const int64_t b = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int keys = start[b] + s + 1;  // cache positions 0 .. start + s (checked <= L on the host)
+  // Cache positions first .. start + s (checked < L on the host).
+  const int keys = start[b] + s + 1, first = window > 0 ? max(0, keys - window) : 0;
   const int64_t q_row = ((b * S + s) * NH + h) * HS;
   const int64_t kv_stride = static_cast<int64_t>(NKV) * HS;
   const int64_t kv_base = b * L * kv_stride + static_cast<int64_t>(h / (NH / NKV)) * HS;
@@ -35,7 +36,7 @@ __global__ void __launch_bounds__(kCachedThreads)
     acc[c] = 0.f;
   }
   float m = -INFINITY, l = 0.f;
-  for (int j = warp; j < keys; j += kCachedWarps) {
+  for (int j = first + warp; j < keys; j += kCachedWarps) {
     const float* k_row = k + kv_base + j * kv_stride;
     const float* v_row = v + kv_base + j * kv_stride;
     float dot = 0.f;
@@ -66,7 +67,7 @@ __global__ void __launch_bounds__(kCachedThreads)
   for (int c = 0; c < kDimsPerLane; ++c) acc_w[warp][lane + 32 * c] = acc[c];
   __syncthreads();
 
-  // Merge: weights exp(m_w - M) rescale every warp to the overall max M (key 0 is always seen,
+  // Merge: weights exp(m_w - M) rescale every warp to the overall max M (warp 0 always sees a key,
   // so M is finite and a keyless warp's weight is exp(-inf) = 0).
   float M = -INFINITY;
 #pragma unroll
@@ -89,8 +90,9 @@ __global__ void __launch_bounds__(kCachedThreads)
 }  // namespace
 
 void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
-                      const Tensor& start, Tensor& out, cudaStream_t stream) {
+                      const Tensor& start, Tensor& out, int window, cudaStream_t stream) {
   const std::string op = "attention_cached";
+  TRIDENT_CHECK(window >= 0, op, ": window ", window, " is negative");
   for (const auto& [t, name] : {std::pair<const Tensor*, const char*>{&q, "q"}, {&k_cache, "k_cache"},
                                 {&v_cache, "v_cache"}, {&out, "out"}})
     TRIDENT_CHECK(t->dtype() == DType::kF32, op, ": ", name, " is ", dtype_name(t->dtype()),
@@ -128,7 +130,7 @@ void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                               stream>>>(static_cast<const float*>(q.raw()), static_cast<const float*>(k_cache.raw()),
                                         static_cast<const float*>(v_cache.raw()), d_start,
                                         static_cast<float*>(out.raw()), static_cast<int>(S), static_cast<int>(L),
-                                        heads, kv_heads, static_cast<int>(HS),
+                                        heads, kv_heads, static_cast<int>(HS), window,
                                         1.f / std::sqrt(static_cast<float>(HS)));
     TRIDENT_CUDA_LAUNCHED();
   } catch (...) {

@@ -290,15 +290,15 @@ class CudaOps final : public Ops {
     cuda::swiglu_backward(gate, up, dy, dgate, dup, stream_);
   }
 
-  void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) override {
+  void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
     on_device(x, "rope_forward", "x");
     on_device(positions, "rope_forward", "positions");
-    cuda::rope_forward(x, positions, head_size, theta, stream_);
+    cuda::rope_forward(x, positions, head_size, f, stream_);
   }
-  void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) override {
+  void rope_backward(Tensor& dx, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
     on_device(dx, "rope_backward", "dx");
     on_device(positions, "rope_backward", "positions");
-    cuda::rope_backward(dx, positions, head_size, theta, stream_);
+    cuda::rope_backward(dx, positions, head_size, f, stream_);
   }
 
   void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
@@ -329,7 +329,7 @@ class CudaOps final : public Ops {
     cuda::attention_backward(q, k, v, out, lse, dout, heads, kv_heads, positions, dq, dk, dv, stream_);
   }
   void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
-                        const Tensor& start, Tensor& out) override {
+                        const Tensor& start, Tensor& out, int window) override {
     constexpr const char* op = "attention_cached";
     on_device(q, op, "q");
     on_device(k_cache, op, "k_cache");
@@ -337,7 +337,7 @@ class CudaOps final : public Ops {
     TRIDENT_CHECK(start.defined() && start.device() == Device::kCPU, op,
                   ": start must be a host int32 tensor (ops.hpp)");
     on_device(out, op, "out");
-    cuda::attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out, stream_);
+    cuda::attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out, window, stream_);
   }
 
   void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,

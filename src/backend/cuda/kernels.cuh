@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "trident/backend/rotary_frequencies.hpp"
 #include "trident/core/tensor.hpp"
 
 namespace trident::cuda {
@@ -34,8 +35,8 @@ void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Ten
                      cudaStream_t stream);
 
 // rope.cu
-void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta, cudaStream_t stream);
-void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta, cudaStream_t stream);
+void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f, cudaStream_t stream);
+void rope_backward(Tensor& dx, const Tensor& positions, int head_size, const RotaryFrequencies& f, cudaStream_t stream);
 
 // cross_entropy.cu
 void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,
@@ -55,6 +56,6 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         Tensor& dk, Tensor& dv, cudaStream_t stream);
 // start is a host int32 tensor (as in ops.hpp); the launcher copies it to the device.
 void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
-                      const Tensor& start, Tensor& out, cudaStream_t stream);
+                      const Tensor& start, Tensor& out, int window, cudaStream_t stream);
 
 }  // namespace trident::cuda

@@ -77,11 +77,11 @@ class ProfilingOps final : public Ops {
   void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup) override {
     timed(KernelPhase::kElementwise, "swiglu_backward", [&] { inner_.swiglu_backward(gate, up, dy, dgate, dup); });
   }
-  void rope_forward(Tensor& x, const Tensor& positions, int head_size, double theta) override {
-    timed(KernelPhase::kAttention, "rope_forward", [&] { inner_.rope_forward(x, positions, head_size, theta); });
+  void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
+    timed(KernelPhase::kAttention, "rope_forward", [&] { inner_.rope_forward(x, positions, head_size, f); });
   }
-  void rope_backward(Tensor& dx, const Tensor& positions, int head_size, double theta) override {
-    timed(KernelPhase::kAttention, "rope_backward", [&] { inner_.rope_backward(dx, positions, head_size, theta); });
+  void rope_backward(Tensor& dx, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
+    timed(KernelPhase::kAttention, "rope_backward", [&] { inner_.rope_backward(dx, positions, head_size, f); });
   }
   void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
                          const Tensor& positions, Tensor& out, Tensor& lse) override {
@@ -94,8 +94,9 @@ class ProfilingOps final : public Ops {
           [&] { inner_.attention_backward(q, k, v, out, lse, dout, heads, kv_heads, positions, dq, dk, dv); });
   }
   void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
-                        const Tensor& start, Tensor& out) override {
-    timed(KernelPhase::kAttention, "attention_cached", [&] { inner_.attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out); });
+                        const Tensor& start, Tensor& out, int window) override {
+    timed(KernelPhase::kAttention, "attention_cached",
+          [&] { inner_.attention_cached(q, k_cache, v_cache, heads, kv_heads, start, out, window); });
   }
   void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale, Tensor& losses,
                                       Tensor& dlogits) override {
