@@ -28,6 +28,10 @@ class ByteTokenizerAdapter final : public Tokenizer {
     return std::nullopt;
   }
   std::string describe() const override { return "byte"; }
+  const SpecialTokenTemplate& specials() const override { return specials_; }
+
+ private:
+  SpecialTokenTemplate specials_;  // none: documents start with their first byte
 };
 
 }  // namespace
