@@ -88,6 +88,13 @@ class Tokenizer {
   }
 };
 
+// How prep (and eval's prompts) frame a document, so it starts and ends as the model's own
+// tokenizer frames a sequence: prefix + prompt + answer, then append_document_end adds the
+// post-processor's suffix and end_of_text(), the latter only if the suffix does not already end
+// with it (a "<s> $A </s>" template with end of text </s> ends the document with one </s>).
+inline const std::vector<uint32_t>& document_prefix(const Tokenizer& tokenizer) { return tokenizer.specials().prefix; }
+void append_document_end(const Tokenizer& tokenizer, std::vector<uint32_t>& ids);
+
 // spec "byte": the built-in byte tokenizer; otherwise a path to a tokenizer.json (or to a
 // directory holding one). Throws ConfigError naming the file and what is unsupported.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec);
