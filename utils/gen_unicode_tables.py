@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes src/data/unicode_tables.cpp: the Unicode data the tokenizer's pre-tokenisation
-regexes and NFC normaliser need (letters, numbers, marks, canonical combining classes,
-canonical decompositions and primary compositions), as compact sorted tables.
+regexes, added-token word test and NFC / NFKC normalisers need (letters, numbers, marks, the
+other word characters, canonical combining classes, canonical decompositions, compatibility
+decompositions and primary compositions), as compact sorted tables.
 
 usage: python3 utils/gen_unicode_tables.py > src/data/unicode_tables.cpp
 The Unicode version is that of the Python running it (printed in the file)."""
@@ -52,6 +53,51 @@ def decompositions():
     return out
 
 
+# Other_Alphabetic code points outside general categories L and M (PropList.txt; Python's
+# unicodedata lacks the property): the circled, parenthesised and squared Latin letters.
+OTHER_ALPHABETIC_SYMBOLS = [(0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189)]
+
+
+def word_extra_ranges():
+    """What the Rust regex crate's \\w matches beyond letters and marks: Alphabetic + M + Nd + Pc +
+    Join_Control (UTS #18), so decimal digits, letter numbers, connector punctuation, ZWNJ / ZWJ
+    and the Other_Alphabetic symbols."""
+    def extra(cp):
+        cat = unicodedata.category(chr(cp))
+        return (cat in ("Nd", "Nl", "Pc") or cp in (0x200C, 0x200D)
+                or any(a <= cp <= b for a, b in OTHER_ALPHABETIC_SYMBOLS))
+    return ranges(extra)
+
+
+def compat_decompositions():
+    """(cp, offset, length) per code point with a compatibility mapping, and the code points of
+    their full NFKD (so no recursion is needed for them), back to back."""
+    rows, points = [], []
+    for cp in range(MAX):
+        d = unicodedata.decomposition(chr(cp))
+        if not d.startswith("<"):
+            continue
+        full = [ord(c) for c in unicodedata.normalize("NFKD", chr(cp))]
+        rows.append((cp, len(points), len(full)))
+        points.extend(full)
+    return rows, points
+
+
+def emit_flat(name, values):
+    print(f"const uint32_t {name}[] = {{")
+    line = ""
+    for v in values:
+        item = hex(v) + ","
+        if len(line) + len(item) > 98:
+            print(line)
+            line = ""
+        line += item
+    if line:
+        print(line)
+    print("};")
+    print(f"const size_t {name}_size = sizeof({name}) / sizeof({name}[0]);\n")
+
+
 def compositions(decomps):
     out = []
     for cp, a, b in decomps:
@@ -86,9 +132,13 @@ def main():
     emit("kLetters", category_ranges("L"), "CodeRange")
     emit("kNumbers", category_ranges("N"), "CodeRange")
     emit("kMarks", category_ranges("M"), "CodeRange")
+    emit("kWordExtras", word_extra_ranges(), "CodeRange")
     emit("kCombiningClasses", ccc_ranges(), "ClassRange")
     emit("kDecompositions", decomps, "Decomposition")
     emit("kCompositions", compositions(decomps), "Composition")
+    compat, points = compat_decompositions()
+    emit("kCompatDecompositions", compat, "CompatDecomposition")
+    emit_flat("kCompatCodePoints", points)
     print("}  // namespace trident::data::unicode_tables")
 
 

@@ -3,10 +3,15 @@
 own trained tokenizers against it.
 
   make_tokenizer_fixtures.py make [--out tests/data/tokenizers]
-      Trains three small byte-level BPE tokenizers (GPT-2, Llama-3 and Qwen2 style, each with
-      special and added tokens) on a built-in corpus, saves their tokenizer.json files, and
-      writes expected.json: the hard-case texts and, per tokenizer, the ids of
-      encode(text, add_special_tokens=False) and the decoded text.
+      Builds small tokenizers on a built-in corpus and saves each as <out>/<name>/tokenizer.json
+      with <name>/expected.json: per hard-case text (and per random text) the ids of
+      encode(text, add_special_tokens=False) and =True, both decoded, and the pair encodings.
+      Byte-level BPE: gpt2, llama3, qwen2 (special and added tokens), fallback and unk
+      (hand-built, byte_fallback and fused unknown), llama3_bos (TemplateProcessing BOS),
+      added_flags (lstrip/rstrip/single_word/normalized, RobertaProcessing), nfkc. SentencePiece
+      style BPE with <0xXX> byte fallback (tokenizer_fixture_styles.py): llama2, mistral, gemma,
+      metaspace_always, metaspace_never, metaspace_split. <out>/expected.json holds the texts and
+      the NFC / NFKC / pre-tokenisation cases.
   make_tokenizer_fixtures.py check --tokenizer T --input F --ids IDS
       Loads T (e.g. written by trident's BPE trainer) with `tokenizers`, encodes F's text and
       compares with IDS (whitespace-separated ids, as `trident bench tokenizer --dump-ids`
@@ -65,6 +70,26 @@ TEXTS = [
     "A document.\n\nIt has paragraphs; some are short.\nOthers run on, and on, and on, until the line\n"
     "breaks.  Then    irregular   spacing.\r\n\tIndented with a tab.\n",
 ]
+
+# Hard cases of the newer fixtures (kept out of the training corpus, so the older fixtures
+# stay as they were): added tokens' flags, NFKC, SentencePiece's "\u2581" and <s>, byte fallback.
+MORE_TEXTS = [
+    "Added flags: a <mask> b  <mask>c\t<mask> <sep>  d <sep>\te <both>  <both> f\t<nlstrip> g <nlstrip>h",
+    "Single words: word words sword word_ word\u00b2 word\u203f \u24b6word word\u200d \u00bdword 1word word1 "
+    "\u2167word Word WORD word. (word) xWord Word_ sw-sw asw sw  end",
+    "Longest: [A][B] [A][A] [A][B][B] p\tq p q x\ty x y caf\u00e9 cafe\u0301 <s>in</s>text<pad>",
+    "NFKC: \ufb01x fix \u2460 \u2474 \u338f \uff76\uff9e \uff8a\uff9f \uff26\uff55\uff4c\uff4c \u1d43 x\u00b2 "
+    "\u00bd \u2122 \u210c \u01c5 \ufdfa \u3231 \u1e9b\u0323 \u2002en\u2003em \u00a0nb \ufb00 \ufb03 "
+    "\u1e9e \u00df \ufb05 \uff61 \uff65",
+    "SentencePiece: \u2581 \u2581\u2581x meta\u2581space  two  spaces <s> bos </s> eos <unk> unk",
+    "Byte fallback: \u00ff\u0100 \U0001F9EA \u0d15\u0d4d\u0d37 \U00010348 \x00 nul",
+    "Split marks: a,b,,c--d---e;f;;g!h!!i.j..k , - ; ! .",
+    " Leading space, then <s>  <s> and </s>",
+    "\u2581leading metaspace",
+]
+
+# Pairs encoded with add_special_tokens=True (the pair template).
+PAIRS = [["Hello world", "How are you?"], ["", "b"], ["a", ""], [" x", "y "]]
 
 # The training corpus: the texts above and prose, so that merges form over all kinds of text.
 PROSE = """The quick brown fox jumps over the lazy dog. Tokenizers split text into pieces and
@@ -145,6 +170,25 @@ def nfc_cases(count=150):
     return cases
 
 
+def nfkc_cases(count=150):
+    """Random strings heavy in compatibility characters, with Python's NFKC of each."""
+    import random
+    import unicodedata
+    rng = random.Random(11)
+    pool = (list("aeiAE1 ,.") + [chr(c) for c in range(0x300, 0x310)]
+            + [chr(c) for c in (0xA0, 0xA8, 0xAA, 0xAF, 0xB2, 0xB4, 0xB5, 0xB8, 0xBD, 0x132, 0x13F, 0x149, 0x17F,
+                                0x1C4, 0x1C5, 0x2B0, 0x2D8, 0x2DD, 0x344, 0x37A, 0x3D2, 0x1E9B, 0x1FBF, 0x1FEE, 0x2002,
+                                0x2024, 0x2026, 0x2033, 0x2057, 0x2100, 0x2122, 0x2160, 0x2474, 0x2488, 0x24B6, 0x3000,
+                                0x3099, 0x309B, 0x30AB, 0x3200, 0x3231, 0x32FF, 0x3300, 0x33FF, 0xFB01, 0xFB03,
+                                0xFB1F, 0xFDFA, 0xFE30, 0xFF21, 0xFF76, 0xFF9E, 0xFF9F, 0xFFE3, 0x1D400, 0x1F100,
+                                0x1F190, 0x2F800, 0xAC00, 0x1100, 0x1161, 0x11A8, 0xE9, 0x212B)])
+    cases = []
+    for _ in range(count):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 20)))
+        cases.append([text, unicodedata.normalize("NFKC", text)])
+    return cases
+
+
 def hand_built(byte_fallback):
     """A tiny BPE without most non-ASCII bytes in its vocabulary: what they become is decided
     by byte_fallback (<0xXX> tokens) or by the unknown token (fused when repeated)."""
@@ -186,18 +230,35 @@ def pretoken_cases(count=120):
 
 
 def make(out):
-    expected = {"texts": TEXTS, "tokenizers": {}, "nfc": nfc_cases(), "pretokens": pretoken_cases()}
-    for name, build, as_strings in [("gpt2", gpt2_style, True), ("llama3", llama3_style, False),
-                                    ("qwen2", qwen2_style, False),
-                                    ("fallback", lambda: hand_built(True), False),
-                                    ("unk", lambda: hand_built(False), True)]:
+    from tokenizer_fixture_styles import new_styles, random_texts
+    random_cases = random_texts()
+    top = {"texts": TEXTS + MORE_TEXTS, "random_texts": random_cases, "nfc": nfc_cases(), "nfkc": nfkc_cases(),
+           "pretokens": pretoken_cases(), "pairs": PAIRS}
+    styles = [("gpt2", gpt2_style, True), ("llama3", llama3_style, False), ("qwen2", qwen2_style, False),
+              ("fallback", lambda: hand_built(True), False), ("unk", lambda: hand_built(False), True)]
+    styles += [(name, build, False) for name, build in new_styles(corpus)]
+    for name, build, as_strings in styles:
         tok = save(build(), os.path.join(out, name), merges_as_strings=as_strings)
-        ids = [tok.encode(t, add_special_tokens=False).ids for t in TEXTS]
-        expected["tokenizers"][name] = {"ids": ids, "decoded": [tok.decode(i, skip_special_tokens=False) for i in ids]}
-        print(f"{name}: vocab {tok.get_vocab_size()}, {sum(map(len, ids))} ids over {len(TEXTS)} texts")
+        expected = expected_of(tok, top["texts"])
+        random_expected = expected_of(tok, random_cases)
+        expected["random"] = {"ids": random_expected["ids"], "decoded": random_expected["decoded"]}
+        expected["pairs"] = [tok.encode(a, b, add_special_tokens=True).ids for a, b in PAIRS]
+        with open(os.path.join(out, name, "expected.json"), "w", encoding="utf-8") as f:
+            json.dump(expected, f, ensure_ascii=False, separators=(",", ":"))
+            f.write("\n")
+        print(f"{name}: vocab {tok.get_vocab_size()}, {sum(map(len, expected['ids']))} ids over {len(top['texts'])} texts")
     with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
-        json.dump(expected, f, ensure_ascii=False, separators=(",", ":"))
+        json.dump(top, f, ensure_ascii=False, separators=(",", ":"))
         f.write("\n")
+
+
+def expected_of(tok, texts):
+    """Per text: ids without and with the post-processor's special tokens, and both decoded."""
+    ids = [tok.encode(t, add_special_tokens=False).ids for t in texts]
+    ids_special = [tok.encode(t, add_special_tokens=True).ids for t in texts]
+    return {"ids": ids, "ids_special": ids_special,
+            "decoded": [tok.decode(i, skip_special_tokens=False) for i in ids],
+            "decoded_special": [tok.decode(i, skip_special_tokens=False) for i in ids_special]}
 
 
 def check(tokenizer_path, input_path, ids_path):

@@ -84,7 +84,8 @@ int run_prep(int argc, char** argv) {
       ("output", po::value<std::string>(&o.output)->required(),
        "output shard prefix (with --train-tokenizer: the tokenizer.json to write)")
       ("tokenizer", po::value<std::string>(&tokenizer_spec)->default_value("byte"),
-       "byte (ids 0..255 + end-of-text 256) or a Hugging Face tokenizer.json (or its directory)")
+       "byte (ids 0..255 + end-of-text 256) or a Hugging Face BPE tokenizer.json (or its directory; "
+       "byte-level or SentencePiece style, its BOS put before each document)")
       ("shards", po::value<int>(&o.shards)->default_value(1), "output shards per split, by content hash")
       ("valid-permille", po::value<int>(&o.valid_permille)->default_value(0),
        "documents per 1000 sent to the validation split PREFIX-valid, by content hash")

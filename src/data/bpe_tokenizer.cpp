@@ -1,9 +1,11 @@
-// Byte-level BPE encoding (added tokens, normalisation, pre-tokenisation, merges) and decoding.
+// BPE encoding (added tokens, normalisation, pre-tokenisation; the merges are bpe_merge.cpp's)
+// and decoding.
 #include "trident/data/bpe_tokenizer.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
+#include "bpe_scratch.hpp"
 #include "bpe_tables.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/byte_level.hpp"
@@ -14,21 +16,6 @@ namespace trident::data {
 namespace {
 
 constexpr uint32_t kNone = 0xFFFFFFFF;
-
-// One symbol of a word being merged: a doubly linked list over the word's positions.
-struct Symbol {
-  uint32_t id;
-  int32_t prev, next;  // -1 at the ends
-  bool alive;
-};
-
-// A candidate merge of the symbol at `pos` with its right neighbour. Popped lowest rank first,
-// then leftmost, as `tokenizers` does.
-struct Candidate {
-  uint32_t rank;
-  int32_t pos;
-  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-};
 
 // Code point that ends `s` (an invalid byte counts as one, kInvalid).
 uint32_t last_code_point(std::string_view s) {
@@ -62,26 +49,7 @@ size_t leading_space_length(std::string_view s) {
   return pos;
 }
 
-// Invalid UTF-8 replaced by U+FFFD, one per invalid byte (what a decoded text prints as).
-void append_lossy_utf8(std::string_view bytes, std::string& out) {
-  for (size_t pos = 0; pos < bytes.size();) {
-    const unicode::Decoded d = unicode::decode_utf8(bytes, pos);
-    if (d.cp == unicode::kInvalid) out += "\xEF\xBF\xBD";
-    else out.append(bytes.substr(pos, d.length));
-    pos += d.length;
-  }
-}
-
 }  // namespace
-
-// Per-call working memory, reused across the words of one encode_append.
-struct BpeTokenizer::Scratch {
-  std::vector<uint32_t> initial;
-  std::vector<Symbol> symbols;
-  std::vector<Candidate> heap;
-  std::string word;        // a pre-token with its prefix space
-  std::string normalized;  // a piece after NFC
-};
 
 BpeTokenizer::BpeTokenizer(BpeConfig config) : config_(std::move(config)) {
   const std::string& src = config_.source;
@@ -90,45 +58,28 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : config_(std::move(config)) {
   TRIDENT_CONFIG_CHECK(vocab_size_ > 0, src, ": the vocabulary is empty");
   TRIDENT_CONFIG_CHECK(config_.end_of_text < vocab_size_, src, ": end-of-text id ", config_.end_of_text,
                        " is outside the vocabulary (", vocab_size_, " ids)");
+  const SpecialTokenTemplate& sp = config_.specials;
+  for (const auto* part : {&sp.prefix, &sp.suffix, &sp.pair_prefix, &sp.pair_middle, &sp.pair_suffix})
+    for (uint32_t id : *part)
+      TRIDENT_CONFIG_CHECK(id < vocab_size_, src, ": post_processor special token id ", id,
+                           " is outside the vocabulary (", vocab_size_, " ids)");
 
   // Added tokens matched in normalised text are looked for, and decoded, in their normalised
   // form (as `tokenizers` does).
   for (const BpeAddedToken& t : config_.added_tokens)
-    added_match_.push_back(t.normalized && config_.nfc ? unicode::nfc(t.content) : t.content);
-
-  // What each id decodes to: the ByteLevel decoder maps a token's characters back to bytes,
-  // and keeps a token with any character outside the alphabet as its UTF-8.
-  id_bytes_.resize(vocab_size_);
-  std::vector<std::string_view> spelled(vocab_size_);
-  for (size_t id = 0; id < config_.vocab.size(); ++id) spelled[id] = config_.vocab[id];
-  for (size_t i = 0; i < config_.added_tokens.size(); ++i) spelled[config_.added_tokens[i].id] = added_match_[i];
-  for (size_t id = 0; id < vocab_size_; ++id)
-    if (!byte_level_decode(spelled[id], id_bytes_[id])) id_bytes_[id] = std::string(spelled[id]);
+    added_match_.push_back(t.normalized ? config_.normalizer.apply(t.content) : t.content);
 
   std::unordered_map<std::string_view, uint32_t> id_of;
   id_of.reserve(config_.vocab.size());
   for (size_t id = 0; id < config_.vocab.size(); ++id)
     if (!config_.vocab[id].empty()) id_of.emplace(config_.vocab[id], static_cast<uint32_t>(id));
   for (uint32_t b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    const auto fallback = id_of.find(name);
+    byte_token_ids_[b] = fallback == id_of.end() ? kNone : fallback->second;
     const auto it = id_of.find(byte_level_char(static_cast<uint8_t>(b)));
-    byte_ids_[b] = it == id_of.end() ? kNone : it->second;
-    if (it != id_of.end()) continue;
-    // A byte without a symbol: its character's UTF-8 as <0xXX> tokens (byte_fallback), else
-    // the unknown token, else nothing (the `tokenizers` BPE model drops it).
-    std::vector<uint32_t>& fallback = missing_byte_ids_[b];
-    if (config_.byte_fallback) {
-      for (char c : byte_level_char(static_cast<uint8_t>(b))) {
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", static_cast<unsigned>(static_cast<uint8_t>(c)));
-        const auto f = id_of.find(name);
-        if (f == id_of.end()) {
-          fallback.clear();
-          break;
-        }
-        fallback.push_back(f->second);
-      }
-    }
-    if (fallback.empty() && config_.unk_id) fallback.push_back(*config_.unk_id);
+    byte_ids_[b] = it == id_of.end() || !config_.byte_level ? kNone : it->second;
   }
 
   merges_ = std::make_unique<detail::PairRankMap>(config_.merges.size());
@@ -144,19 +95,26 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : config_(std::move(config)) {
     merges_->insert(left, right, static_cast<uint32_t>(rank), it->second);
   }
 
-  if (config_.ignore_merges) {
+  if (config_.ignore_merges || !config_.byte_level) {
     word_ids_.reserve(config_.vocab.size());
     std::string bytes;
     for (size_t id = 0; id < config_.vocab.size(); ++id) {
+      if (config_.vocab[id].empty()) continue;
       bytes.clear();
-      if (!config_.vocab[id].empty() && byte_level_decode(config_.vocab[id], bytes))
-        word_ids_.emplace(bytes, static_cast<uint32_t>(id));
+      if (!config_.byte_level) word_ids_.emplace(config_.vocab[id], static_cast<uint32_t>(id));
+      else if (byte_level_decode(config_.vocab[id], bytes)) word_ids_.emplace(bytes, static_cast<uint32_t>(id));
     }
   }
+  build_added_tokens();
+  build_decoding();
+  cache_ = std::make_unique<detail::PretokenCache>();
+}
 
+void BpeTokenizer::build_added_tokens() {
   for (uint32_t i = 0; i < config_.added_tokens.size(); ++i) {
     const BpeAddedToken& t = config_.added_tokens[i];
-    TRIDENT_CONFIG_CHECK(!t.content.empty(), src, ": added token ", t.id, " has empty content");
+    TRIDENT_CONFIG_CHECK(!t.content.empty(), config_.source, ": added token ", t.id, " has empty content");
+    if (added_match_[i].empty()) continue;  // normalised to nothing: never matched
     const int group = t.normalized ? 1 : 0;
     added_by_first_byte_[group][static_cast<uint8_t>(added_match_[i][0])].push_back(i);
     has_added_[group] = true;
@@ -166,7 +124,23 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : config_(std::move(config)) {
       std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
         return added_match_[a].size() > added_match_[b].size();
       });
-  cache_ = std::make_unique<detail::PretokenCache>();
+}
+
+void BpeTokenizer::build_decoding() {
+  // The token string of each id: what the model spells it, or an added token's matched form.
+  id_tokens_.assign(config_.vocab.begin(), config_.vocab.end());
+  id_tokens_.resize(vocab_size_);
+  for (size_t i = 0; i < config_.added_tokens.size(); ++i) id_tokens_[config_.added_tokens[i].id] = added_match_[i];
+  const bool byte_level_decoder =
+      config_.has_decoder ? config_.decoder.size() == 1 && config_.decoder[0].kind == DecoderStep::Kind::kByteLevel
+                          : config_.byte_level;
+  fast_decode_ = byte_level_decoder;
+  if (!fast_decode_) return;
+  // The ByteLevel decoder maps a token's characters back to bytes, and keeps a token with any
+  // character outside the alphabet as its UTF-8.
+  id_bytes_.resize(vocab_size_);
+  for (size_t id = 0; id < vocab_size_; ++id)
+    if (!byte_level_decode(id_tokens_[id], id_bytes_[id])) id_bytes_[id] = id_tokens_[id];
 }
 
 BpeTokenizer::~BpeTokenizer() = default;
@@ -219,25 +193,31 @@ void BpeTokenizer::encode_append(std::string_view text, std::vector<uint32_t>& i
   detail::PretokenCache* cache = lock.owns_lock() ? cache_.get() : nullptr;
   Scratch scratch;
   auto push_id = [&](uint32_t id) { ids.push_back(id); };
-  auto encode_text = [&](std::string_view piece) { encode_piece(piece, ids, scratch, cache); };
-  // Steps 2 and 3 for a piece of raw text between added tokens.
+  // Steps 2 to 5 for a piece of raw text between added tokens. A piece starts the text when
+  // it starts at its first byte and (after normalisation) no normalised added token precedes
+  // it: what Metaspace's prepend_scheme "first" looks at.
   auto normalize_then_encode = [&](std::string_view piece) {
-    std::string_view normal = piece;
-    std::string normalized;
-    if (config_.nfc && !unicode::is_nfc_quick(piece)) {
-      normalized = unicode::nfc(piece);
-      normal = normalized;
-    }
+    const bool raw_start = piece.data() == text.data();
+    std::string storage;
+    const std::string_view normal = config_.normalizer.apply(piece, storage);
+    auto encode_text = [&](std::string_view part) {
+      encode_piece(part, raw_start && part.data() == normal.data(), ids, scratch, cache);
+    };
     if (has_added_[1]) split_added(normal, true, encode_text, push_id);
-    else encode_text(normal);
+    else if (!normal.empty()) encode_text(normal);
   };
   if (has_added_[0]) split_added(text, false, normalize_then_encode, push_id);
-  else normalize_then_encode(text);
+  else if (!text.empty()) normalize_then_encode(text);
 }
 
-void BpeTokenizer::encode_piece(std::string_view piece, std::vector<uint32_t>& ids, Scratch& scratch,
-                                detail::PretokenCache* cache) const {
+void BpeTokenizer::encode_piece(std::string_view piece, bool at_text_start, std::vector<uint32_t>& ids,
+                                Scratch& scratch, detail::PretokenCache* cache) const {
   if (piece.empty()) return;
+  if (!config_.byte_level) {
+    split_words(config_.word_splits, piece, at_text_start,
+                [&](std::string_view word) { encode_pretoken(word, ids, scratch, cache); });
+    return;
+  }
   std::string prefixed;
   if (config_.prefix_space_before_split && piece[0] != ' ') {
     prefixed.reserve(piece.size() + 1);
@@ -269,92 +249,25 @@ void BpeTokenizer::encode_pretoken(std::string_view word, std::vector<uint32_t>&
   if (cache) cache->insert(word, hash, ids.data() + first, ids.size() - first);
 }
 
-void BpeTokenizer::merge_short_word(const uint32_t* symbols, int32_t count, std::vector<uint32_t>& ids) const {
-  // The same order as the queue below (lowest rank, then leftmost), by scanning a small array
-  // of pair ranks: cheaper than a heap for the short words that make up most text.
-  uint32_t ids_now[kShortWord], ranks[kShortWord], results[kShortWord];
-  int32_t n = count;
-  std::copy(symbols, symbols + count, ids_now);
-  auto update = [&](int32_t i) {  // rank of the pair (i, i + 1)
-    const detail::PairRankMap::Entry* e = merges_->find(ids_now[i], ids_now[i + 1]);
-    ranks[i] = e ? e->rank : kNone;
-    results[i] = e ? e->result : kNone;
-  };
-  for (int32_t i = 0; i + 1 < n; ++i) update(i);
-  while (n > 1) {
-    int32_t best = 0;
-    for (int32_t i = 1; i + 1 < n; ++i)
-      if (ranks[i] < ranks[best]) best = i;
-    if (ranks[best] == kNone) break;
-    ids_now[best] = results[best];
-    for (int32_t i = best + 1; i + 1 < n; ++i) {
-      ids_now[i] = ids_now[i + 1];
-      ranks[i] = ranks[i + 1];
-      results[i] = results[i + 1];
-    }
-    --n;
-    if (best > 0) update(best - 1);
-    if (best + 1 < n) update(best);
-  }
-  ids.insert(ids.end(), ids_now, ids_now + n);
-}
-
-void BpeTokenizer::merge_word(std::string_view word, std::vector<uint32_t>& ids, Scratch& scratch) const {
-  std::vector<uint32_t>& initial = scratch.initial;  // one symbol per byte, or its fallback
-  initial.clear();
-  const bool fuse = config_.fuse_unk && config_.unk_id;
-  for (char c : word) {
-    const uint32_t id = byte_ids_[static_cast<uint8_t>(c)];
-    if (id != kNone) {
-      initial.push_back(id);
-      continue;
-    }
-    for (uint32_t fallback : missing_byte_ids_[static_cast<uint8_t>(c)]) {
-      if (fuse && fallback == *config_.unk_id && !initial.empty() && initial.back() == fallback) continue;
-      initial.push_back(fallback);
-    }
-  }
-  const auto n = static_cast<int32_t>(initial.size());
-  if (n <= kShortWord) return merge_short_word(initial.data(), n, ids);
-  std::vector<Symbol>& symbols = scratch.symbols;
-  symbols.clear();
-  for (int32_t i = 0; i < n; ++i) symbols.push_back({initial[i], i - 1, i + 1 < n ? i + 1 : -1, true});
-  std::vector<Candidate>& heap = scratch.heap;
-  heap.clear();
-  auto consider = [&](int32_t pos) {  // queue the merge of pos with its right neighbour
-    const int32_t next = symbols[pos].next;
-    if (next < 0) return;
-    if (const detail::PairRankMap::Entry* e = merges_->find(symbols[pos].id, symbols[next].id))
-      heap.push_back({e->rank, pos}), std::push_heap(heap.begin(), heap.end(), std::greater<>{});
-  };
-  for (int32_t i = 0; i + 1 < n; ++i) consider(i);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
-    const Candidate c = heap.back();
-    heap.pop_back();
-    Symbol& left = symbols[c.pos];
-    if (!left.alive || left.next < 0) continue;
-    Symbol& right = symbols[left.next];
-    const detail::PairRankMap::Entry* e = merges_->find(left.id, right.id);
-    if (!e || e->rank != c.rank) continue;  // stale: one side merged since it was queued
-    left.id = e->result;
-    right.alive = false;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = c.pos;
-    if (left.prev >= 0) consider(left.prev);
-    consider(c.pos);
-  }
-  for (int32_t i = 0; i >= 0 && i < n; i = symbols[i].next) ids.push_back(symbols[i].id);
-}
-
 std::string BpeTokenizer::decode(std::span<const uint32_t> ids) const {
-  std::string bytes;
+  if (fast_decode_) {  // ByteLevel alone: bytes of each token, then valid UTF-8
+    std::string bytes;
+    for (uint32_t id : ids)
+      if (id < id_bytes_.size()) bytes += id_bytes_[id];
+    std::string text;
+    text.reserve(bytes.size());
+    unicode::append_lossy_utf8(bytes, text);
+    return text;
+  }
+  // Ids without a token (outside the vocabulary, or unused) are skipped, as `tokenizers` does.
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
   for (uint32_t id : ids)
-    if (id < id_bytes_.size()) bytes += id_bytes_[id];
-  std::string text;
-  text.reserve(bytes.size());
-  append_lossy_utf8(bytes, text);
-  return text;
+    if (id < id_tokens_.size() && !id_tokens_[id].empty()) tokens.push_back(id_tokens_[id]);
+  if (config_.has_decoder) return decode_tokens(config_.decoder, std::move(tokens));
+  std::string joined;  // no decoder at all: `tokenizers` joins the tokens with spaces
+  for (size_t i = 0; i < tokens.size(); ++i) joined += (i ? " " : "") + tokens[i];
+  return joined;
 }
 
 }  // namespace trident::data

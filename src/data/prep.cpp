@@ -58,10 +58,15 @@ class DocumentProcessor {
     LocalDocument doc{key, example_dedup_hash(example), tokens.size(), 0, 0, 0};
     const uint64_t placement = example_placement_hash(example);
     const RenderedDocument rendered = template_.render(example);
+    // The tokenizer's prefix (BOS) counts as prompt; a document without prompt tokens keeps its
+    // loss start at 0 (the first token is never a target anyway).
+    const std::vector<uint32_t>& prefix = document_prefix(tokenizer_);
+    tokens.insert(tokens.end(), prefix.begin(), prefix.end());
     tokenizer_.encode_append(rendered.prompt, tokens);
-    doc.loss_start = tokens.size() - doc.token_begin;
+    const uint64_t prompt_tokens = tokens.size() - doc.token_begin;
+    doc.loss_start = prompt_tokens > prefix.size() ? prompt_tokens : 0;
     tokenizer_.encode_append(rendered.answer, tokens);
-    tokens.push_back(tokenizer_.end_of_text());
+    append_document_end(tokenizer_, tokens);
     doc.token_count = tokens.size() - doc.token_begin;
     const bool valid = placement % 1000 < static_cast<uint64_t>(options_.valid_permille);
     doc.target = static_cast<uint32_t>((valid ? options_.shards : 0) + shard_of_hash(placement, options_.shards));

@@ -1,5 +1,5 @@
 // load_tokenizer: the built-in byte tokenizer behind the Tokenizer interface, or a BPE
-// tokenizer read from a tokenizer.json.
+// tokenizer read from a tokenizer.json; how a document ends.
 #include "trident/data/tokenizer.hpp"
 
 #include <filesystem>
@@ -28,9 +28,19 @@ class ByteTokenizerAdapter final : public Tokenizer {
     return std::nullopt;
   }
   std::string describe() const override { return "byte"; }
+  const SpecialTokenTemplate& specials() const override { return specials_; }
+
+ private:
+  SpecialTokenTemplate specials_;  // none: documents start with their first byte
 };
 
 }  // namespace
+
+void append_document_end(const Tokenizer& tokenizer, std::vector<uint32_t>& ids) {
+  const std::vector<uint32_t>& suffix = tokenizer.specials().suffix;
+  ids.insert(ids.end(), suffix.begin(), suffix.end());
+  if (suffix.empty() || suffix.back() != tokenizer.end_of_text()) ids.push_back(tokenizer.end_of_text());
+}
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec) {
   if (spec == "byte") return std::make_unique<ByteTokenizerAdapter>();

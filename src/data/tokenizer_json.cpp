@@ -1,9 +1,10 @@
-// tokenizer.json -> BpeConfig: the parts of the `tokenizers` serialisation trident implements,
-// and a clear refusal of the rest.
+// tokenizer.json -> BpeConfig: the file, its model and added tokens (the other components are
+// tokenizer_json_pipeline.cpp's and tokenizer_json_post.cpp's), and a refusal of the rest.
 #include "trident/data/tokenizer_json.hpp"
 
 #include <unordered_map>
 
+#include "tokenizer_json_parts.hpp"
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
 
@@ -11,81 +12,13 @@ namespace trident::data {
 
 namespace {
 
-std::string type_of(const Json& j) {
-  const Json* t = j.find("type");
-  return t && t->is_string() ? t->as_string() : std::string("(no type)");
-}
-
-bool flag(const Json& j, std::string_view key, bool fallback) {
-  const Json* v = j.find(key);
-  return v && !v->is_null() ? v->as_bool() : fallback;
-}
-
-void read_normalizer(const Json* n, BpeConfig& config) {
-  if (!n || n->is_null()) return;
-  const std::string type = type_of(*n);
-  if (type == "NFC") {
-    config.nfc = true;
-  } else if (type == "Sequence") {
-    for (const Json& part : n->at("normalizers").as_array()) read_normalizer(&part, config);
-  } else {
-    throw ConfigError(trident::detail::concat("normalizer \"", type, "\" is not supported (trident supports none or NFC)"));
-  }
-}
-
-// ByteLevel as a pre-tokenizer: its regex (GPT-2's) when use_regex, and the prefix space.
-void read_byte_level(const Json& p, BpeConfig& config, bool after_split) {
-  const bool prefix = flag(p, "add_prefix_space", true);
-  if (flag(p, "use_regex", true)) {
-    TRIDENT_CONFIG_CHECK(!after_split, "pre-tokenizer ByteLevel with use_regex after a Split is not supported");
-    config.split = SplitPattern::kGpt2;
-    config.prefix_space_before_split = prefix;
-  } else {
-    (after_split ? config.prefix_space_after_split : config.prefix_space_before_split) = prefix;
-  }
-}
-
-void read_split(const Json& p, BpeConfig& config) {
-  const Json& pattern = p.at("pattern");
-  const Json* regex = pattern.find("Regex");
-  TRIDENT_CONFIG_CHECK(regex && regex->is_string(),
-                       "pre-tokenizer Split with a plain string pattern is not supported (only the GPT-2, "
-                       "Llama-3 and Qwen2 regexes are)");
-  const auto known = split_pattern_from_regex(regex->as_string());
-  TRIDENT_CONFIG_CHECK(known, "pre-tokenizer Split regex ", json_quote(regex->as_string()),
-                       " is not supported (trident has matchers for the GPT-2, Llama-3 and Qwen2 regexes only)");
-  const Json* behavior = p.find("behavior");
-  TRIDENT_CONFIG_CHECK(!behavior || behavior->as_string() == "Isolated", "pre-tokenizer Split behavior \"",
-                       behavior ? behavior->as_string() : "", "\" is not supported (only Isolated)");
-  TRIDENT_CONFIG_CHECK(!flag(p, "invert", false), "pre-tokenizer Split with invert=true is not supported");
-  config.split = *known;
-}
-
-void read_pre_tokenizer(const Json* p, BpeConfig& config) {
-  TRIDENT_CONFIG_CHECK(p && !p->is_null(),
-                       "no pre_tokenizer: trident loads byte-level BPE tokenizers (pre-tokenizer ByteLevel) only");
-  const std::string type = type_of(*p);
-  if (type == "ByteLevel") return read_byte_level(*p, config, false);
-  const auto unsupported = [](const std::string& what) {
-    return ConfigError(trident::detail::concat("pre-tokenizer ", what,
-                                      " is not supported (trident supports ByteLevel, or Sequence[Split, ByteLevel])"));
-  };
-  if (type != "Sequence") throw unsupported(json_quote(type));
-  const Json::Array& parts = p->at("pretokenizers").as_array();
-  if (parts.size() == 1 && type_of(parts[0]) == "ByteLevel") return read_byte_level(parts[0], config, false);
-  if (parts.size() != 2 || type_of(parts[0]) != "Split" || type_of(parts[1]) != "ByteLevel") {
-    std::string names;
-    for (const Json& part : parts) names += (names.empty() ? "" : ", ") + type_of(part);
-    throw unsupported(trident::detail::concat("Sequence[", names, "]"));
-  }
-  read_split(parts[0], config);
-  read_byte_level(parts[1], config, true);
-}
+using tokenizer_json::flag;
+using tokenizer_json::type_of;
 
 void read_model(const Json& model, BpeConfig& config) {
   const std::string type = type_of(model);
   TRIDENT_CONFIG_CHECK(type == "BPE" || !model.find("type"), "model type \"", type,
-                       "\" is not supported (trident loads byte-level BPE tokenizers only)");
+                       "\" is not supported (trident loads BPE tokenizers only, not WordPiece, Unigram or WordLevel)");
   const Json* dropout = model.find("dropout");
   TRIDENT_CONFIG_CHECK(!dropout || dropout->is_null() || dropout->as_number() == 0.0, "BPE dropout is not supported");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
@@ -165,14 +98,17 @@ void read_added_tokens(const Json* added, BpeConfig& config) {
   }
 }
 
-// The id appended after each document: the first of the usual end-of-text tokens present.
+// The id appended after each document: the first of the usual end-of-text tokens among the
+// added tokens, else among the vocabulary (a SentencePiece vocabulary may have learnt
+// "<|endoftext|>" as an ordinary token while its end of text is the added "</s>").
 uint32_t find_end_of_text(const BpeConfig& config) {
-  for (std::string_view name : {"<|endoftext|>", "<|end_of_text|>", "</s>", "<|im_end|>", "<eos>"}) {
+  constexpr std::string_view kNames[] = {"<|endoftext|>", "<|end_of_text|>", "</s>", "<|im_end|>", "<eos>"};
+  for (std::string_view name : kNames)
     for (const BpeAddedToken& t : config.added_tokens)
       if (t.content == name) return t.id;
+  for (std::string_view name : kNames)
     for (size_t id = 0; id < config.vocab.size(); ++id)
       if (config.vocab[id] == name) return static_cast<uint32_t>(id);
-  }
   throw ConfigError(
       "no end-of-text token (looked for <|endoftext|>, <|end_of_text|>, </s>, <|im_end|>, <eos> among the tokens)");
 }
@@ -189,11 +125,10 @@ BpeConfig parse_tokenizer_json(std::string_view text, const std::string& path) {
     TRIDENT_CONFIG_CHECK(model && model->is_object(), "no \"model\" object: not a tokenizer.json");
     read_model(*model, config);
     read_added_tokens(root.find("added_tokens"), config);
-    read_normalizer(root.find("normalizer"), config);
-    read_pre_tokenizer(root.find("pre_tokenizer"), config);
-    if (const Json* decoder = root.find("decoder"); decoder && !decoder->is_null())
-      TRIDENT_CONFIG_CHECK(type_of(*decoder) == "ByteLevel", "decoder \"", type_of(*decoder),
-                           "\" is not supported (trident decodes byte-level BPE: decoder ByteLevel)");
+    tokenizer_json::read_normalizer(root.find("normalizer"), config);
+    tokenizer_json::read_pre_tokenizer(root.find("pre_tokenizer"), config);
+    tokenizer_json::read_decoder(root.find("decoder"), config);
+    config.specials = tokenizer_json::read_post_processor(root.find("post_processor"));
     config.end_of_text = find_end_of_text(config);
     return config;
   } catch (const ConfigError& e) {

@@ -1,4 +1,5 @@
-// UTF-8 decoding, character classes and NFC over the generated tables (unicode_tables.cpp).
+// UTF-8 decoding, character classes, NFC and NFKC over the generated tables (unicode_tables.cpp),
+// and lossy UTF-8.
 #include "trident/data/unicode.hpp"
 
 #include <algorithm>
@@ -66,8 +67,8 @@ CharClass char_class(uint32_t cp) { return cp < 128 ? kAscii.cls[cp] : slow_clas
 bool is_mark(uint32_t cp) { return cp != kInvalid && in_ranges(ut::kMarks, ut::kMarks_size, cp); }
 
 bool is_word_char(uint32_t cp) {
-  const CharClass c = char_class(cp);
-  return cp == '_' || c == CharClass::kLetter || c == CharClass::kNumber || is_mark(cp);
+  return char_class(cp) == CharClass::kLetter || is_mark(cp) ||
+         (cp != kInvalid && in_ranges(ut::kWordExtras, ut::kWordExtras_size, cp));
 }
 
 uint32_t combining_class(uint32_t cp) {
@@ -96,7 +97,8 @@ constexpr uint32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount *
 // Invalid bytes travel through normalisation tagged above the Unicode range.
 constexpr uint32_t kRawByteTag = 0x80000000u;
 
-void decompose(uint32_t cp, std::vector<uint32_t>& out) {
+// Full canonical (compat: compatibility) decomposition of `cp`, appended to `out`.
+void decompose(uint32_t cp, bool compat, std::vector<uint32_t>& out) {
   if (cp >= kSBase && cp < kSBase + kSCount) {
     const uint32_t s = cp - kSBase;
     out.push_back(kLBase + s / kNCount);
@@ -104,14 +106,24 @@ void decompose(uint32_t cp, std::vector<uint32_t>& out) {
     if (s % kTCount) out.push_back(kTBase + s % kTCount);
     return;
   }
+  if (compat && cp >= 0xA0 && cp < kRawByteTag) {  // the table holds the full NFKD already
+    const ut::CompatDecomposition* begin = ut::kCompatDecompositions;
+    const ut::CompatDecomposition* end = begin + ut::kCompatDecompositions_size;
+    const ut::CompatDecomposition* it =
+        std::lower_bound(begin, end, cp, [](const ut::CompatDecomposition& d, uint32_t v) { return d.cp < v; });
+    if (it != end && it->cp == cp) {
+      out.insert(out.end(), ut::kCompatCodePoints + it->offset, ut::kCompatCodePoints + it->offset + it->length);
+      return;
+    }
+  }
   if (cp >= 0xC0 && cp < kRawByteTag) {
     const ut::Decomposition* begin = ut::kDecompositions;
     const ut::Decomposition* end = begin + ut::kDecompositions_size;
     const ut::Decomposition* it =
         std::lower_bound(begin, end, cp, [](const ut::Decomposition& d, uint32_t v) { return d.cp < v; });
     if (it != end && it->cp == cp) {
-      decompose(it->first, out);
-      if (it->second) decompose(it->second, out);
+      decompose(it->first, compat, out);
+      if (it->second) decompose(it->second, compat, out);
       return;
     }
   }
@@ -133,33 +145,19 @@ uint32_t compose(uint32_t a, uint32_t b) {
 }
 
 void append_cp(std::string& out, uint32_t cp) {
-  if (cp & kRawByteTag) {
-    out.push_back(static_cast<char>(cp & 0xFF));
-  } else if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  if (cp & kRawByteTag) out.push_back(static_cast<char>(cp & 0xFF));
+  else append_utf8(cp, out);
 }
 
-// NFC of a stretch that starts and ends at a starter no other character interacts with.
-void nfc_stretch(std::string_view s, std::string& result) {
-  // 1. Full canonical decomposition.
+// NFC (compat: NFKC) of a stretch that starts and ends at a starter no other character
+// interacts with.
+void normalize_stretch(std::string_view s, bool compat, std::string& result) {
+  // 1. Full canonical (compat: compatibility) decomposition.
   std::vector<uint32_t> cps;
   cps.reserve(s.size());
   for (size_t pos = 0; pos < s.size();) {
     const Decoded d = decode_utf8(s, pos);
-    decompose(d.cp == kInvalid ? (kRawByteTag | static_cast<uint8_t>(s[pos])) : d.cp, cps);
+    decompose(d.cp == kInvalid ? (kRawByteTag | static_cast<uint8_t>(s[pos])) : d.cp, compat, cps);
     pos += d.length;
   }
   // 2. Canonical ordering: each run of non-starters stably sorted by combining class.
@@ -200,17 +198,16 @@ void nfc_stretch(std::string_view s, std::string& result) {
   for (uint32_t cp : out) append_cp(result, cp);
 }
 
-}  // namespace
-
-namespace {
-
-// Code points NFC may change or join: those with a canonical decomposition (Hangul syllables
-// aside: they are stable alone, and the jamo that join them are flagged), non-starters, and
-// every second character of a composition. One bit per code point (136 KiB).
-class NfcSensitive {
+// Code points the normalisation may change or join: those with a canonical (compat: or
+// compatibility) decomposition (Hangul syllables aside: they are stable alone, and the jamo
+// that join them are flagged), non-starters, and every second character of a composition.
+// One bit per code point (136 KiB).
+class Sensitive {
  public:
-  NfcSensitive() : bits_((0x110000 + 63) / 64) {
+  explicit Sensitive(bool compat) : bits_((0x110000 + 63) / 64) {
     for (size_t i = 0; i < ut::kDecompositions_size; ++i) set(ut::kDecompositions[i].cp);
+    if (compat)
+      for (size_t i = 0; i < ut::kCompatDecompositions_size; ++i) set(ut::kCompatDecompositions[i].cp);
     for (size_t i = 0; i < ut::kCombiningClasses_size; ++i)
       for (uint32_t cp = ut::kCombiningClasses[i].first; cp <= ut::kCombiningClasses[i].last; ++cp) set(cp);
     for (size_t i = 0; i < ut::kCompositions_size; ++i) set(ut::kCompositions[i].second);
@@ -224,11 +221,11 @@ class NfcSensitive {
   std::vector<uint64_t> bits_;
 };
 
-}  // namespace
-
-std::string nfc(std::string_view s) {
-  if (is_nfc_quick(s)) return std::string(s);
-  static const NfcSensitive sensitive;
+// Below `first_sensitive` nothing is sensitive: U+0300 for NFC, U+00A0 (no-break space) for NFKC.
+std::string normalize(std::string_view s, bool compat) {
+  static const Sensitive canonical(false), compatible(true);
+  const Sensitive& sensitive = compat ? compatible : canonical;
+  const uint32_t first_sensitive = compat ? 0xA0 : 0x300;
   // Only stretches around sensitive code points need the full algorithm: a stretch starts at
   // the (insensitive, so starter) character before the first sensitive one, which it may
   // join, and ends before the next insensitive character, which nothing joins or reorders.
@@ -237,7 +234,7 @@ std::string nfc(std::string_view s) {
   size_t done = 0, pos = 0, previous = 0;  // previous: start of the character before pos
   while (pos < s.size()) {
     const Decoded d = decode_utf8(s, pos);
-    if (d.cp < 0x300 || !sensitive(d.cp)) {
+    if (d.cp < first_sensitive || !sensitive(d.cp)) {
       previous = pos;
       pos += d.length;
       continue;
@@ -246,15 +243,83 @@ std::string nfc(std::string_view s) {
     size_t end = pos + d.length;
     while (end < s.size()) {
       const Decoded e = decode_utf8(s, end);
-      if (e.cp < 0x300 || !sensitive(e.cp)) break;
+      if (e.cp < first_sensitive || !sensitive(e.cp)) break;
       end += e.length;
     }
     result.append(s.substr(done, begin - done));
-    nfc_stretch(s.substr(begin, end - begin), result);
+    normalize_stretch(s.substr(begin, end - begin), compat, result);
     done = pos = previous = end;
   }
   result.append(s.substr(done));
   return result;
+}
+
+// Length of the well-formed sequence at s[pos], or (negated) of the maximal ill-formed
+// subsequence there: the lead byte and the continuation bytes that still fit it (Unicode
+// Table 3-7, as Rust's from_utf8_lossy counts them).
+int utf8_sequence_length(std::string_view s, size_t pos) {
+  const auto b0 = static_cast<uint8_t>(s[pos]);
+  if (b0 < 0x80) return 1;
+  int need;
+  uint8_t lo = 0x80, hi = 0xBF;  // range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) need = 1;
+  else if (b0 >= 0xE0 && b0 <= 0xEF) need = 2, lo = b0 == 0xE0 ? 0xA0 : 0x80, hi = b0 == 0xED ? 0x9F : 0xBF;
+  else if (b0 >= 0xF0 && b0 <= 0xF4) need = 3, lo = b0 == 0xF0 ? 0x90 : 0x80, hi = b0 == 0xF4 ? 0x8F : 0xBF;
+  else return -1;
+  for (int i = 1; i <= need; ++i) {
+    if (pos + i >= s.size()) return -i;
+    const auto b = static_cast<uint8_t>(s[pos + i]);
+    if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF)) return -i;
+  }
+  return need + 1;
+}
+
+}  // namespace
+
+void append_utf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+void append_lossy_utf8(std::string_view bytes, std::string& out) {
+  size_t valid_from = 0;  // start of the well-formed run not yet copied
+  for (size_t pos = 0; pos < bytes.size();) {
+    const int length = utf8_sequence_length(bytes, pos);
+    if (length > 0) {
+      pos += length;
+      continue;
+    }
+    out.append(bytes.substr(valid_from, pos - valid_from));
+    out += "\xEF\xBF\xBD";
+    pos += -length;
+    valid_from = pos;
+  }
+  out.append(bytes.substr(valid_from));
+}
+
+std::string nfc(std::string_view s) {
+  if (is_nfc_quick(s)) return std::string(s);
+  return normalize(s, false);
+}
+
+std::string nfkc(std::string_view s) {
+  bool ascii = true;
+  for (char c : s) ascii = ascii && static_cast<uint8_t>(c) < 0x80;
+  if (ascii) return std::string(s);
+  return normalize(s, true);
 }
 
 }  // namespace trident::data::unicode

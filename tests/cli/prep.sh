@@ -2,7 +2,9 @@
 # End-to-end prep and inspect: prep under mpirun (2 ranks, JSONL split in small pieces, 3 shards,
 # valid split) writes the same files as one rank; inspect prints the statistics of the set and
 # decodes documents with the tokenizer prep.json names (byte and a trained BPE tokenizer);
-# --skip-bad-lines; --scrub-pii; a failed prep leaves the previous shards untouched.
+# --skip-bad-lines; --scrub-pii; a failed prep leaves the previous shards untouched; a tokenizer
+# whose post-processor adds a BOS (Llama 3 style) starts every document with it; an unsupported
+# tokenizer component is exit 2 naming it.
 # usage: prep.sh TRIDENT SOURCE_DIR
 set -uo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -80,4 +82,23 @@ grep -q "1 email, 1 phone" "$work/log" || fail "pii counts: $(cat "$work/log")"
 printf 'The first text file.\nIt has two lines.\n<|endoftext|>\n' > "$work/want"
 "$trident" inspect "$work/bpe" --decode 0 > "$work/got"
 cmp -s "$work/want" "$work/got" || fail "bpe decode: $(cat "$work/got")"
+
+# 7. A tokenizer with a TemplateProcessing BOS: every document starts with <|begin_of_text|> and
+# ends with one end of text; inspect decodes them so.
+"$trident" prep --input "$in/a.txt" "$in/qa.jsonl" --output "$work/bos" --tokenizer tests/data/tokenizers/llama3_bos \
+  > /dev/null || fail "prep with the BOS tokenizer"
+"$trident" inspect "$work/bos" --decode all > "$work/got" || fail "inspect bos"
+docs=$(grep -c "<|end_of_text|>" "$work/got")
+[[ $docs == 31 ]] || fail "bos documents: $docs, want 31: $(head -3 "$work/got")"
+[[ $(grep -c "^<|begin_of_text|>" "$work/got") == "$docs" ]] || fail "documents without BOS: $(head -3 "$work/got")"
+grep -q "^<|begin_of_text|>The first text file.$" "$work/got" || fail "bos text document: $(head -3 "$work/got")"
+grep -q "^<|begin_of_text|>What is 7 + 7?It is 14.<|end_of_text|>$" "$work/got" || fail "bos qa: $(head -3 "$work/got")"
+"$trident" inspect "$work/bos" | grep -q "loss mask" || fail "bos loss mask: $("$trident" inspect "$work/bos")"
+
+# 8. An unsupported component is exit 2 naming it and the file.
+sed 's/"type":"BPE"/"type":"Unigram"/' tests/data/tokenizers/llama2/tokenizer.json > "$work/unigram.json"
+"$trident" prep --input "$in/a.txt" --output "$work/uni" --tokenizer "$work/unigram.json" 2> "$work/err"
+rc=$?
+[[ $rc == 2 ]] || fail "unigram tokenizer: exit $rc, want 2"
+grep -q "unigram.json: model type \"Unigram\" is not supported" "$work/err" || fail "unigram message: $(cat "$work/err")"
 echo "prep: ok"

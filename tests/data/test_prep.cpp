@@ -1,7 +1,8 @@
 // Tests of prep as a whole (one process): dedup of normalised text, empty and filtered drops,
 // loss starts under templates and chats, the content-hash valid split, hash sharding (balance,
 // stability, the set equal to the one-shard output), malformed and skipped lines, a failed prep
-// leaving the old shards, stale layouts removed, prep.json.
+// leaving the old shards, stale layouts removed, prep.json; documents framed with the
+// tokenizer's BOS / EOS.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -255,6 +256,45 @@ TEST(Prep, RejectsBadOptionsAndEmptyInput) {
     EXPECT_NE(std::string(e.what()).find("no documents to write"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "o.idx"));
+}
+
+// The ids of document d of a shard.
+std::vector<uint32_t> document_ids(const ShardReader& reader, uint64_t d) {
+  const DocumentSpan doc = reader.document(d);
+  std::vector<uint32_t> ids;
+  for (uint64_t t = doc.begin; t < doc.end; ++t) ids.push_back(reader.token(t));
+  return ids;
+}
+
+TEST(Prep, DocumentsAreFramedAsTheTokenizerFramesASequence) {
+  TempDir dir;
+  const std::string path = write_file(dir / "mixed.jsonl",
+                                      "{\"text\": \"Plain text.\"}\n{\"input\": \"Q: 2+2?\\n\", \"output\": \"A: 4\"}\n");
+  const std::string fixtures = std::string(TRIDENT_TEST_DATA) + "/tokenizers/";
+  // Llama 3 (TemplateProcessing "<|begin_of_text|> $A"): BOS first, counted as prompt.
+  const auto llama3 = load_tokenizer(fixtures + "llama3_bos");
+  const uint32_t bos = *llama3->special_token("<|begin_of_text|>"), eot = llama3->end_of_text();
+  prepare_shards(options_for({path}, dir / "llama3"), *llama3, PrepComm::single_process());
+  const ShardReader reader(dir / "llama3");
+  ASSERT_EQ(reader.num_documents(), 2u);
+  std::vector<uint32_t> want = llama3->encode_with_specials("Plain text.");
+  want.push_back(eot);
+  EXPECT_EQ(document_ids(reader, 0), want);
+  EXPECT_EQ(reader.document(0).loss_start, 0u);  // plain text: trained from the start, as before
+  want = llama3->encode_with_specials("Q: 2+2?\n");
+  const size_t prompt_tokens = want.size();
+  for (uint32_t id : llama3->encode("A: 4")) want.push_back(id);
+  want.push_back(eot);
+  EXPECT_EQ(document_ids(reader, 1), want);
+  EXPECT_EQ(want.front(), bos);
+  EXPECT_EQ(reader.document(1).loss_start, prompt_tokens);
+
+  // RobertaProcessing "<s> $A </s>" whose </s> is also the end of text: one </s>, not two.
+  const auto roberta = load_tokenizer(fixtures + "added_flags");
+  prepare_shards(options_for({path}, dir / "roberta"), *roberta, PrepComm::single_process());
+  const ShardReader framed(dir / "roberta");
+  EXPECT_EQ(document_ids(framed, 0), roberta->encode_with_specials("Plain text."));
+  EXPECT_EQ(framed.document(1).loss_start, 1 + roberta->encode("Q: 2+2?\n").size());
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // trident prep: text files and JSONL lines -> token shards (docs/design.md section 8), on one rank or
 // many. Per document, in this order: parse (a JSONL line, or a whole text file), scrub PII
 // (optional), drop if empty or failing a quality filter, hash its normalised content, render it
-// with the prompt template and tokenise: encode(prompt) + encode(answer) + end-of-text, the loss
+// with the prompt template and tokenise: prefix (the tokenizer's BOS) + encode(prompt) +
+// encode(answer) + suffix and end-of-text (tokenizer.hpp append_document_end), the loss
 // starting at the answer. Then, globally: exact duplicates (same example_dedup_hash: whitespace
 // runs collapsed, case kept) are dropped, keeping the first in input order (each hash is decided
 // by one owner rank); each kept document goes to the valid split when its placement hash

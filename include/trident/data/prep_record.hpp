@@ -33,9 +33,10 @@ struct Example {
 // chat needs at least one "assistant" message (the one the loss is on).
 Example parse_example(const Json& line);
 
-// The rendered document: tokens = encode(prompt) + encode(answer) + end-of-text, the loss
-// starting at encode(prompt).size(). Prompt and answer are encoded separately so the loss start
-// is a token boundary under any tokenizer.
+// The rendered document: tokens = prefix + encode(prompt) + encode(answer) + suffix and
+// end-of-text (the tokenizer's framing, tokenizer.hpp), the loss starting after the prefix and
+// encode(prompt) (at 0 when those are only the prefix). Prompt and answer are encoded separately
+// so the loss start is a token boundary under any tokenizer.
 struct RenderedDocument {
   std::string prompt;
   std::string answer;

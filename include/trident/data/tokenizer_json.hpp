@@ -1,12 +1,9 @@
-// Reading a Hugging Face tokenizer.json of the byte-level BPE kind into a BpeConfig.
-// Supported: model BPE (merges as "a b" strings or [a, b] pairs, byte_fallback, ignore_merges,
-// unk_token, fuse_unk); normalizer none or NFC; pre-tokenizer ByteLevel (with its own regex) or
-// Sequence[Split(known regex, Isolated), ByteLevel(use_regex=false)]; decoder ByteLevel (or
-// none: decoded as ByteLevel all the same); added_tokens with their single_word/lstrip/rstrip/
-// normalized flags. Anything else is a ConfigError naming the file and the unsupported part.
+// Reading a Hugging Face tokenizer.json of the BPE kind (byte-level or SentencePiece style) into
+// a BpeConfig; tokenizer.hpp lists the components supported. Anything else is a ConfigError
+// naming the file and the unsupported component.
 // Known approximations: the Unicode tables are those of the Python that generated them
 // (utils/gen_unicode_tables.py), which may be a version behind or ahead of `tokenizers`'s regex
-// engine; single_word's word characters are letters, numbers, marks and '_'.
+// engine and normaliser; truncation and padding settings are ignored.
 #pragma once
 #include <string>
 #include <string_view>

@@ -70,11 +70,18 @@ std::vector<TaskExample> load_task(const std::string& path, const std::string& p
         }
       }
       t.answer_end = answer_end(doc.answer, t.references.front());
-      for (uint32_t id : tokenizer.encode(doc.prompt)) t.prompt_ids.push_back(static_cast<int32_t>(id));
-      if (t.prompt_ids.empty()) throw ConfigError("the rendered prompt is empty");
-      t.truncated = int(t.prompt_ids.size()) > max_prompt_tokens;
-      if (t.truncated)
-        t.prompt_ids.erase(t.prompt_ids.begin(), t.prompt_ids.end() - max_prompt_tokens);
+      // As prep frames the document: the tokenizer's prefix (BOS), then the prompt. A prompt
+      // cut to fit loses its oldest tokens after the prefix.
+      const std::vector<uint32_t>& prefix = data::document_prefix(tokenizer);
+      const std::vector<uint32_t> prompt = tokenizer.encode(doc.prompt);
+      if (prompt.empty()) throw ConfigError("the rendered prompt is empty");
+      const size_t limit = size_t(std::max(max_prompt_tokens, 1));
+      const size_t keep_prefix = std::min(prefix.size(), limit - 1);  // at least one prompt token stays
+      const size_t room = limit - keep_prefix;
+      t.truncated = prefix.size() + prompt.size() > limit;
+      for (size_t i = 0; i < keep_prefix; ++i) t.prompt_ids.push_back(static_cast<int32_t>(prefix[i]));
+      for (size_t i = prompt.size() > room ? prompt.size() - room : 0; i < prompt.size(); ++i)
+        t.prompt_ids.push_back(static_cast<int32_t>(prompt[i]));
       out.push_back(std::move(t));
     } catch (const ConfigError& e) {
       throw ConfigError(detail::concat("eval.task ", path, ":", number, ": ", e.what()));

@@ -1,8 +1,8 @@
 // TaskEvaluator: exact match and token F1 of greedy generations on a JSONL task (eval.task).
 // Each line is a prompt/answer pair {"input", "output"} or a chat {"messages"} (as prep reads
 // them; an optional "answers" array adds accepted references). The prompt is rendered with the
-// template the training data used and encoded as prep encodes it, so the model sees what it
-// was trained on; generation stops at end-of-text (and at <|im_end|> for ChatML) or after
+// template the training data used and encoded as prep encodes it (after the tokenizer's
+// prefix, e.g. Llama's BOS), so the model sees what it was trained on; generation stops at end-of-text (and at <|im_end|> for ChatML) or after
 // eval.max_new_tokens. Examples are dealt round-robin to the data-parallel replicas; the
 // scores are summed over the world.
 #pragma once
@@ -20,7 +20,7 @@ namespace trident::train {
 
 struct TaskExample {
   std::string prompt;                   // rendered, before truncation
-  std::vector<int32_t> prompt_ids;      // encoded, left-truncated to fit seq_len
+  std::vector<int32_t> prompt_ids;      // prefix (BOS) + encoded prompt, its oldest prompt tokens cut to fit seq_len
   std::vector<std::string> references;  // the answer, then any "answers"
   std::string answer_end;               // text the template puts after an answer ("" if none)
   bool truncated = false;
