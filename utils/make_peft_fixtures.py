@@ -15,6 +15,10 @@
                                          peft's base + ADAPTER_DIR against transformers on
                                          MERGED_DIR (trident's `convert --to peft` and `--merge`
                                          outputs of one checkpoint): the same logits (< 1e-4)
+  make_peft_fixtures.py --check-auto ADAPTER_DIR MERGED_DIR
+                                         AutoPeftModelForCausalLM.from_pretrained(ADAPTER_DIR), the
+                                         base found through its base_model_name_or_path, against
+                                         transformers on MERGED_DIR: the same logits (< 1e-4)
 
 Each adapter directory holds adapter_config.json and adapter_model.safetensors as PEFT's
 save_pretrained writes them (r = 4, lora_alpha = 8, so scaling 2; every lora_A and lora_B
@@ -168,7 +172,26 @@ def check_merged(adapter_dir, base, merged_dir):
     return 0 if err < 1e-4 else 1
 
 
+def check_auto(adapter_dir, merged_dir):
+    """AutoPeftModelForCausalLM finds the base trident names and applies the adapter as trident
+    merges it."""
+    model = peft.AutoPeftModelForCausalLM.from_pretrained(adapter_dir, dtype=torch.float32,
+                                                          attn_implementation="eager").eval()
+    merged = transformers.AutoModelForCausalLM.from_pretrained(merged_dir, dtype=torch.float32,
+                                                               attn_implementation="eager").eval()
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(0, merged.config.vocab_size, (2, 16), generator=g)
+    with torch.no_grad():
+        a, m = model(input_ids=ids).logits, merged(input_ids=ids).logits
+    err = float((a - m).abs().max() / m.abs().max())
+    base = json.load(open(os.path.join(adapter_dir, "adapter_config.json")))["base_model_name_or_path"]
+    print(f"{adapter_dir}: AutoPeftModelForCausalLM (base {base}) vs merged {err:.2e}")
+    return 0 if err < 1e-4 else 1
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--check-auto":
+        sys.exit(check_auto(sys.argv[2], sys.argv[3]))
     if len(sys.argv) == 5 and sys.argv[1] == "--check-merged":
         sys.exit(check_merged(sys.argv[2], sys.argv[3], sys.argv[4]))
     if len(sys.argv) in (4, 5) and sys.argv[1] == "--check":

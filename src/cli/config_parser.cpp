@@ -19,6 +19,7 @@
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
 #include "trident/io/checkpoint_file.hpp"
+#include "trident/model/hf_config.hpp"
 
 namespace po = boost::program_options;
 
@@ -122,7 +123,7 @@ std::map<std::string, std::string> schema_values(const po::variables_map& vm, st
 
 }  // namespace
 
-train::RunConfig parse_run_config(int argc, char** argv, int world_size) {
+train::RunConfig parse_run_config(int argc, char** argv, int world_size, const std::string& architecture_from) {
   po::options_description general("options");
   general.add_options()("config", po::value<std::string>(), "INI configuration file");
   po::options_description keys = schema_options();
@@ -160,6 +161,7 @@ train::RunConfig parse_run_config(int argc, char** argv, int world_size) {
   std::set<std::string> given;  // keys set in the file or on the command line
   std::map<std::string, std::string> values = schema_values(vm, &given);
   apply_init_from(values, given);
+  if (!architecture_from.empty()) apply_checkpoint_architecture(values, given, architecture_from);
   return to_run_config(Values(std::move(values)), world_size);
 }
 
@@ -187,6 +189,26 @@ interop::CheckpointModel checkpoint_model(const std::string& path) {
     model.config = model_config_from_ini(config->second, &model.init_from);
   } catch (const ConfigError& e) {
     throw ConfigError(detail::concat(path, ": its config text: ", e.what()));
+  }
+  // A checkpoint's init_from may be another checkpoint (convert --from hf, a resumed fine-tune):
+  // follow the chain to the HF directory it started from, if it still exists.
+  std::string from = model.init_from;
+  for (int depth = 0; depth < 16 && !from.empty(); ++depth) {
+    if (model::is_hf_model_dir(from)) {
+      model.hf_base = std::filesystem::absolute(from).lexically_normal().string();
+      break;
+    }
+    if (!std::filesystem::is_regular_file(from)) break;
+    try {
+      const io::CheckpointListing next = io::list_checkpoint(from);
+      const auto text = next.attributes.texts.find("config");
+      if (text == next.attributes.texts.end()) break;
+      std::string next_from;
+      model_config_from_ini(text->second, &next_from);
+      from = next_from;
+    } catch (const std::exception&) {
+      break;  // not a readable checkpoint: no known base
+    }
   }
   return model;
 }

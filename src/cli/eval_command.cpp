@@ -22,7 +22,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: trident eval --config FILE [--checkpoint PATH] [--section.key=value ...]\n"
     "       mpirun -np N trident eval --config FILE --parallel.dp=N ...\n"
-    "Evaluates the weights of --checkpoint, else of the latest checkpoint under log.run_dir\n"
+    "Evaluates the weights of --checkpoint (the model its own [model] and [lora] sections\n"
+    "describe, whatever its step), else of the latest checkpoint under log.run_dir\n"
     "(checkpoint.resume = auto), else of model.init_from: perplexity and token accuracy on\n"
     "data.valid (log.eval_batches global batches) and/or exact match and F1 of greedy generation\n"
     "on eval.task (JSONL prompt/answer or chat lines); appends the results to\n"
@@ -32,23 +33,25 @@ constexpr const char* kUsage =
 
 int run_eval(int argc, char** argv) {
   std::vector<char*> args{argv[0]};
-  std::string checkpoint_override;
+  std::string checkpoint_override, checkpoint;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::printf("%s\n", config_help(kUsage).c_str());
       return 0;
     }
-    if (arg == "--checkpoint" && i + 1 < argc) checkpoint_override = "--checkpoint.resume=" + std::string(argv[++i]);
-    else if (arg.rfind("--checkpoint=", 0) == 0) checkpoint_override = "--checkpoint.resume=" + arg.substr(13);
+    if (arg == "--checkpoint" && i + 1 < argc) checkpoint = argv[++i];
+    else if (arg.rfind("--checkpoint=", 0) == 0) checkpoint = arg.substr(13);
     else args.push_back(argv[i]);
   }
+  if (!checkpoint.empty()) checkpoint_override = "--checkpoint.resume=" + checkpoint;
   if (!checkpoint_override.empty()) args.push_back(checkpoint_override.data());
   dist::MpiSession mpi(&argc, &argv);
   Logger log(mpi.world_rank());
   train::RunConfig cfg;
   try {
-    cfg = parse_run_config(static_cast<int>(args.size()), args.data(), mpi.world_size());
+    // The model is the checkpoint's own (its [model] and [lora] sections), whatever the config says.
+    cfg = parse_run_config(static_cast<int>(args.size()), args.data(), mpi.world_size(), checkpoint);
     // Evaluation reads no training data; its prep.json still says how task prompts are rendered.
     if (!cfg.eval.task.empty()) {
       cfg.eval.prompt_template = train::task_template(cfg);

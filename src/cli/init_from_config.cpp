@@ -5,6 +5,7 @@
 // then shows the model actually trained.
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
@@ -15,6 +16,13 @@
 namespace trident::cli {
 
 namespace {
+
+std::string text_of(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
 
 // "1e-05" and "1e-5", "true" and "1": the same value written two ways.
 bool same_value(const std::string& a, const std::string& b) {
@@ -30,9 +38,11 @@ bool same_value(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-void apply_init_from(std::map<std::string, std::string>& values, const std::set<std::string>& given) {
-  const std::string from = values.at("model.init_from");
-  if (from.empty()) return;
+namespace {
+
+// The [model] keys (and with_lora, the [lora] keys) of `from`, an HF directory or a checkpoint.
+void apply_model_source(std::map<std::string, std::string>& values, const std::set<std::string>& given,
+                        const std::string& from, const char* role, bool with_lora, bool overrides) {
   std::map<std::string, std::string> keys;
   std::string source;
   if (model::is_hf_model_dir(from)) {
@@ -45,20 +55,46 @@ void apply_init_from(std::map<std::string, std::string>& values, const std::set<
   } else if (std::filesystem::is_regular_file(from)) {
     const io::CheckpointListing listing = io::list_checkpoint(from);
     const auto text = listing.attributes.texts.find("config");
-    TRIDENT_CONFIG_CHECK(text != listing.attributes.texts.end(), "model.init_from = ", from,
+    TRIDENT_CONFIG_CHECK(text != listing.attributes.texts.end(), role, " = ", from,
                          ": the file has no config text (not a trident checkpoint)");
-    keys = model::hf_model_keys({.config = model_config_from_ini(text->second)});
-    source = from + " (its [model] section)";
+    model::ModelConfig m;
+    try {
+      m = model_config_from_ini(text->second);
+    } catch (const ConfigError& e) {
+      throw ConfigError(detail::concat(role, " = ", from, ": its config text: ", e.what()));
+    }
+    keys = model::hf_model_keys({.config = m});
+    if (with_lora) {
+      keys["lora.enabled"] = m.lora.enabled() ? "true" : "false";
+      if (m.lora.enabled()) {
+        keys["lora.r"] = std::to_string(m.lora.r);
+        keys["lora.alpha"] = text_of(m.lora.alpha);
+        keys["lora.targets"] = m.lora.targets;
+      }
+    }
+    source = from + (with_lora ? " (its [model] and [lora] sections)" : " (its [model] section)");
   } else {
-    throw ConfigError("model.init_from = " + from + ": neither a Hugging Face model directory (with config.json) nor "
-                      "a trident checkpoint file");
+    throw ConfigError(std::string(role) + " = " + from + ": neither a Hugging Face model directory (with config.json) "
+                      "nor a trident checkpoint file");
   }
   for (const auto& [key, value] : keys) {
-    TRIDENT_CONFIG_CHECK(!given.count(key) || same_value(values.at(key), value), key, " = ", values.at(key),
-                         " conflicts with model.init_from: ", source, " gives ", value,
+    TRIDENT_CONFIG_CHECK(overrides || !given.count(key) || same_value(values.at(key), value), key, " = ", values.at(key),
+                         " conflicts with ", role, ": ", source, " gives ", value,
                          " (leave the key out, or set it to that value)");
     values[key] = value;
   }
+}
+
+}  // namespace
+
+void apply_init_from(std::map<std::string, std::string>& values, const std::set<std::string>& given) {
+  const std::string from = values.at("model.init_from");
+  if (!from.empty()) apply_model_source(values, given, from, "model.init_from", /*with_lora=*/false, /*overrides=*/false);
+}
+
+void apply_checkpoint_architecture(std::map<std::string, std::string>& values, const std::set<std::string>& given,
+                                   const std::string& checkpoint) {
+  apply_model_source(values, given, checkpoint, "--checkpoint", /*with_lora=*/true, /*overrides=*/true);
 }
 
 }  // namespace trident::cli

@@ -2,6 +2,7 @@
 #include "trident/interop/peft_convert.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -65,7 +66,6 @@ PeftModule peft_module(const model::ModelConfig& cfg, int layer, const std::stri
 void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir) {
   const io::CheckpointListing listing = io::list_checkpoint(checkpoint);
   const model::ModelConfig& m = model.config;
-  const std::string& init_from = model.init_from;
   TRIDENT_CONFIG_CHECK(m.lora.enabled(), checkpoint, " was not trained with LoRA (lora.enabled = false): ",
                        "no adapters to write; `convert --to hf` writes the whole model");
   const io::H5File file = io::H5File::open_read(checkpoint);
@@ -129,7 +129,17 @@ void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& mo
   Json cfg = Json::object();
   cfg.set("peft_type", Json("LORA"));
   cfg.set("task_type", Json("CAUSAL_LM"));
-  cfg.set("base_model_name_or_path", Json(init_from));
+  // The base peft loads the adapter onto: the HF directory the run started from, else the
+  // checkpoint's own base weights, written next to the adapter.
+  std::string base = model.hf_base;
+  if (base.empty()) {
+    CheckpointModel frozen = model;
+    frozen.config.lora = {};
+    const fs::path dir = fs::path(out_dir) / "base";
+    checkpoint_to_hf(checkpoint, frozen, dir.string());
+    base = fs::absolute(dir).lexically_normal().string();
+  }
+  cfg.set("base_model_name_or_path", Json(base));
   cfg.set("r", Json(int64_t(r)));
   cfg.set("lora_alpha", Json(m.lora.alpha));
   cfg.set("lora_dropout", Json(0.0));
@@ -149,16 +159,52 @@ void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& mo
   TRIDENT_CONFIG_CHECK(json.good(), "cannot write ", (fs::path(out_dir) / "adapter_config.json").string());
 }
 
+namespace {
+
+// peft's rank_pattern / alpha_pattern: the value of the first key that names the module
+// (the module's name, or its name's last dotted parts), else fallback. Keys that are regular
+// expressions beyond a plain name are refused.
+double pattern_value(const Json* pattern, const std::string& module, double fallback, const std::string& where,
+                     const char* what) {
+  if (!pattern || pattern->is_null()) return fallback;
+  TRIDENT_CONFIG_CHECK(pattern->is_object(), where, ": ", what, " must be an object");
+  for (const auto& [key, value] : pattern->as_object()) {
+    TRIDENT_CONFIG_CHECK(std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(uint8_t(c)) || c == '_' || c == '.'; }),
+                         where, ": ", what, " key \"", key, "\" is a regular expression; trident matches module names only");
+    TRIDENT_CONFIG_CHECK(value.is_number(), where, ": ", what, "[\"", key, "\"] must be a number");
+    if (module == key || module.ends_with("." + key)) return value.as_number();
+  }
+  return fallback;
+}
+
+// GPT-2's q, k, v adapters of one layer live in one c_attn adapter: the adapted parts in q, k, v
+// order; part i of a trident export holds rows i*r .. of A and the matching columns of B.
+std::vector<std::string> fused_parts(const model::ModelConfig& cfg) {
+  std::vector<std::string> parts;
+  if (cfg.arch != model::Arch::kGPT2) return parts;
+  for (const char* p : {"q", "k", "v"})
+    if (cfg.lora.rank_for(p)) parts.emplace_back(p);
+  return parts;
+}
+
+}  // namespace
+
 void load_peft_adapter(model::ParamStore& store, Ops& ops, const model::ModelConfig& cfg, const std::string& dir) {
   TRIDENT_CONFIG_CHECK(cfg.lora.enabled(), "lora.init_from needs lora.enabled = true");
   const std::string where = dir + "/adapter_config.json";
-  const Json config = Json::parse(read_text(where));
-  const int64_t r = config.at("r").as_int();
-  const double alpha = config.at("lora_alpha").as_number();
-  TRIDENT_CONFIG_CHECK(config.find("rank_pattern") == nullptr || config.at("rank_pattern").as_object().empty(), where,
-                       ": rank_pattern is not supported (one rank for every module)");
-  TRIDENT_CONFIG_CHECK(r == cfg.lora.r && alpha == cfg.lora.alpha, where, ": r = ", r, ", lora_alpha = ", alpha,
-                       " but lora.r = ", cfg.lora.r, ", lora.alpha = ", cfg.lora.alpha);
+  Json config;
+  try {
+    config = Json::parse(read_text(where));
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + ": not valid JSON: " + e.what());
+  }
+  TRIDENT_CONFIG_CHECK(config.is_object() && config.find("r") && config.find("lora_alpha"), where,
+                       ": not a LoRA adapter_config.json (needs r and lora_alpha)");
+  const double r = config.at("r").as_number(), alpha = config.at("lora_alpha").as_number();
+  const Json* ranks = config.find("rank_pattern");
+  const Json* alphas = config.find("alpha_pattern");
+  const std::vector<std::string> fused = fused_parts(cfg);
+  const int64_t lr = cfg.lora.r;
   const io::SafetensorsModel weights(dir + "/adapter_model.safetensors");
   for (auto& p : store.all()) {
     if (!p->spec.adapter) continue;
@@ -169,23 +215,46 @@ void load_peft_adapter(model::ParamStore& store, Ops& ops, const model::ModelCon
     const std::string proj = name.substr(name.rfind('.', part - 1) + 1, part - name.rfind('.', part - 1) - 1);
     const bool is_a = name[part + 6] == 'A';
     const PeftModule mod = peft_module(cfg, layer, proj);
+    // The module's rank and alpha; their scale alpha / rank must be trident's.
+    const double rank = pattern_value(ranks, mod.name, r, where, "rank_pattern");
+    const double mod_alpha = pattern_value(alphas, mod.name, alpha, where, "alpha_pattern");
+    // A trident GPT-2 export joins n rank-r adapters into one of rank n*r; peft's own c_attn
+    // adapter (rank r) serves q, k and v alike.
+    const int64_t n = int64_t(fused.size());
+    const bool joined = mod.fused_index >= 0 && n > 1 && rank == double(n * lr);
+    const int64_t slot = joined ? int64_t(std::find(fused.begin(), fused.end(), proj) - fused.begin()) : 0;
+    TRIDENT_CONFIG_CHECK(rank == double(joined ? n * lr : lr) && mod_alpha * double(lr) == cfg.lora.alpha * rank, where,
+                         ": ", mod.name, " has r = ", rank, ", lora_alpha = ", mod_alpha, " but lora.r = ", lr,
+                         ", lora.alpha = ", cfg.lora.alpha);
     const std::string key = kPrefix + mod.name + (is_a ? ".lora_A.weight" : ".lora_B.weight");
     const io::SafetensorsView* view = weights.find(key);
     TRIDENT_CONFIG_CHECK(view != nullptr, dir, "/adapter_model.safetensors has no ", key, " (for ", name, ")");
     const Shape& global = p->spec.global_shape;
+    const int64_t width = joined ? n * lr : lr;
     // A fused c_attn B holds q, k, v in row blocks of hidden rows each.
-    const int64_t row0 = !is_a && mod.fused_index >= 0 ? mod.fused_index * int64_t(cfg.hidden) : 0;
-    const std::vector<int64_t> expect = !is_a && mod.fused_index >= 0
-                                            ? std::vector<int64_t>{3 * global[0], global[1]}
-                                            : std::vector<int64_t>{global[0], global[1]};
+    const int64_t row0 = (!is_a && mod.fused_index >= 0 ? mod.fused_index * int64_t(cfg.hidden) : 0) +
+                         (is_a && joined ? slot * lr : 0);
+    const int64_t col0 = !is_a && joined ? slot * lr : 0;
+    const std::vector<int64_t> expect = is_a ? std::vector<int64_t>{width, global[1]}
+                                        : mod.fused_index >= 0 ? std::vector<int64_t>{3 * int64_t(cfg.hidden), width}
+                                                               : std::vector<int64_t>{global[0], width};
     TRIDENT_CONFIG_CHECK(view->shape == expect, key, " has shape [", view->shape[0], ", ",
                          view->shape.size() > 1 ? view->shape[1] : 0, "], expected [", expect[0], ", ", expect[1], "]");
+    if (joined && !is_a) {  // the other parts' columns of this part's rows must be zero
+      std::vector<float> rows(size_t(cfg.hidden * width));
+      io::read_block(*view, mod.fused_index * int64_t(cfg.hidden), cfg.hidden, 0, width, false, rows.data());
+      for (int64_t i = 0; i < cfg.hidden; ++i)
+        for (int64_t c = 0; c < width; ++c)
+          TRIDENT_CONFIG_CHECK(rows[size_t(i * width + c)] == 0.0f || (c >= col0 && c < col0 + lr), key,
+                               ": a rank-", width, " c_attn adapter that is not ", n, " separate rank-", lr,
+                               " adapters for ", cfg.lora.targets, " (trident adapts each projection apart)");
+    }
     // This rank's block of the global tensor.
     const int64_t rows = p->local_shape[0], cols = p->local_shape[1];
     const int64_t r0 = p->spec.split_dim == 0 ? rows * p->spec.split_index : 0;
     const int64_t c0 = p->spec.split_dim == 1 ? cols * p->spec.split_index : 0;
     Tensor staged = Tensor::zeros(p->local_shape, DType::kF32);
-    io::read_block(*view, row0 + r0, rows, c0, cols, false, staged.data<float>());
+    io::read_block(*view, row0 + r0, rows, col0 + c0, cols, false, staged.data<float>());
     ops.copy(staged, p->value);
   }
 }

@@ -458,12 +458,13 @@ Json rope_parameters_json(const ModelConfig& cfg, bool with_theta) {
     r.set("high_freq_factor", Json(s.high_freq_factor));
   }
   if (s.type == RopeType::kYarn) {
-    r.set("beta_fast", Json(s.beta_fast));
-    r.set("beta_slow", Json(s.beta_slow));
+    // Settings at transformers' defaults stay implicit, as it writes them.
+    if (s.beta_fast != RopeScaling{}.beta_fast) r.set("beta_fast", Json(s.beta_fast));
+    if (s.beta_slow != RopeScaling{}.beta_slow) r.set("beta_slow", Json(s.beta_slow));
     if (s.attention_factor > 0) r.set("attention_factor", Json(s.attention_factor));
     if (s.mscale > 0) r.set("mscale", Json(s.mscale));
     if (s.mscale_all_dim > 0) r.set("mscale_all_dim", Json(s.mscale_all_dim));
-    r.set("truncate", Json(s.truncate));
+    if (!s.truncate) r.set("truncate", Json(false));
   }
   if (s.type == RopeType::kLlama3 || s.type == RopeType::kYarn)
     r.set("original_max_position_embeddings",

@@ -44,6 +44,21 @@ for f in report.md loss.png lr.png throughput.png eval.png; do
 done
 grep -q "validation perplexity" "$work/report/report.md" || fail "report lacks the validation perplexity"
 
+# --checkpoint: the model is the checkpoint's (a Llama fine-tune under the tiny GPT-2 config),
+# whatever its step (3 steps done, train.steps = 1), the same perplexity as its own run's eval.
+llama=(--model.init_from=tests/data/hf/llama3_rope --model.seq_len=16 --train.micro_batch=2 --train.global_batch=4
+       --data.train=input/data/pystdlib --data.valid=input/data/pystdlib-valid --train.threads=1 --log.eval_batches=1)
+"$trident" train "${llama[@]}" --train.steps=3 --checkpoint.interval=3 --log.run_dir="$work/llama" > /dev/null
+"$trident" eval "${llama[@]}" --log.run_dir="$work/llama" > /dev/null
+"$trident" eval --config input/configs/tiny.ini --model.seq_len=16 --train.steps=1 --train.global_batch=4 \
+  --log.eval_batches=1 --checkpoint "$work/llama/checkpoints/step_00000003.h5" --log.run_dir="$work/llama_ck" \
+  > "$work/llama_ck.log" || fail "eval --checkpoint of a Llama checkpoint under a GPT-2 config: $(cat "$work/llama_ck.log")"
+python3 - "$work/llama/eval.jsonl" "$work/llama_ck/eval.jsonl" <<'PY'
+import json, sys
+ppl = [[json.loads(l)["value"] for l in open(p) if json.loads(l)["metric"] == "perplexity"][-1] for p in sys.argv[1:]]
+assert abs(ppl[0] - ppl[1]) <= 1e-9 * ppl[0], ppl
+PY
+
 set +e
 grep -v '^valid' input/configs/tiny.ini > "$work/no_valid.ini"
 "$trident" train --config "$work/no_valid.ini" --log.eval_interval=2 > "$work/err" 2>&1; code=$?

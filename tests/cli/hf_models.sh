@@ -33,6 +33,37 @@ same "$(first_loss "$work/pp2")" "$(first_loss "$work/single")" || fail "pp=2 fi
 "$trident" convert --to hf --input "$work/single/checkpoints/step_00000002.h5" --output "$work/out" > /dev/null
 for f in config.json model.safetensors tokenizer.json; do [[ -f $work/out/$f ]] || fail "convert --to hf: no $f"; done
 grep -q '"model_type":"gpt2"' "$work/out/config.json" || fail "config.json"
+# The export keeps the imported model's 32 positions (the run trained at seq_len 16), writes
+# generation_config.json, and stores bf16 when asked.
+"$trident" convert --to hf --dtype bf16 --input "$work/single/checkpoints/step_00000002.h5" --output "$work/out16" > /dev/null
+python3 - "$work/out" "$work/out16" <<'PY'
+import json, sys
+def header(d):
+    raw = open(d + "/model.safetensors", "rb").read()
+    return json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+out, out16 = sys.argv[1:]
+cfg = json.load(open(out + "/config.json"))
+assert cfg["n_positions"] == 32 and header(out)["transformer.wpe.weight"]["shape"] == [32, 32], cfg
+assert cfg.get("eos_token_id") is None, cfg  # the fixture's 50256 names no token of its 301
+assert "eos_token_id" in json.load(open(out + "/generation_config.json"))
+h16 = header(out16)
+assert all(v["dtype"] == "BF16" for k, v in h16.items() if k != "__metadata__"), h16
+assert json.load(open(out16 + "/config.json"))["dtype"] == "bfloat16"
+PY
+# Each transformers 5 fixture through a checkpoint and back: the same family and settings.
+for m in llama3_rope llama_linear qwen3 mistral qwen2_window; do
+  "$trident" convert --from hf --input "$hf/$m" --output "$work/$m.h5" > /dev/null
+  "$trident" convert --to hf --input "$work/$m.h5" --output "$work/$m.out" > /dev/null
+  python3 - "$hf/$m/config.json" "$work/$m.out/config.json" <<'PY' || fail "$m: the exported config.json differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+keys = ["model_type", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings",
+        "rope_parameters", "sliding_window", "use_sliding_window", "layer_types", "attention_bias", "bos_token_id",
+        "eos_token_id", "pad_token_id", "tie_word_embeddings"]
+diff = {k: (a.get(k), b.get(k)) for k in keys if k in a and a.get(k) != b.get(k)}
+assert not diff, diff
+PY
+done
 
 # An HF Llama converted in: as init_from it starts where the HF directory does; as resume too.
 "$trident" prep --input README.md --output "$work/bytes" --tokenizer byte > /dev/null

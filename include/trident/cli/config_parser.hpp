@@ -22,13 +22,18 @@ struct ConfigKey {
 const std::vector<ConfigKey>& config_schema();
 
 // Parses args (the arguments after "train"): --config FILE and --section.key=value overrides.
-// world_size is the number of MPI ranks, checked against dp*tp*pp.
-train::RunConfig parse_run_config(int argc, char** argv, int world_size);
+// world_size is the number of MPI ranks, checked against dp*tp*pp. architecture_from: a
+// checkpoint whose [model] and [lora] sections set those keys (eval --checkpoint), as init_from.
+train::RunConfig parse_run_config(int argc, char** argv, int world_size, const std::string& architecture_from = "");
 
 // model.init_from: the model keys its config.json (or checkpoint config) determines replace the
 // defaults in values; a key in `given` (set by the user) must agree, else ConfigError.
 // (src/cli/init_from_config.cpp)
 void apply_init_from(std::map<std::string, std::string>& values, const std::set<std::string>& given);
+// The same for a checkpoint's [model] and [lora] sections (the model it holds, adapters
+// included); they replace what the configuration says, since the weights define the model.
+void apply_checkpoint_architecture(std::map<std::string, std::string>& values, const std::set<std::string>& given,
+                                   const std::string& checkpoint);
 
 // The one reader of a [model] section written as INI text (a checkpoint's config attribute):
 // its [model] and [lora] keys as the run configuration reads them (keys it does not know are

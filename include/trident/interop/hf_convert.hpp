@@ -19,10 +19,12 @@ namespace trident::interop {
 
 // The model a trident checkpoint holds, as its config text describes it (read by the CLI's
 // configuration reader, cli::checkpoint_model): its [model] and [lora] sections and the
-// model.init_from it was trained from ("" if none).
+// model.init_from it was trained from ("" if none), and the Hugging Face model directory at the
+// start of that chain (init_from itself, or the one a checkpoint it names came from; "" if none).
 struct CheckpointModel {
   model::ModelConfig config;
   std::string init_from;
+  std::string hf_base;
 };
 
 // W += (alpha / r) B A for every adapted weight; the adapters dropped (the model without LoRA).
