@@ -20,6 +20,11 @@ constexpr std::string_view kFilters[] = {
 
 bool flag(const Value* v) { return v && v->truthy(); }
 
+std::string spaces(int64_t n) {
+  if (n > 4096) throw TemplateError("an indent of more than 4096 spaces");
+  return std::string(static_cast<size_t>(std::max<int64_t>(0, n)), ' ');
+}
+
 Value attribute_path(const Value& item, const Value& attribute) {
   // jinja's make_attrgetter: "a.b" walks attributes, a number indexes.
   if (attribute.is_integral()) return get_item(item, attribute);
@@ -118,8 +123,7 @@ Value to_float(const Value& v, const Value* fallback) {
 
 std::string indent(const std::string& text, const CallArgs& a) {
   const Value* width = a.get(0, "width");
-  const std::string pad = width && width->is_string() ? width->as_string()
-                                                      : std::string(static_cast<size_t>(std::max<int64_t>(0, width ? width->as_int() : 4)), ' ');
+  const std::string pad = width && width->is_string() ? width->as_string() : spaces(int_argument(width, 4, "indent's width"));
   const std::vector<std::string> lines = py_split(text + "\n", std::string("\n"), -1);  // s += "\n"; s.splitlines()
   std::string out;
   for (size_t i = 0; i + 1 < lines.size(); ++i) {
@@ -136,7 +140,7 @@ Value tojson(const Value& v, const CallArgs& a) {
   o.ensure_ascii = flag(a.get(0, "ensure_ascii"));
   if (const Value* i = a.get(1, "indent"); i && !i->is_none()) {
     o.has_indent = true;
-    o.indent = i->is_string() ? i->as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, i->as_int())), ' ');
+    o.indent = i->is_string() ? i->as_string() : spaces(int_argument(i, 0, "tojson's indent"));
   }
   if (const Value* s = a.get(2, "separators"); s && !s->is_none()) {
     if (!s->is_sequence() || s->as_list().size() != 2 || !s->as_list()[0].is_string() || !s->as_list()[1].is_string())
@@ -271,7 +275,7 @@ Value apply_filter(const std::string& name, const Value& input, const CallArgs& 
   if (name == "round") {
     require_defined(input);
     if (!input.is_number()) throw TemplateError("round needs a number");
-    const double scale = std::pow(10.0, static_cast<double>(a.get(0, "precision") ? a.get(0, "precision")->as_int() : 0));
+    const double scale = std::pow(10.0, static_cast<double>(int_argument(a.get(0, "precision"), 0, "round's precision")));
     const std::string method = a.get(1, "method") ? py_str(*a.get(1, "method")) : "common";
     const double x = input.as_float() * scale;
     const double r = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::nearbyint(x);  // Python's round: half to even
@@ -300,7 +304,8 @@ Value apply_filter(const std::string& name, const Value& input, const CallArgs& 
   if (name == "indent") return Value(indent(s, a));
   if (name == "replace") {
     if (!a.get(0, "old") || !a.get(1, "new")) throw TemplateError("replace needs old and new");
-    const int64_t count = a.get(2, "count") && !a.get(2, "count")->is_none() ? a.get(2, "count")->as_int() : -1;
+    const Value* count_arg = a.get(2, "count");
+    const int64_t count = count_arg && !count_arg->is_none() ? int_argument(count_arg, -1, "replace's count") : -1;
     return Value(py_replace(s, py_str(*a.get(0, "old")), py_str(*a.get(1, "new")), count));
   }
   throw TemplateError("the filter '" + name + "' is not supported");

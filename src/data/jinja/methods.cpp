@@ -40,12 +40,6 @@ std::optional<std::string> optional_string(const Value* v, const std::string& wh
   return string_arg(v, what);
 }
 
-int64_t int_arg(const Value* v, int64_t absent, const std::string& what) {
-  if (!v) return absent;
-  if (!v->is_integral()) throw TemplateError(what + " must be an integer");
-  return v->as_int();
-}
-
 Value string_list(std::vector<std::string> parts) {
   List out;
   for (std::string& p : parts) out.emplace_back(std::move(p));
@@ -81,7 +75,7 @@ Value str_method(const std::string& s, const std::string& name, const CallArgs& 
     a.check(m, 2, {"sep", "maxsplit"});
     const std::optional<std::string> sep = optional_string(a.get(0, "sep"), m + "'s separator");
     if (sep && sep->empty()) throw TemplateError("empty separator");
-    const int64_t maxsplit = int_arg(a.get(1, "maxsplit"), -1, m + "'s maxsplit");
+    const int64_t maxsplit = int_argument(a.get(1, "maxsplit"), -1, m + "'s maxsplit");
     return string_list(name == "split" ? py_split(s, sep, maxsplit) : py_rsplit(s, sep, maxsplit));
   }
   if (name == "splitlines") {
@@ -110,7 +104,7 @@ Value str_method(const std::string& s, const std::string& name, const CallArgs& 
   }
   if (name == "replace") {
     a.check(m, 3, {});
-    const int64_t count = int_arg(a.get(2, "count"), -1, m + "'s count");
+    const int64_t count = int_argument(a.get(2, "count"), -1, m + "'s count");
     return Value(py_replace(s, string_arg(a.get(0, ""), m + "'s old"), string_arg(a.get(1, ""), m + "'s new"), count));
   }
   if (name == "find" || name == "rfind" || name == "count") {
@@ -210,6 +204,12 @@ Dict keyword_dict(const std::string& callee, const CallArgs& a) {
 
 }  // namespace
 
+int64_t int_argument(const Value* v, int64_t absent, const std::string& what) {
+  if (!v) return absent;
+  if (!v->is_integral()) throw TemplateError(what + " must be an integer");
+  return v->as_int();
+}
+
 const Value* CallArgs::get(size_t index, const std::string& name) const {
   if (index < positional.size()) return &positional[index];
   for (const auto& [k, v] : keywords)
@@ -269,11 +269,11 @@ Value call_global(const std::string& name, const CallArgs& a) {
   if (a.positional.empty()) throw TemplateError("range expected at least 1 argument, got 0");
   int64_t start = 0, stop = 0, step = 1;
   if (a.positional.size() == 1) {
-    stop = int_arg(&a.positional[0], 0, "range()'s argument");
+    stop = int_argument(&a.positional[0], 0, "range()'s argument");
   } else {
-    start = int_arg(&a.positional[0], 0, "range()'s start");
-    stop = int_arg(&a.positional[1], 0, "range()'s stop");
-    step = int_arg(a.get(2, ""), 1, "range()'s step");
+    start = int_argument(&a.positional[0], 0, "range()'s start");
+    stop = int_argument(&a.positional[1], 0, "range()'s stop");
+    step = int_argument(a.get(2, ""), 1, "range()'s step");
   }
   if (step == 0) throw TemplateError("range() arg 3 must not be zero");
   List out;

@@ -24,6 +24,9 @@ struct CallArgs {
   void check(const std::string& callee, size_t max_positional, const std::vector<std::string>& names) const;
 };
 
+// An integer argument (absent: `absent`); TemplateError naming `what` for another kind.
+int64_t int_argument(const Value* v, int64_t absent, const std::string& what);
+
 // Whether object.name is one of its methods (read-only ones work; mutating ones such as
 // list.append exist and refuse to run, as jinja2's immutable sandbox does).
 bool has_method(const Value& object, const std::string& name);

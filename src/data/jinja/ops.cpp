@@ -65,13 +65,16 @@ int64_t floor_div(int64_t a, int64_t b) {
 }
 
 Value repeat(const Value& seq, int64_t times) {
-  if (times <= 0) return seq.is_string() ? Value("") : seq.kind() == Value::Kind::kTuple ? Value::tuple({}) : Value::list({});
+  if (times <= 0 || (seq.is_string() && seq.as_string().empty())) return seq.is_string() ? Value("") : seq.kind() == Value::Kind::kTuple ? Value::tuple({}) : Value::list({});
   const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
   if (unit != 0 && static_cast<uint64_t>(times) > kMaxStringBytes / unit)
     throw TemplateError("repetition too large (more than 64 MiB)");
-  if (seq.is_string()) {
-    std::string out;
-    for (int64_t i = 0; i < times; ++i) out += seq.as_string();
+  if (seq.is_string()) {  // by doubling: a long repetition is a few large copies
+    const size_t target = unit * static_cast<size_t>(times);
+    std::string out = seq.as_string();
+    out.reserve(target);
+    while (out.size() * 2 <= target) out.append(out);
+    out.append(out, 0, target - out.size());
     return Value(std::move(out));
   }
   List out;

@@ -50,7 +50,13 @@ std::vector<TaskExample> load_task(const std::string& path, const std::string& p
                                    const data::Tokenizer& tokenizer, int max_prompt_tokens, int max_examples) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("eval.task: cannot read '" + path + "'");
-  const data::PromptTemplate tmpl(prompt_template, tokenizer.describe());
+  const data::PromptTemplate tmpl = [&] {
+    try {
+      return data::PromptTemplate(prompt_template, tokenizer.describe());
+    } catch (const ConfigError& e) {
+      throw ConfigError(detail::concat("eval.template = ", prompt_template, ": ", e.what()));
+    }
+  }();
   std::vector<TaskExample> out;
   std::string line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
