@@ -94,7 +94,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"log.eval_batches", "8", "batches per evaluation"},
       {"log.overwrite", "false", "a fresh start (no checkpoint resumed) in a run directory holding an earlier run's metrics.jsonl: false refuses (exit 2); true moves that record aside as metrics.jsonl.N, config.ini.N, eval.jsonl.N"},
       {"eval.task", "", "JSONL task (input/output or chat lines): greedy generation scored by exact match and token F1 at each evaluation"},
-      {"eval.template", "auto", "prompt template of eval.task lines (plain | alpaca | chatml | custom; auto: the one data.train's prep.json names, else plain)"},
+      {"eval.template", "auto", "prompt template of eval.task lines (plain | alpaca | chatml | model: the chat template of eval.tokenizer's directory | custom; auto: the one data.train's prep.json names, else plain)"},
       {"eval.tokenizer", "auto", "tokenizer for eval.task (auto: model.init_from's tokenizer.json, else the one data.train's prep.json names, else byte)"},
       {"eval.max_new_tokens", "32", "most tokens generated per answer"},
       {"eval.examples", "0", "eval.task lines used (0 = all)"},

@@ -20,14 +20,15 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: [mpirun -np P] trident prep --input FILE... --output PREFIX [--tokenizer byte|TOKENIZER.json]\n"
-    "           [--shards N] [--valid-permille N] [--template plain|alpaca|chatml|STRING] [--scrub-pii]\n"
+    "           [--shards N] [--valid-permille N] [--template plain|alpaca|chatml|model|STRING] [--scrub-pii]\n"
     "           [--skip-bad-lines] [filter options]\n"
     "       trident prep --train-tokenizer --vocab-size N --input FILE... --output TOKENIZER.json\n"
     "  Each text file is one document. Each line of a *.jsonl file is one document: {\"text\": ...},\n"
     "  {\"input\": ..., \"output\": ...} (rendered with --template, trained on the output only) or\n"
-    "  {\"messages\": [{\"role\": ..., \"content\": ...}, ...]} (ChatML, trained on the last assistant\n"
-    "  message). Writes PREFIX.bin/.idx (N = 1) or PREFIX-00000-of-0000N.bin/.idx ... (N > 1), the same\n"
-    "  under PREFIX-valid with --valid-permille, and PREFIX.prep.json (options and summary).";
+    "  {\"messages\": [{\"role\": ..., \"content\": ...}, ...]} (ChatML, or with --template model the\n"
+    "  tokenizer's own chat template; trained on the last assistant message). Writes PREFIX.bin/.idx\n"
+    "  (N = 1) or PREFIX-00000-of-0000N.bin/.idx ... (N > 1), the same under PREFIX-valid with\n"
+    "  --valid-permille, and PREFIX.prep.json (options and summary).";
 
 using ll = long long;
 
@@ -91,7 +92,9 @@ int run_prep(int argc, char** argv) {
        "documents per 1000 sent to the validation split PREFIX-valid, by content hash")
       ("template", po::value<std::string>(&o.prompt_template)->default_value("plain"),
        "{input, output} lines: plain (input then output), alpaca, chatml, or a string with {input} and "
-       "optionally {output} (\\n, \\t escapes); the loss starts where the output starts")
+       "optionally {output} (\\n, \\t escapes); the loss starts where the output starts. model: pair and chat "
+       "lines rendered with the Jinja chat_template of the --tokenizer directory (tokenizer_config.json), the loss "
+       "starting after the last assistant turn's header")
       ("scrub-pii", po::bool_switch(&o.scrub_pii),
        "replace e-mails, phones, IPs, credit cards and US SSNs by <EMAIL>, <PHONE>, <IP>, <CREDIT_CARD>, <NATIONAL_ID>")
       ("skip-bad-lines", po::bool_switch(&o.skip_bad_lines),

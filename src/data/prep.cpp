@@ -44,29 +44,41 @@ struct LocalDocument {
 class DocumentProcessor {
  public:
   DocumentProcessor(const PrepOptions& options, const Tokenizer& tokenizer, PrepSummary& summary)
-      : options_(options), tokenizer_(tokenizer), template_(options.prompt_template), summary_(summary) {}
+      : options_(options), tokenizer_(tokenizer), template_(options.prompt_template, tokenizer.describe()),
+        summary_(summary) {}
 
+  // A ConfigError (a chat template that fails on this line) leaves nothing counted, so the
+  // reader can report the line, or skip and count it as a bad line.
   void add(uint64_t key, Example&& example) {
-    ++summary_.documents_in;
-    if (options_.scrub_pii) scrub(example);
+    PiiCounts pii;
+    if (options_.scrub_pii) scrub(example, pii);
     const auto [first, second] = example_content(example);
-    if (first.empty() && second.empty()) return void(++summary_.empty_dropped);
+    if (first.empty() && second.empty()) return void(count_in(pii, &summary_.empty_dropped));
     const std::string filter_text = first.empty() ? second : first + "\n" + second;
     if (const auto reason = failed_filter(filter_text, options_.filters))
-      return void(++summary_.filtered[static_cast<int>(*reason)]);
+      return void(count_in(pii, &summary_.filtered[static_cast<int>(*reason)]));
 
+    const RenderedDocument rendered = template_.render(example);
+    count_in(pii, nullptr);
     LocalDocument doc{key, example_dedup_hash(example), tokens.size(), 0, 0, 0};
     const uint64_t placement = example_placement_hash(example);
-    const RenderedDocument rendered = template_.render(example);
+    // A model chat template renders its own BOS and turn markers (encode_append adds no BOS):
+    // the tokenizer's framing applies to the other templates only.
+    const bool model_template = template_.chat_template() != nullptr;
+    static const std::vector<uint32_t> kNone;
     // The tokenizer's prefix (BOS) counts as prompt; a document without prompt tokens keeps its
     // loss start at 0 (the first token is never a target anyway).
-    const std::vector<uint32_t>& prefix = document_prefix(tokenizer_);
+    const std::vector<uint32_t>& prefix = model_template ? kNone : document_prefix(tokenizer_);
     tokens.insert(tokens.end(), prefix.begin(), prefix.end());
     tokenizer_.encode_append(rendered.prompt, tokens);
     const uint64_t prompt_tokens = tokens.size() - doc.token_begin;
     doc.loss_start = prompt_tokens > prefix.size() ? prompt_tokens : 0;
     tokenizer_.encode_append(rendered.answer, tokens);
-    append_document_end(tokenizer_, tokens);
+    if (!model_template) {
+      append_document_end(tokenizer_, tokens);
+    } else if (tokens.size() == doc.token_begin + doc.loss_start || tokens.back() != tokenizer_.end_of_text()) {
+      tokens.push_back(tokenizer_.end_of_text());  // unless the template ended it (Phi-3 does)
+    }
     doc.token_count = tokens.size() - doc.token_begin;
     const bool valid = placement % 1000 < static_cast<uint64_t>(options_.valid_permille);
     doc.target = static_cast<uint32_t>((valid ? options_.shards : 0) + shard_of_hash(placement, options_.shards));
@@ -82,10 +94,17 @@ class DocumentProcessor {
   std::vector<uint32_t> tokens;
 
  private:
-  void scrub(Example& example) {
-    example.input = scrub_pii(example.input, summary_.pii);
-    example.output = scrub_pii(example.output, summary_.pii);
-    for (ChatMessage& m : example.messages) m.content = scrub_pii(m.content, summary_.pii);
+  static void scrub(Example& example, PiiCounts& pii) {
+    example.input = scrub_pii(example.input, pii);
+    example.output = scrub_pii(example.output, pii);
+    for (ChatMessage& m : example.messages) m.content = scrub_pii(m.content, pii);
+  }
+
+  // The document is read: its PII replacements and (if dropped) its drop reason count.
+  void count_in(const PiiCounts& pii, int64_t* dropped) {
+    ++summary_.documents_in;
+    for (int k = 0; k < static_cast<int>(PiiKind::kCount); ++k) summary_.pii.count[k] += pii.count[k];
+    if (dropped) ++*dropped;
   }
 
   const PrepOptions& options_;

@@ -97,7 +97,11 @@ void read_jsonl(const std::string& path, const InputPiece& piece, std::string_vi
                                        "{\"messages\": [...]} or {\"text\": \"...\"})"));
       continue;
     }
-    callbacks.document(document_order_key(piece.file, line_begin), std::move(example));
+    try {
+      callbacks.document(document_order_key(piece.file, line_begin), std::move(example));
+    } catch (const ConfigError& e) {  // a chat template failing on this line
+      report(callbacks, where() + e.what());
+    }
   }
 }
 

@@ -1,9 +1,11 @@
-// Prep records: JSONL line -> Example, Example -> prompt/answer text through a template, and the
-// normalised content hash used for dedup, the valid split and shard assignment.
+// Prep records: JSONL line -> Example, Example -> prompt/answer text through a template (a
+// built-in one or the model's chat template), and the normalised content hash used for dedup,
+// the valid split and shard assignment.
 #include "trident/data/prep_record.hpp"
 
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
+#include "trident/data/chat_template.hpp"
 
 namespace trident::data {
 namespace {
@@ -75,11 +77,18 @@ Example parse_example(const Json& line) {
   return example;
 }
 
-PromptTemplate::PromptTemplate(const std::string& spec) : spec_(spec) {
+PromptTemplate::PromptTemplate(const std::string& spec) : PromptTemplate(spec, "") {}
+
+PromptTemplate::PromptTemplate(const std::string& spec, const std::string& tokenizer) : spec_(spec) {
+  if (spec == "model") {
+    TRIDENT_CONFIG_CHECK(!tokenizer.empty(), "template \"model\" needs the tokenizer whose chat template it uses");
+    chat_ = std::make_shared<const ChatTemplate>(load_chat_template(tokenizer));
+    return;
+  }
   std::string text = preset(spec);
   const size_t in = text.find(kInput);
   TRIDENT_CONFIG_CHECK(in != std::string::npos, "--template '", spec,
-                       "': not plain, alpaca or chatml, and no {input} in it");
+                       "': not plain, alpaca, chatml or model, and no {input} in it");
   size_t out = text.find(kOutput, in + kInput.size());
   if (out == std::string::npos) {
     TRIDENT_CONFIG_CHECK(text.find(kOutput) == std::string::npos, "--template '", spec,
@@ -94,6 +103,9 @@ PromptTemplate::PromptTemplate(const std::string& spec) : spec_(spec) {
 
 RenderedDocument PromptTemplate::render(const Example& example) const {
   RenderedDocument doc;
+  if (chat_ && example.kind == Example::Kind::kChat) return chat_->render_document(example.messages);
+  if (chat_ && example.kind == Example::Kind::kPromptAnswer)
+    return chat_->render_document({{"user", example.input}, {"assistant", example.output}});
   switch (example.kind) {
     case Example::Kind::kText:
       doc.answer = example.output;

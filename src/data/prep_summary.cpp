@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "trident/core/json.hpp"
+#include "trident/data/chat_template.hpp"
 #include "trident/data/prep.hpp"
 
 namespace trident::data {
@@ -18,6 +19,8 @@ std::string prep_json_text(const PrepOptions& options, const std::string& tokeni
   if (tok != "byte" && fs::exists(tok, ec)) tok = fs::absolute(tok, ec).string();  // usable from any cwd
   j.set("tokenizer", Json(tok));
   j.set("template", Json(options.prompt_template));
+  if (options.prompt_template == "model")  // which file's template rendered the documents
+    j.set("chat_template", Json(fs::absolute(load_chat_template(tokenizer).name(), ec).string()));
   j.set("shards", Json(s.shards));
   j.set("ranks", Json(s.ranks));
   j.set("valid_permille", Json(options.valid_permille));

@@ -4,6 +4,7 @@
 // (trained on, from the loss start of docs/design.md section 8); and its content hash.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +15,8 @@ class Json;
 }
 
 namespace trident::data {
+
+class ChatTemplate;
 
 struct ChatMessage {
   std::string role;
@@ -35,8 +38,10 @@ Example parse_example(const Json& line);
 
 // The rendered document: tokens = prefix + encode(prompt) + encode(answer) + suffix and
 // end-of-text (the tokenizer's framing, tokenizer.hpp), the loss starting after the prefix and
-// encode(prompt) (at 0 when those are only the prefix). Prompt and answer are encoded separately
-// so the loss start is a token boundary under any tokenizer.
+// encode(prompt) (at 0 when those are only the prefix). Under a model chat template the template
+// is the framing: no prefix or suffix, and no end-of-text when the answer's ids already end with
+// it. Prompt and answer are encoded separately so the loss start is a token boundary under any
+// tokenizer.
 struct RenderedDocument {
   std::string prompt;
   std::string answer;
@@ -49,15 +54,27 @@ struct RenderedDocument {
 // in which the two-character escapes \n and \t stand for newline and tab. Everything before
 // {output} is prompt. Chat lines always use ChatML: "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per
 // message; the answer is the last assistant message's content and everything after it.
+//
+// "model": the chat template of the tokenizer (chat_template.hpp) renders chat lines and pair
+// lines (as a user and an assistant message); the prompt is the rendering of the messages
+// before the last assistant one with add_generation_prompt, the answer the rest of the
+// rendering of all of them. Text lines stay untemplated under every spec.
 class PromptTemplate {
  public:
-  explicit PromptTemplate(const std::string& spec);  // ConfigError for a spec without {input}
+  // ConfigError for a spec without {input}; "model" needs the two-argument form.
+  explicit PromptTemplate(const std::string& spec);
+  // `tokenizer`: the tokenizer's describe() (its tokenizer.json, whose directory holds the
+  // chat template), used by "model" only.
+  PromptTemplate(const std::string& spec, const std::string& tokenizer);
   RenderedDocument render(const Example& example) const;
   const std::string& spec() const { return spec_; }
+  // The model's chat template under "model", else nullptr.
+  const ChatTemplate* chat_template() const { return chat_.get(); }
 
  private:
   std::string spec_;
   std::string before_input_, between_, after_output_;
+  std::shared_ptr<const ChatTemplate> chat_;
 };
 
 // Text the quality filters look at and the dedup hash is taken over: the contents without any

@@ -29,10 +29,13 @@ std::string trim(std::string_view s) {
 }
 
 // What the template writes after the answer, up to its first line break ("<|im_end|>" for
-// ChatML): a generation that goes on past the answer is cut there.
+// ChatML, "<|eot_id|>" for Llama 3's template): a generation that goes on past the answer is
+// cut there. A model template may write something before the answer too (Qwen3's empty
+// <think></think>), so the reference is looked for, not only at the start.
 std::string answer_end(const std::string& rendered_answer, const std::string& reference) {
-  if (!rendered_answer.starts_with(reference)) return "";
-  const std::string rest = rendered_answer.substr(reference.size());
+  const size_t at = reference.empty() ? std::string::npos : rendered_answer.find(reference);
+  if (at == std::string::npos) return "";
+  const std::string rest = rendered_answer.substr(at + reference.size());
   return trim(std::string_view(rest).substr(0, rest.find('\n')));
 }
 
@@ -47,7 +50,13 @@ std::vector<TaskExample> load_task(const std::string& path, const std::string& p
                                    const data::Tokenizer& tokenizer, int max_prompt_tokens, int max_examples) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("eval.task: cannot read '" + path + "'");
-  const data::PromptTemplate tmpl(prompt_template);
+  const data::PromptTemplate tmpl = [&] {
+    try {
+      return data::PromptTemplate(prompt_template, tokenizer.describe());
+    } catch (const ConfigError& e) {
+      throw ConfigError(detail::concat("eval.template = ", prompt_template, ": ", e.what()));
+    }
+  }();
   std::vector<TaskExample> out;
   std::string line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
@@ -70,9 +79,11 @@ std::vector<TaskExample> load_task(const std::string& path, const std::string& p
         }
       }
       t.answer_end = answer_end(doc.answer, t.references.front());
-      // As prep frames the document: the tokenizer's prefix (BOS), then the prompt. A prompt
-      // cut to fit loses its oldest tokens after the prefix.
-      const std::vector<uint32_t>& prefix = data::document_prefix(tokenizer);
+      // As prep frames the document: the tokenizer's prefix (BOS; none under a model chat
+      // template, which renders its own), then the prompt. A prompt cut to fit loses its oldest
+      // tokens after the prefix.
+      static const std::vector<uint32_t> kNone;
+      const std::vector<uint32_t>& prefix = tmpl.chat_template() ? kNone : data::document_prefix(tokenizer);
       const std::vector<uint32_t> prompt = tokenizer.encode(doc.prompt);
       if (prompt.empty()) throw ConfigError("the rendered prompt is empty");
       const size_t limit = size_t(std::max(max_prompt_tokens, 1));
@@ -121,6 +132,11 @@ TaskEvaluator::TaskEvaluator(const RunConfig& cfg, dist::Topology& topology, con
   examples_ = load_task(cfg.eval.task, task_template(cfg), *tokenizer_, max_prompt, cfg.eval.examples);
   stop_.push_back(static_cast<int32_t>(tokenizer_->end_of_text()));
   if (auto im_end = tokenizer_->special_token("<|im_end|>")) stop_.push_back(static_cast<int32_t>(*im_end));
+  // A template's end of turn that is one special token ("<|eot_id|>", "<end_of_turn>") stops too.
+  for (const TaskExample& e : examples_)
+    if (auto end = tokenizer_->special_token(e.answer_end))
+      if (std::find(stop_.begin(), stop_.end(), static_cast<int32_t>(*end)) == stop_.end())
+        stop_.push_back(static_cast<int32_t>(*end));
 }
 
 TaskEvaluator::~TaskEvaluator() = default;
