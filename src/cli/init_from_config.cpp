@@ -94,6 +94,8 @@ void apply_init_from(std::map<std::string, std::string>& values, const std::set<
 
 void apply_checkpoint_architecture(std::map<std::string, std::string>& values, const std::set<std::string>& given,
                                    const std::string& checkpoint) {
+  // A path that is no file is left to the resume, which names it (checkpoint.resume: ... not found).
+  if (!std::filesystem::is_regular_file(checkpoint)) return;
   apply_model_source(values, given, checkpoint, "--checkpoint", /*with_lora=*/true, /*overrides=*/true);
 }
 
