@@ -5,24 +5,16 @@
 // then shows the model actually trained.
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
+#include "trident/core/number_text.hpp"
 #include "trident/io/checkpoint_file.hpp"
 #include "trident/model/hf_config.hpp"
-
 
 namespace trident::cli {
 
 namespace {
-
-std::string text_of(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
-}
 
 // "1e-05" and "1e-5", "true" and "1": the same value written two ways.
 bool same_value(const std::string& a, const std::string& b) {
@@ -68,7 +60,7 @@ void apply_model_source(std::map<std::string, std::string>& values, const std::s
       keys["lora.enabled"] = m.lora.enabled() ? "true" : "false";
       if (m.lora.enabled()) {
         keys["lora.r"] = std::to_string(m.lora.r);
-        keys["lora.alpha"] = text_of(m.lora.alpha);
+        keys["lora.alpha"] = number_text(m.lora.alpha);
         keys["lora.targets"] = m.lora.targets;
       }
     }

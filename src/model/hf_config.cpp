@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "trident/core/error.hpp"
+#include "trident/core/number_text.hpp"
 
 namespace trident::model {
 
@@ -326,12 +327,6 @@ HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
   read_rope(k, json, m);
   read_sliding_window(k, json, family, m);
   return info;
-}
-
-std::string number_text(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back as v
-  return std::string(buf, r.ptr);
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <map>
 #include <numbers>
-#include <sstream>
 
 #include "trident/core/error.hpp"
+#include "trident/core/number_text.hpp"
 
 namespace trident::model {
 
@@ -22,17 +22,6 @@ const char* rope_type_name(RopeType type) {
   }
   return "?";
 }
-
-namespace {
-
-std::string number_text(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
-}
-
-}  // namespace
 
 std::string RopeScaling::str() const {
   if (type == RopeType::kDefault) return "none";
