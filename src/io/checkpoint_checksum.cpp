@@ -52,7 +52,9 @@ void verify_checksums(hid_t file, const std::string& path, MPI_Comm comm, const 
   H5Handle dxpl = collective_transfer();
   std::vector<uint64_t> computed, stored;
   std::vector<float> buffer;
-  for (const auto& [name, shape] : expected) agreed(comm, [&] {  // a failed read is every rank's
+  for (const auto& entry : expected) agreed(comm, [&] {  // a failed read is every rank's
+    const std::string& name = entry.first;
+    const Shape& shape = entry.second;
     H5Handle ds(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
     uint64_t want = 0;
     H5Handle attr(H5Aopen(ds.get(), "checksum", H5P_DEFAULT), H5Aclose);

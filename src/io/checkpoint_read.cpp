@@ -73,7 +73,8 @@ CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, con
   });
   verify_checksums(file.get(), path, comm, expected);
   H5Handle dxpl = collective_transfer();
-  for (const auto& [name, shape] : expected) agreed(comm, [&] {  // the same sorted order on every rank
+  for (const auto& entry : expected) agreed(comm, [&] {  // the same sorted order on every rank
+    const std::string& name = entry.first;
     H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
     H5Handle space(H5Dget_space(ds.get()), H5Sclose);
     const int nd = H5Sget_simple_extent_ndims(space.get());

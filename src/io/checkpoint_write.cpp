@@ -38,7 +38,9 @@ void write_contents(hid_t file, const std::string& tmp, MPI_Comm comm, const std
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_SUM, comm));
   size_t checksum_index = 0;
   std::vector<char> buffer;
-  for (const auto& [name, shape] : datasets) {  // the same sorted order on every rank
+  for (const auto& entry : datasets) {  // the same sorted order on every rank
+    const std::string& name = entry.first;
+    const Shape& shape = entry.second;
     agreed(comm, [&] {
       hsize_t dims[2] = {hsize_t(shape[0]), shape.ndim() > 1 ? hsize_t(shape[1]) : 1};
       H5Handle space(H5Screate_simple(shape.ndim(), dims, nullptr), H5Sclose);
