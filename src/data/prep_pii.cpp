@@ -31,7 +31,9 @@ class Scanner {
       if (size_t n = phone(i)) return kind = PiiKind::kPhone, n;
       return 0;
     }
-    if (is_hex(c) && !is_word(prev) && prev != ':' && prev != '.')
+    // After ':' only when it ends a label ("inet6:fe80::1"), never inside a colon run.
+    const bool after_label = prev == ':' && i >= 2 && is_alpha(s_[i - 2]);
+    if (is_hex(c) && !is_word(prev) && (prev != ':' || after_label) && prev != '.')
       if (size_t n = ipv6(i)) return kind = PiiKind::kIp, n;
     if (!is_digit(c) || is_word(prev) || prev == '.' || prev == '-' || prev == '+') return 0;
     if (size_t n = credit_card(i)) return kind = PiiKind::kCreditCard, n;
@@ -72,8 +74,16 @@ class Scanner {
       else break;
     }
     if (labels < 2 || last_label_end - last_label_begin < 2) return 0;
-    for (size_t k = last_label_begin; k < last_label_end; ++k)
+    std::string tld;
+    for (size_t k = last_label_begin; k < last_label_end; ++k) {
       if (!is_alpha(s_[k])) return 0;
+      tld += lower(s_[k]);
+    }
+    // "icon@2x.png", "logo@3x.webp": image and web file names, not addresses (none is a TLD).
+    static constexpr const char* kFileExtensions[] = {"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "ico",
+                                                      "tif", "tiff", "css", "js", "json", "html", "htm", "txt", "pdf"};
+    for (const char* ext : kFileExtensions)
+      if (tld == ext) return 0;
     return last_label_end - i;
   }
 
@@ -81,6 +91,10 @@ class Scanner {
   size_t phone(size_t i) const {
     if (size_t n = north_american(i)) return n;
     if (at(i) == '+' && is_digit(at(i + 1))) {
+      if (phone_uri_before(i)) {  // "tel:+14155552671": E.164, digits only
+        const size_t n = digits_from(i + 1);
+        if (n >= 8 && n <= 15 && number_ends_at(i + 1 + n)) return 1 + n;
+      }
       if (at(i + 1) == '1' && (at(i + 2) == ' ' || at(i + 2) == '-' || at(i + 2) == '.'))
         if (size_t n = north_american(i + 3)) return n + 3;
       return international(i);
@@ -88,6 +102,14 @@ class Scanner {
     if (at(i) == '1' && (at(i + 1) == '-' || at(i + 1) == ' ' || at(i + 1) == '.'))
       if (size_t n = north_american(i + 2)) return n + 2;
     return 0;
+  }
+
+  // A "tel:" / "sms:" / "callto:" URI scheme (a whole word) ends right before i.
+  bool phone_uri_before(size_t i) const {
+    if (i < 2 || s_[i - 1] != ':' || !is_alpha(s_[i - 2])) return false;
+    size_t begin = 0;
+    const std::string scheme = word_before(i - 1, begin);
+    return scheme == "tel" || scheme == "sms" || scheme == "callto";
   }
 
   size_t north_american(size_t i) const {
@@ -169,12 +191,40 @@ class Scanner {
     return 11;
   }
 
-  bool version_context(size_t i) const {
-    const size_t from = i > 12 ? i - 12 : 0;
-    std::string window;
-    for (size_t k = from; k < i; ++k) window += lower(s_[k]);
-    return window.find("version") != std::string::npos || window.find("release") != std::string::npos ||
-           window.find("ver ") != std::string::npos || window.find("ver.") != std::string::npos;
+  // The whole word that ends before position `end`, past up to 3 separators (" : = # ( ."),
+  // lowercased; empty when there is none. Whole word: "server" is never read as "ver".
+  std::string word_before(size_t end, size_t& begin) const {
+    size_t j = end;
+    for (int k = 0; k < 3 && j > 0 && std::strchr(" \t:=#(.", s_[j - 1]); ++k) --j;
+    size_t b = j;
+    while (b > 0 && is_alpha(s_[b - 1])) --b;
+    begin = b;
+    if (b == j || (b > 0 && is_word(s_[b - 1]))) return {};
+    std::string w;
+    for (size_t k = b; k < j; ++k) w += lower(s_[k]);
+    return w;
+  }
+
+  // A dotted number right after a word that numbers things ("version 1.2.3.4", "Release:
+  // 4.3.2.1", "version number 1.2.3.4", "section 10.1.2.3", "OID 2.5.4.3", "§ 4.2.1.3").
+  bool numbering_context(size_t i) const {
+    static constexpr const char* kNumbering[] = {
+        "v", "ver", "version", "versions", "release", "rel", "build", "revision", "rev", "firmware",
+        "fw", "section", "sec", "chapter", "clause", "paragraph", "para", "figure", "fig", "table",
+        "equation", "eq", "appendix", "article", "item", "step", "rule", "oid"};
+    static constexpr const char* kLinking[] = {"is", "was", "number", "no", "nr", "num"};
+    auto in = [](const std::string& w, auto& list) {
+      for (const char* x : list)
+        if (w == x) return true;
+      return false;
+    };
+    size_t j = i;
+    while (j > 0 && (s_[j - 1] == ' ' || s_[j - 1] == '\t')) --j;
+    if (j >= 2 && s_[j - 2] == '\xC2' && s_[j - 1] == '\xA7') return true;  // "§" in UTF-8
+    size_t begin = 0;
+    std::string w = word_before(i, begin);
+    if (in(w, kLinking)) w = word_before(begin, begin);
+    return in(w, kNumbering);
   }
 
   size_t ipv4(size_t i) const {
@@ -186,7 +236,7 @@ class Scanner {
       if (std::stoi(std::string(s_.substr(j, n))) > 255) return 0;
       j += n;
     }
-    if (!number_ends_at(j) || version_context(i)) return 0;
+    if (!number_ends_at(j) || numbering_context(i)) return 0;
     return j - i;
   }
 

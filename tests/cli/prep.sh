@@ -20,7 +20,7 @@ for i in $(seq 1 12); do
   echo "{\"messages\": [{\"role\": \"user\", \"content\": \"hello $i\"}, {\"role\": \"assistant\", \"content\": \"hi $i\"}]}"
 done > "$in/chat.jsonl"
 printf 'The first text file.\nIt has two lines.\n' > "$in/a.txt"
-printf 'Mail me at jane.doe@example.com or call (415) 555-2671.\n' > "$in/pii.txt"
+printf 'Mail me at jane.doe@example.com or call (415) 555-2671. The server 10.0.0.1 runs release 4.3.2.1.\n' > "$in/pii.txt"
 files=("$in/qa.jsonl" "$in/a.txt" "$in/chat.jsonl" "$in/pii.txt")
 
 # 1. Two ranks equal one rank.
@@ -71,8 +71,9 @@ ls "$work/keep" | grep -q tmp && fail "temporaries left: $(ls "$work/keep")"
 
 # 5. --scrub-pii.
 "$trident" prep --input "$in/pii.txt" --output "$work/pii" --scrub-pii > "$work/log" || fail "scrub-pii"
-grep -q "1 email, 1 phone" "$work/log" || fail "pii counts: $(cat "$work/log")"
-"$trident" inspect "$work/pii" --decode 0 | grep -q "Mail me at <EMAIL> or call <PHONE>." || fail "pii not replaced"
+grep -q "1 email, 1 phone, 1 ip, 0 credit_card" "$work/log" || fail "pii counts: $(cat "$work/log")"
+"$trident" inspect "$work/pii" --decode 0 | grep -q "Mail me at <EMAIL> or call <PHONE>. The server <IP> runs release 4.3.2.1." \
+  || fail "pii not replaced: $("$trident" inspect "$work/pii" --decode 0)"
 
 # 6. A trained BPE tokenizer: prep with it, inspect decodes with it through prep.json.
 "$trident" prep --train-tokenizer --vocab-size 300 --input "${files[@]}" --output "$work/tok.json" > /dev/null \
