@@ -21,7 +21,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: [mpirun -np P] trident prep --input FILE... --output PREFIX [--tokenizer byte|TOKENIZER.json]\n"
     "           [--shards N] [--valid-permille N] [--template plain|alpaca|chatml|model|STRING] [--scrub-pii]\n"
-    "           [--skip-bad-lines] [filter options]\n"
+    "           [--skip-bad-lines] [--near-dedup [--jaccard 0.8 --ngram 5 --num-perm 128 --bands B --rows R]]\n"
+    "           [filter options]\n"
     "       trident prep --train-tokenizer --vocab-size N --input FILE... --output TOKENIZER.json\n"
     "  Each text file is one document. Each line of a *.jsonl file is one document: {\"text\": ...},\n"
     "  {\"input\": ..., \"output\": ...} (rendered with --template, trained on the output only) or\n"
@@ -40,6 +41,11 @@ void print_summary(const data::PrepOptions& o, const data::PrepSummary& s) {
   for (int r = 0; r < static_cast<int>(data::DropReason::kCount); ++r)
     std::printf(", %lld %s", ll(s.filtered[r]), data::drop_reason_name(static_cast<data::DropReason>(r)));
   std::printf("\n");
+  if (o.near_dedup.enabled)
+    std::printf("prep: near-dedup (Jaccard >= %g, %d-word shingles, %d permutations in %d bands of %d rows): %lld candidate "
+                "pairs, %lld verified, %lld near duplicates dropped\n",
+                o.near_dedup.jaccard, o.near_dedup.ngram, o.near_dedup.num_perm, s.lsh.bands, s.lsh.rows,
+                ll(s.near_pairs.candidate_pairs), ll(s.near_pairs.verified_pairs), ll(s.near_duplicates_dropped));
   if (o.scrub_pii) {
     std::printf("prep: PII replaced:");
     for (int k = 0; k < static_cast<int>(data::PiiKind::kCount); ++k)
@@ -97,6 +103,16 @@ int run_prep(int argc, char** argv) {
        "starting after the last assistant turn's header")
       ("scrub-pii", po::bool_switch(&o.scrub_pii),
        "replace e-mails, phones, IPs, credit cards and US SSNs by <EMAIL>, <PHONE>, <IP>, <CREDIT_CARD>, <NATIONAL_ID>")
+      ("near-dedup", po::bool_switch(&o.near_dedup.enabled),
+       "drop near duplicates (MinHash LSH on word n-grams, after the exact duplicates): of each cluster of documents "
+       "at estimated Jaccard similarity >= --jaccard, the first in input order is kept")
+      ("jaccard", po::value<double>(&o.near_dedup.jaccard)->default_value(0.8, "0.8"), "near-dedup similarity threshold")
+      ("ngram", po::value<int>(&o.near_dedup.ngram)->default_value(5), "near-dedup: words per shingle")
+      ("num-perm", po::value<int>(&o.near_dedup.num_perm)->default_value(128), "near-dedup: MinHash permutations")
+      ("bands", po::value<int>(&o.near_dedup.bands)->default_value(0),
+       "near-dedup: LSH bands (with --rows; 0: chosen from --jaccard and --num-perm)")
+      ("rows", po::value<int>(&o.near_dedup.rows)->default_value(0), "near-dedup: minima per LSH band")
+      ("minhash-seed", po::value<uint64_t>(&o.near_dedup.seed)->default_value(1), "near-dedup: seed of the permutations")
       ("skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
        "count and skip malformed JSONL lines (and non-UTF-8 text files) instead of stopping")
       ("min-chars", po::value<int64_t>(&o.filters.min_chars)->default_value(0),

@@ -43,9 +43,9 @@ struct LocalDocument {
 // Phase 1 on each rank: documents of this rank's pieces -> LocalDocuments (or counted drops).
 class DocumentProcessor {
  public:
-  DocumentProcessor(const PrepOptions& options, const Tokenizer& tokenizer, PrepSummary& summary)
-      : options_(options), tokenizer_(tokenizer), template_(options.prompt_template, tokenizer.describe()),
-        summary_(summary) {}
+  DocumentProcessor(const PrepOptions& options, const Tokenizer& tokenizer, PrepSummary& summary, LshShape lsh)
+      : sketches(lsh, options.near_dedup.num_perm), options_(options), tokenizer_(tokenizer),
+        template_(options.prompt_template, tokenizer.describe()), summary_(summary), minhash_(options.near_dedup) {}
 
   // A ConfigError (a chat template that fails on this line) leaves nothing counted, so the
   // reader can report the line, or skip and count it as a bad line.
@@ -60,6 +60,7 @@ class DocumentProcessor {
 
     const RenderedDocument rendered = template_.render(example);
     count_in(pii, nullptr);
+    if (options_.near_dedup.enabled) sketches.add(minhash_.signature(filter_text));
     LocalDocument doc{key, example_dedup_hash(example), tokens.size(), 0, 0, 0};
     const uint64_t placement = example_placement_hash(example);
     // A model chat template renders its own BOS and turn markers (encode_append adds no BOS):
@@ -92,6 +93,7 @@ class DocumentProcessor {
 
   std::vector<LocalDocument> documents;
   std::vector<uint32_t> tokens;
+  SketchTable sketches;  // with near_dedup: one per document
 
  private:
   static void scrub(Example& example, PiiCounts& pii) {
@@ -111,6 +113,7 @@ class DocumentProcessor {
   const Tokenizer& tokenizer_;
   const PromptTemplate template_;
   PrepSummary& summary_;
+  const MinHasher minhash_;
 };
 
 // keep[i]: document i is the first (smallest key) of its hash over all ranks. Collective.
@@ -146,7 +149,8 @@ std::vector<bool> first_occurrences(const std::vector<LocalDocument>& docs, cons
 }
 
 std::vector<int64_t*> counters(PrepSummary& s) {
-  std::vector<int64_t*> c = {&s.documents_in, &s.bad_lines, &s.empty_dropped, &s.duplicates_dropped};
+  std::vector<int64_t*> c = {&s.documents_in, &s.bad_lines, &s.empty_dropped, &s.duplicates_dropped,
+                             &s.near_duplicates_dropped};
   for (int64_t& f : s.filtered) c.push_back(&f);
   for (int64_t& p : s.pii.count) c.push_back(&p);
   return c;
@@ -249,11 +253,11 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   PrepSummary summary;
   summary.ranks = comm.size();
   summary.shards = options.shards;
-  DocumentProcessor processor(options, tokenizer, summary);
   std::exception_ptr error;
   std::vector<int64_t> sizes(options.inputs.size(), 0);
   try {
     check_options(options);
+    if (options.near_dedup.enabled) summary.lsh = lsh_shape(options.near_dedup);
     if (comm.rank() == 0) sizes = input_file_sizes(options.inputs);  // one rank asks the file system
   } catch (...) {
     error = std::current_exception();
@@ -261,6 +265,7 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   comm.throw_if_any_failed(error);
   comm.broadcast(sizes, 0);
   for (int64_t bytes : sizes) summary.input_bytes += bytes;
+  DocumentProcessor processor(options, tokenizer, summary, options.near_dedup.enabled ? summary.lsh : LshShape{1, 1});
 
   try {
     // Automatic: about 4 pieces per rank, between 1 and 64 MiB (the output does not depend on it).
@@ -290,12 +295,19 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
 
   const auto dedup_start = std::chrono::steady_clock::now();
   const std::vector<bool> keep = first_occurrences(processor.documents, comm);
+  std::vector<bool> near(keep.size(), false);
+  if (options.near_dedup.enabled) {
+    std::vector<uint64_t> keys;
+    keys.reserve(processor.documents.size());
+    for (const LocalDocument& d : processor.documents) keys.push_back(d.key);
+    near = near_duplicates(keys, keep, processor.sketches, options.near_dedup.jaccard, comm, &summary.near_pairs);
+  }
   summary.dedup_seconds = seconds_since(dedup_start);
   std::vector<LocalShardPart> parts(output_files(options).size());
   for (size_t i = 0; i < keep.size(); ++i) {
     const LocalDocument& d = processor.documents[i];
-    if (!keep[i]) {
-      ++summary.duplicates_dropped;
+    if (!keep[i] || near[i]) {
+      ++(keep[i] ? summary.near_duplicates_dropped : summary.duplicates_dropped);
       continue;
     }
     LocalShardPart& part = parts[d.target];
@@ -311,6 +323,7 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   for (int64_t f : summary.filtered) filtered += f;
   TRIDENT_CONFIG_CHECK(kept[0] > 0, "no documents to write: of ", summary.documents_in, " documents read, ",
                        summary.empty_dropped, " were empty, ", summary.duplicates_dropped, " duplicates, ",
+                       summary.near_duplicates_dropped, " near duplicates, ",
                        filtered, " filtered, ", summary.bad_lines, " bad lines");
 
   ParallelShardOutput output(output_files(options), tokenizer.vocab_size(), comm);

@@ -33,11 +33,25 @@ std::string prep_json_text(const PrepOptions& options, const std::string& tokeni
   filters.set("ngram_words", Json(options.filters.ngram_words));
   filters.set("max_non_text_ratio", Json(options.filters.max_non_text_ratio));
   j.set("filters", std::move(filters));
+  if (options.near_dedup.enabled) {
+    const NearDedupOptions& n = options.near_dedup;
+    Json near = Json::object();
+    near.set("jaccard", Json(n.jaccard));
+    near.set("ngram", Json(n.ngram));
+    near.set("num_perm", Json(n.num_perm));
+    near.set("bands", Json(s.lsh.bands));
+    near.set("rows", Json(s.lsh.rows));
+    near.set("seed", Json(static_cast<int64_t>(n.seed)));
+    near.set("candidate_pairs", Json(s.near_pairs.candidate_pairs));
+    near.set("verified_pairs", Json(s.near_pairs.verified_pairs));
+    j.set("near_dedup", std::move(near));
+  }
   j.set("documents_in", Json(s.documents_in));
   j.set("documents_out", Json(s.documents_out()));
   Json dropped = Json::object();
   dropped.set("empty", Json(s.empty_dropped));
   dropped.set("duplicate", Json(s.duplicates_dropped));
+  dropped.set("near_duplicate", Json(s.near_duplicates_dropped));
   dropped.set("bad_line", Json(s.bad_lines));
   for (int r = 0; r < static_cast<int>(DropReason::kCount); ++r)
     dropped.set(drop_reason_name(static_cast<DropReason>(r)), Json(s.filtered[r]));

@@ -102,4 +102,32 @@ sed 's/"type":"BPE"/"type":"Unigram"/' tests/data/tokenizers/llama2/tokenizer.js
 rc=$?
 [[ $rc == 2 ]] || fail "unigram tokenizer: exit $rc, want 2"
 grep -q "unigram.json: model type \"Unigram\" is not supported" "$work/err" || fail "unigram message: $(cat "$work/err")"
+# 9. --near-dedup: 40 documents of 200 pseudo-random words, every fourth with a copy that has two
+# words changed (Jaccard about 0.9) right after it, and every fourth-but-one with a copy half
+# rewritten (about 0.3, kept): 10 near duplicates dropped, the first of each pair kept, the same
+# shards under 1 and 3 ranks; --bands without --rows is exit 2 naming both.
+awk 'BEGIN { srand(7)
+  for (d = 0; d < 40; d++) {
+    for (k = 0; k < 200; k++) w[k] = "w" int(rand() * 5000)
+    line = ""; for (k = 0; k < 200; k++) line = line (k ? " " : "") w[k]
+    print "{\"text\": \"" line "\"}"
+    if (d % 4 == 0) { w[50] = "near" d; w[150] = "dup" d }
+    else if (d % 4 == 1) { for (k = 0; k < 200; k += 2) w[k] = "new" k }
+    else continue
+    line = ""; for (k = 0; k < 200; k++) line = line (k ? " " : "") w[k]
+    print "{\"text\": \"" line "\"}"
+  } }' > "$in/near.jsonl"
+"$trident" prep --input "$in/near.jsonl" --output "$work/near1" --near-dedup > "$work/log" || fail "near-dedup: $(cat "$work/log")"
+grep -q "10 near duplicates dropped" "$work/log" || fail "near-dedup count: $(cat "$work/log")"
+grep -q '"near_duplicate":10' "$work/near1.prep.json" || fail "near-dedup prep.json: $(cat "$work/near1.prep.json")"
+"$trident" inspect "$work/near1" --decode all > "$work/got"
+grep -q "near0" "$work/got" && fail "the copy was kept instead of the first document"
+[[ $(grep -c "<|endoftext|>" "$work/got") == 50 ]] || fail "near-dedup kept $(grep -c "<|endoftext|>" "$work/got"), want 50"
+mpirun -np 3 "$trident" prep --input "$in/near.jsonl" --output "$work/near3" --near-dedup --split-mb 0.01 > /dev/null \
+  || fail "near-dedup on 3 ranks"
+cat "$work/near1.bin" "$work/near1.idx" | cmp -s - <(cat "$work/near3.bin" "$work/near3.idx") || fail "near-dedup: 3 ranks differ"
+"$trident" prep --input "$in/near.jsonl" --output "$work/near_bad" --near-dedup --bands 4 2> "$work/err"
+rc=$?
+[[ $rc == 2 ]] || fail "--bands alone: exit $rc, want 2"
+grep -q "\-\-bands and \-\-rows go together" "$work/err" || fail "--bands message: $(cat "$work/err")"
 echo "prep: ok"

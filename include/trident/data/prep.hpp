@@ -5,13 +5,14 @@
 // encode(answer) + suffix and end-of-text (tokenizer.hpp append_document_end), the loss
 // starting at the answer. Then, globally: exact duplicates (same example_dedup_hash: whitespace
 // runs collapsed, case kept) are dropped, keeping the first in input order (each hash is decided
-// by one owner rank); each kept document goes to the valid split when its placement hash
+// by one owner rank); with near_dedup, near duplicates of the rest too (near_dedup.hpp); each kept document goes to the valid split when its placement hash
 // (example_placement_hash, of the text as it is) % 1000 < valid_permille, and to shard
 // mix(placement hash) % shards of its split. Documents keep input order within a shard, so the files do
 // not depend on the number of ranks. The shards are written under temporary names and renamed
 // only when every rank succeeded; <output>.prep.json records the options and the summary.
 //
-// Memory: each rank holds its part's tokens (4 bytes each) until the write.
+// Memory: each rank holds its part's tokens (4 bytes each) until the write, and with near_dedup
+// each document's sketch (near_dedup.hpp: 376 bytes with the defaults).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "trident/data/filters.hpp"
+#include "trident/data/near_dedup.hpp"
 #include "trident/data/pii.hpp"
 #include "trident/data/prep_comm.hpp"
 
@@ -34,6 +36,7 @@ struct PrepOptions {
   std::string prompt_template = "plain";  // PromptTemplate spec (prep_record.hpp)
   FilterOptions filters;
   bool scrub_pii = false;
+  NearDedupOptions near_dedup;      // --near-dedup: after the exact duplicates (near_dedup.hpp)
   bool skip_bad_lines = false;      // malformed lines: counted and skipped instead of an error
   uint64_t jsonl_split_bytes = 0;   // JSONL piece size for splitting among ranks (0: automatic,
                                     // about 4 per rank, 1 to 64 MiB)
@@ -47,6 +50,9 @@ struct PrepSummary {
   int64_t empty_dropped = 0;
   int64_t filtered[static_cast<int>(DropReason::kCount)] = {};
   int64_t duplicates_dropped = 0;
+  int64_t near_duplicates_dropped = 0;
+  NearDedupCounts near_pairs;   // candidate and verified pairs
+  LshShape lsh;                 // the bands and rows near-dedup used
   PiiCounts pii;
   int64_t train_documents = 0;
   int64_t valid_documents = 0;
