@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "usage: [mpirun -np P] trident prep --input FILE... --output PREFIX [--tokenizer byte|TOKENIZER.json]\n"
     "           [--shards N] [--valid-permille N] [--template plain|alpaca|chatml|model|STRING] [--scrub-pii]\n"
     "           [--skip-bad-lines] [--near-dedup [--jaccard 0.8 --ngram 5 --num-perm 128 --bands B --rows R]]\n"
-    "           [filter options]\n"
+    "           [--length-buckets EDGES [--max-share S]] [filter options]\n"
     "       trident prep --train-tokenizer --vocab-size N --input FILE... --output TOKENIZER.json\n"
     "  Each text file is one document. Each line of a *.jsonl file is one document: {\"text\": ...},\n"
     "  {\"input\": ..., \"output\": ...} (rendered with --template, trained on the output only) or\n"
@@ -46,8 +46,15 @@ void print_summary(const data::PrepOptions& o, const data::PrepSummary& s) {
                 "pairs, %lld verified, %lld near duplicates dropped\n",
                 o.near_dedup.jaccard, o.near_dedup.ngram, o.near_dedup.num_perm, s.lsh.bands, s.lsh.rows,
                 ll(s.near_pairs.candidate_pairs), ll(s.near_pairs.verified_pairs), ll(s.near_duplicates_dropped));
+  if (o.length_balance.enabled()) {
+    const auto& edges = o.length_balance.edges;
+    std::printf("prep: documents per token length (after dedup -> written):");
+    for (size_t b = 0; b < s.lengths.before.size(); ++b)
+      std::printf(" [%lld,%s) %lld -> %lld%s", ll(b ? edges[b - 1] : 0), b < edges.size() ? std::to_string(edges[b]).c_str() : "inf",
+                  ll(s.lengths.before[b]), ll(s.lengths.after[b]), b + 1 < s.lengths.before.size() ? "," : "");
+    std::printf("; %lld dropped\n", ll(s.length_balance_dropped));
+  }
   if (o.scrub_pii) {
-    std::printf("prep: PII replaced:");
     for (int k = 0; k < static_cast<int>(data::PiiKind::kCount); ++k)
       std::printf(" %lld %s%s", ll(s.pii.count[k]), data::pii_name(static_cast<data::PiiKind>(k)),
                   k + 1 < static_cast<int>(data::PiiKind::kCount) ? "," : "\n");
@@ -83,6 +90,7 @@ int run_prep(int argc, char** argv) {
   std::string tokenizer_spec;
   uint64_t vocab_size = 0;
   double split_mb = 0;
+  std::string length_buckets;
   po::options_description desc("options");
   desc.add_options()
       ("help,h", "print this help")
@@ -113,6 +121,12 @@ int run_prep(int argc, char** argv) {
        "near-dedup: LSH bands (with --rows; 0: chosen from --jaccard and --num-perm)")
       ("rows", po::value<int>(&o.near_dedup.rows)->default_value(0), "near-dedup: minima per LSH band")
       ("minhash-seed", po::value<uint64_t>(&o.near_dedup.seed)->default_value(1), "near-dedup: seed of the permutations")
+      ("length-buckets", po::value<std::string>(&length_buckets),
+       "token-length bucket edges, e.g. 128,512,2048 (buckets [0,128) [128,512) [512,2048) [2048,inf)): documents "
+       "per bucket (after dedup) counted in the summary")
+      ("max-share", po::value<double>(&o.length_balance.max_share)->default_value(1.0, "1"),
+       "with --length-buckets: down-sample (seeded) every bucket holding more than this share of the documents written")
+      ("balance-seed", po::value<uint64_t>(&o.length_balance.seed)->default_value(1), "seed of the --max-share sample")
       ("skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
        "count and skip malformed JSONL lines (and non-UTF-8 text files) instead of stopping")
       ("min-chars", po::value<int64_t>(&o.filters.min_chars)->default_value(0),
@@ -140,6 +154,10 @@ int run_prep(int argc, char** argv) {
     po::notify(vm);
     if (split_mb < 0) throw po::error("--split-mb must not be negative");
     o.jsonl_split_bytes = static_cast<uint64_t>(split_mb * 1e6);
+    if (vm.count("length-buckets")) o.length_balance.edges = data::parse_length_edges(length_buckets);
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "trident prep: error: %s\n", e.what());
+    return 2;
   } catch (const po::error& e) {
     std::fprintf(stderr, "trident prep: error: %s\n%s\n", e.what(), kUsage);
     return 2;

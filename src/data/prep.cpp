@@ -150,7 +150,7 @@ std::vector<bool> first_occurrences(const std::vector<LocalDocument>& docs, cons
 
 std::vector<int64_t*> counters(PrepSummary& s) {
   std::vector<int64_t*> c = {&s.documents_in, &s.bad_lines, &s.empty_dropped, &s.duplicates_dropped,
-                             &s.near_duplicates_dropped};
+                             &s.near_duplicates_dropped, &s.length_balance_dropped};
   for (int64_t& f : s.filtered) c.push_back(&f);
   for (int64_t& p : s.pii.count) c.push_back(&p);
   return c;
@@ -175,6 +175,7 @@ void check_options(const PrepOptions& o) {
     TRIDENT_CONFIG_CHECK(r >= 0 && r <= 1, "filter ratios must be in [0, 1] (got ", r, ")");
   TRIDENT_CONFIG_CHECK(f.ngram_words >= 1, "--ngram-words must be at least 1 (got ", f.ngram_words, ")");
   TRIDENT_CONFIG_CHECK(f.min_chars >= 0 && f.max_chars >= 0, "--min-chars and --max-chars must be >= 0");
+  check_length_balance(o.length_balance);
 }
 
 std::vector<std::string> output_files(const PrepOptions& o) {
@@ -303,11 +304,28 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     near = near_duplicates(keys, keep, processor.sketches, options.near_dedup.jaccard, comm, &summary.near_pairs);
   }
   summary.dedup_seconds = seconds_since(dedup_start);
+  std::vector<bool> unbalanced(keep.size(), false);
+  if (options.length_balance.enabled()) {
+    std::vector<int64_t> lengths;
+    std::vector<uint64_t> hashes;
+    std::vector<bool> active(keep.size());
+    for (size_t i = 0; i < keep.size(); ++i) {
+      lengths.push_back(static_cast<int64_t>(processor.documents[i].token_count));
+      hashes.push_back(processor.documents[i].hash);
+      active[i] = keep[i] && !near[i];
+    }
+    try {
+      unbalanced = balance_lengths(lengths, hashes, active, options.length_balance, comm, &summary.lengths);
+    } catch (...) {  // the same ConfigError on every rank: the counts it names are global
+      error = std::current_exception();
+    }
+    comm.throw_if_any_failed(error);
+  }
   std::vector<LocalShardPart> parts(output_files(options).size());
   for (size_t i = 0; i < keep.size(); ++i) {
     const LocalDocument& d = processor.documents[i];
-    if (!keep[i] || near[i]) {
-      ++(keep[i] ? summary.near_duplicates_dropped : summary.duplicates_dropped);
+    if (!keep[i] || near[i] || unbalanced[i]) {
+      ++(!keep[i] ? summary.duplicates_dropped : near[i] ? summary.near_duplicates_dropped : summary.length_balance_dropped);
       continue;
     }
     LocalShardPart& part = parts[d.target];
@@ -323,7 +341,8 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   for (int64_t f : summary.filtered) filtered += f;
   TRIDENT_CONFIG_CHECK(kept[0] > 0, "no documents to write: of ", summary.documents_in, " documents read, ",
                        summary.empty_dropped, " were empty, ", summary.duplicates_dropped, " duplicates, ",
-                       summary.near_duplicates_dropped, " near duplicates, ",
+                       summary.near_duplicates_dropped, " near duplicates, ", summary.length_balance_dropped,
+                       " length-balanced, ",
                        filtered, " filtered, ", summary.bad_lines, " bad lines");
 
   ParallelShardOutput output(output_files(options), tokenizer.vocab_size(), comm);

@@ -46,12 +46,30 @@ std::string prep_json_text(const PrepOptions& options, const std::string& tokeni
     near.set("verified_pairs", Json(s.near_pairs.verified_pairs));
     j.set("near_dedup", std::move(near));
   }
+  if (options.length_balance.enabled()) {
+    const auto& edges = options.length_balance.edges;
+    Json lengths = Json::object();
+    lengths.set("max_share", Json(options.length_balance.max_share));
+    lengths.set("seed", Json(static_cast<int64_t>(options.length_balance.seed)));
+    Json buckets = Json::array();
+    for (size_t b = 0; b < s.lengths.before.size(); ++b) {
+      Json bucket = Json::object();
+      bucket.set("min_tokens", Json(b == 0 ? int64_t(0) : edges[b - 1]));
+      if (b < edges.size()) bucket.set("max_tokens", Json(edges[b]));  // exclusive; the last is open
+      bucket.set("before", Json(s.lengths.before[b]));
+      bucket.set("after", Json(s.lengths.after[b]));
+      buckets.push_back(std::move(bucket));
+    }
+    lengths.set("buckets", std::move(buckets));
+    j.set("length_balance", std::move(lengths));
+  }
   j.set("documents_in", Json(s.documents_in));
   j.set("documents_out", Json(s.documents_out()));
   Json dropped = Json::object();
   dropped.set("empty", Json(s.empty_dropped));
   dropped.set("duplicate", Json(s.duplicates_dropped));
   dropped.set("near_duplicate", Json(s.near_duplicates_dropped));
+  dropped.set("length_balance", Json(s.length_balance_dropped));
   dropped.set("bad_line", Json(s.bad_lines));
   for (int r = 0; r < static_cast<int>(DropReason::kCount); ++r)
     dropped.set(drop_reason_name(static_cast<DropReason>(r)), Json(s.filtered[r]));

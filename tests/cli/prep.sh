@@ -130,4 +130,20 @@ cat "$work/near1.bin" "$work/near1.idx" | cmp -s - <(cat "$work/near3.bin" "$wor
 rc=$?
 [[ $rc == 2 ]] || fail "--bands alone: exit $rc, want 2"
 grep -q "\-\-bands and \-\-rows go together" "$work/err" || fail "--bands message: $(cat "$work/err")"
+# 10. --length-buckets with --max-share: the 60 near.jsonl documents (about 1200 bytes each) and
+# 30 short qa lines; a share of 0.5 keeps 30 long ones, the same under 3 ranks; a share that
+# cannot hold is exit 2 with the counts.
+"$trident" prep --input "$in/near.jsonl" "$in/qa.jsonl" --output "$work/len1" --length-buckets 500 --max-share 0.5 \
+  > "$work/log" || fail "length balance: $(cat "$work/log")"
+grep -q "\[0,500) 30 -> 30, \[500,inf) 60 -> 30; 30 dropped" "$work/log" || fail "length balance counts: $(cat "$work/log")"
+grep -q '"length_balance":30' "$work/len1.prep.json" || fail "length balance prep.json: $(cat "$work/len1.prep.json")"
+mpirun -np 3 "$trident" prep --input "$in/near.jsonl" "$in/qa.jsonl" --output "$work/len3" --length-buckets 500 \
+  --max-share 0.5 --split-mb 0.01 > /dev/null || fail "length balance on 3 ranks"
+cat "$work/len1.bin" "$work/len1.idx" | cmp -s - <(cat "$work/len3.bin" "$work/len3.idx") || fail "length balance: 3 ranks differ"
+"$trident" prep --input "$in/near.jsonl" --output "$work/len_bad" --length-buckets 100,500 --max-share 0.3 2> "$work/err"
+rc=$?
+[[ $rc == 2 ]] || fail "impossible share: exit $rc, want 2"
+grep -q "max-share 0.3 cannot hold with 1 non-empty length buckets" "$work/err" || fail "share message: $(cat "$work/err")"
+"$trident" prep --input "$in/near.jsonl" --output "$work/len_bad" --length-buckets 500,100 2> "$work/err"
+[[ $? == 2 ]] && grep -q "edges must increase" "$work/err" || fail "decreasing edges: $(cat "$work/err")"
 echo "prep: ok"
