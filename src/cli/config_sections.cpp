@@ -10,6 +10,20 @@
 namespace trident::cli {
 
 namespace {
+enum class PathKind { kNone, kFile, kDirectory };
+
+// What a configured path names ("" and missing: none). A path the file system refuses (a name
+// too long, a component that is a file, no permission) is a ConfigError naming the key.
+PathKind path_kind(const char* key, const std::string& path) {
+  if (path.empty()) return PathKind::kNone;
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw ConfigError(detail::concat(key, " = ", path, ": ", ec.message()));
+  if (!std::filesystem::exists(st)) return PathKind::kNone;
+  return std::filesystem::is_directory(st) ? PathKind::kDirectory : PathKind::kFile;
+}
+
 // "2,3" -> {2, 3}; "" -> none.
 std::vector<int64_t> read_token_ids(const Values& v, const std::string& key) {
   std::vector<int64_t> ids;
@@ -178,16 +192,17 @@ void read_io_sections(const Values& v, train::RunConfig& c) {
   TRIDENT_CONFIG_CHECK(c.log.interval >= 1, "log.interval must be >= 1");
   TRIDENT_CONFIG_CHECK(!c.log.run_dir.empty(), "log.run_dir must not be empty");
   // Paths are checked for their kind before any work, naming the key.
-  namespace fs = std::filesystem;
-  auto not_a_file = [](const std::string& p) { return !p.empty() && fs::exists(p) && !fs::is_directory(p); };
-  TRIDENT_CONFIG_CHECK(!not_a_file(c.log.run_dir), "log.run_dir = ", c.log.run_dir, " exists and is not a directory");
-  TRIDENT_CONFIG_CHECK(!not_a_file(c.checkpoint.dir), "checkpoint.dir = ", c.checkpoint.dir,
+  const PathKind run_dir = path_kind("log.run_dir", c.log.run_dir), checkpoint_dir = path_kind("checkpoint.dir", c.checkpoint.dir);
+  TRIDENT_CONFIG_CHECK(run_dir != PathKind::kFile, "log.run_dir = ", c.log.run_dir, " exists and is not a directory");
+  TRIDENT_CONFIG_CHECK(checkpoint_dir != PathKind::kFile, "checkpoint.dir = ", c.checkpoint.dir,
                        " exists and is not a directory");
   const std::string& resume = c.checkpoint.resume;
-  TRIDENT_CONFIG_CHECK(!fs::is_directory(resume), "checkpoint.resume: ", resume,
+  if (resume == "auto" || resume == "none") return;
+  const PathKind kind = path_kind("checkpoint.resume", resume);
+  TRIDENT_CONFIG_CHECK(kind != PathKind::kDirectory, "checkpoint.resume: ", resume,
                        " is a directory, not a checkpoint file (auto, none or a checkpoint .h5 file)");
-  TRIDENT_CONFIG_CHECK(resume == "auto" || resume == "none" || fs::is_regular_file(resume), "checkpoint.resume: ",
-                       "checkpoint ", resume, " not found (auto, none or a checkpoint .h5 file)");
+  TRIDENT_CONFIG_CHECK(kind == PathKind::kFile, "checkpoint.resume: ", "checkpoint ", resume,
+                       " not found (auto, none or a checkpoint .h5 file)");
 }
 
 train::EvalConfig read_eval_section(const Values& v, const model::ModelConfig& m) {
@@ -197,7 +212,7 @@ train::EvalConfig read_eval_section(const Values& v, const model::ModelConfig& m
   TRIDENT_CONFIG_CHECK(e.examples >= 0, "eval.examples must be >= 0 (0: all)");
   TRIDENT_CONFIG_CHECK(e.batch >= 1, "eval.batch must be >= 1");
   if (!e.task.empty()) {
-    TRIDENT_CONFIG_CHECK(std::filesystem::is_regular_file(e.task), "eval.task: no such file '", e.task, "'");
+    TRIDENT_CONFIG_CHECK(path_kind("eval.task", e.task) == PathKind::kFile, "eval.task: no such file '", e.task, "'");
     TRIDENT_CONFIG_CHECK(e.max_new_tokens >= 1 && e.max_new_tokens < m.seq_len, "eval.max_new_tokens must be in [1, ",
                          "model.seq_len = ", m.seq_len, ") (got ", e.max_new_tokens, ")");
   }
@@ -223,7 +238,7 @@ void check_across_sections(train::RunConfig& c, int world_size) {
   train::TrainConfig& t = c.train;
   const dist::Layout& L = c.layout;
   TRIDENT_CONFIG_CHECK(c.lora_init_from.empty() || m.lora.enabled(), "lora.init_from needs lora.enabled = true");
-  TRIDENT_CONFIG_CHECK(c.lora_init_from.empty() || std::filesystem::is_regular_file(c.lora_init_from + "/adapter_config.json"),
+  TRIDENT_CONFIG_CHECK(c.lora_init_from.empty() || path_kind("lora.init_from", c.lora_init_from + "/adapter_config.json") == PathKind::kFile,
                        "lora.init_from: ", c.lora_init_from, " has no adapter_config.json (not a PEFT adapter directory)");
   TRIDENT_CONFIG_CHECK(!c.data.bucket || L.pp == 1,
                        "data.bucket = true cuts micro-batches to their longest row, which pipeline stages do not "

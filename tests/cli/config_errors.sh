@@ -68,6 +68,9 @@ expect 2 "log.run_dir = $work/a-file exists and is not a directory" train --conf
 expect 2 "checkpoint.dir = $work/a-file exists and is not a directory" train --config $cfg --checkpoint.dir="$work/a-file" $run
 expect 2 "checkpoint.resume: $work is a directory, not a checkpoint file" train --config $cfg --checkpoint.resume="$work" $run
 expect 2 "checkpoint.resume: checkpoint $work/none.h5 not found" eval --config $cfg --checkpoint "$work/none.h5" $run
+long_name=/$(printf 'x%.0s' $(seq 300))  # a name the file system refuses: named, not an exception
+expect 2 "checkpoint.resume = $long_name: File name too long" train --config $cfg --checkpoint.resume="$long_name" $run
+expect 2 "log.run_dir = $long_name: File name too long" train --config $cfg --log.run_dir="$long_name"
 expect 2 "checkpoint.on_error must be fail or warn" train --config $cfg --checkpoint.on_error=ignore $run
 expect 2 "unknown command 'fly'" fly
 expect 2 "'--input' is required" prep --output "$work/x"
