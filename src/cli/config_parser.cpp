@@ -165,7 +165,7 @@ train::RunConfig parse_run_config(int argc, char** argv, int world_size, const s
   return to_run_config(Values(std::move(values)), world_size);
 }
 
-model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from) {
+model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from, std::string* train_data) {
   po::variables_map vm;
   try {
     // Keys this trident does not know (a checkpoint of another version) are passed over.
@@ -177,6 +177,7 @@ model::ModelConfig model_config_from_ini(const std::string& ini, std::string* in
   }
   const Values values(schema_values(vm));
   if (init_from) *init_from = values.str("model.init_from");
+  if (train_data) *train_data = values.str("data.train");
   return read_model_section(values);
 }
 
@@ -186,7 +187,7 @@ interop::CheckpointModel checkpoint_model(const std::string& path) {
   TRIDENT_CONFIG_CHECK(config != listing.attributes.texts.end(), path, " has no config text: not a trident checkpoint");
   interop::CheckpointModel model;
   try {
-    model.config = model_config_from_ini(config->second, &model.init_from);
+    model.config = model_config_from_ini(config->second, &model.init_from, &model.train_data);
   } catch (const ConfigError& e) {
     throw ConfigError(detail::concat(path, ": its config text: ", e.what()));
   }

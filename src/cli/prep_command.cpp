@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "prep_scorer.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/bpe_trainer.hpp"
@@ -22,6 +23,7 @@ constexpr const char* kUsage =
     "usage: [mpirun -np P] trident prep --input FILE... --output PREFIX [--tokenizer byte|TOKENIZER.json]\n"
     "           [--shards N] [--valid-permille N] [--template plain|alpaca|chatml|model|STRING] [--scrub-pii]\n"
     "           [--skip-bad-lines] [--near-dedup [--jaccard 0.8 --ngram 5 --num-perm 128 --bands B --rows R]]\n"
+    "           [--ppl-model CHECKPOINT|HF_DIR (--ppl-max X | --ppl-keep-percentile P)]\n"
     "           [--length-buckets EDGES [--max-share S]] [filter options]\n"
     "       trident prep --train-tokenizer --vocab-size N --input FILE... --output TOKENIZER.json\n"
     "  Each text file is one document. Each line of a *.jsonl file is one document: {\"text\": ...},\n"
@@ -46,6 +48,16 @@ void print_summary(const data::PrepOptions& o, const data::PrepSummary& s) {
                 "pairs, %lld verified, %lld near duplicates dropped\n",
                 o.near_dedup.jaccard, o.near_dedup.ngram, o.near_dedup.num_perm, s.lsh.bands, s.lsh.rows,
                 ll(s.near_pairs.candidate_pairs), ll(s.near_pairs.verified_pairs), ll(s.near_duplicates_dropped));
+  if (o.perplexity.enabled()) {
+    const data::PerplexityReport& p = s.perplexity;
+    const std::vector<double>& edges = data::perplexity_histogram_edges();
+    std::printf("prep: perplexity (%.2f s scoring, slowest rank):", s.score_seconds);
+    for (size_t b = 0; b < p.histogram.size(); ++b)
+      if (p.histogram[b] > 0)
+        std::printf(" %s%g %lld,", b < edges.size() ? "<" : ">=", b < edges.size() ? edges[b] : edges.back(),
+                    ll(p.histogram[b]));
+    std::printf(" unscored %lld; above %.4g: %lld dropped\n", ll(p.unscored), p.threshold, ll(s.perplexity_dropped));
+  }
   if (o.length_balance.enabled()) {
     const auto& edges = o.length_balance.edges;
     std::printf("prep: documents per token length (after dedup -> written):");
@@ -90,7 +102,8 @@ int run_prep(int argc, char** argv) {
   std::string tokenizer_spec;
   uint64_t vocab_size = 0;
   double split_mb = 0;
-  std::string length_buckets;
+  std::string length_buckets, ppl_model, ppl_tokenizer;
+  int ppl_max_tokens = 512;
   po::options_description desc("options");
   desc.add_options()
       ("help,h", "print this help")
@@ -121,6 +134,17 @@ int run_prep(int argc, char** argv) {
        "near-dedup: LSH bands (with --rows; 0: chosen from --jaccard and --num-perm)")
       ("rows", po::value<int>(&o.near_dedup.rows)->default_value(0), "near-dedup: minima per LSH band")
       ("minhash-seed", po::value<uint64_t>(&o.near_dedup.seed)->default_value(1), "near-dedup: seed of the permutations")
+      ("ppl-model", po::value<std::string>(&ppl_model),
+       "score every document's perplexity with this model (a trident checkpoint or a Hugging Face model directory, "
+       "its own tokenizer) and drop the unlikely ones after dedup: needs --ppl-max or --ppl-keep-percentile")
+      ("ppl-max", po::value<double>(&o.perplexity.max)->default_value(0), "drop documents of a higher perplexity")
+      ("ppl-keep-percentile", po::value<double>(&o.perplexity.keep_percentile)->default_value(0),
+       "keep this percentage of the documents, those of the lowest perplexity (exact over all ranks)")
+      ("ppl-tokenizer", po::value<std::string>(&ppl_tokenizer)->default_value("auto"),
+       "the scorer's tokenizer (auto: the model's; a checkpoint's is its HF base's, else its training shards')")
+      ("ppl-max-tokens", po::value<int>(&ppl_max_tokens)->default_value(512),
+       "score each document's first N tokens (at most the model's seq_len)")
+      ("ppl-batch", po::value<int>(&o.perplexity.batch)->default_value(8), "documents per scoring call")
       ("length-buckets", po::value<std::string>(&length_buckets),
        "token-length bucket edges, e.g. 128,512,2048 (buckets [0,128) [128,512) [512,2048) [2048,inf)): documents "
        "per bucket (after dedup) counted in the summary")
@@ -171,7 +195,22 @@ int run_prep(int argc, char** argv) {
   try {
     if (vm.count("train-tokenizer")) return train_tokenizer(o, vocab_size, rank);
     const std::unique_ptr<data::Tokenizer> tokenizer = data::load_tokenizer(tokenizer_spec);
-    const data::PrepSummary summary = data::prepare_shards(o, *tokenizer, data::PrepComm(MPI_COMM_WORLD));
+    const data::PrepComm comm(MPI_COMM_WORLD);
+    Logger log(rank);
+    std::unique_ptr<PrepScorer> scorer;
+    if (!ppl_model.empty()) {
+      std::exception_ptr error;
+      try {  // every rank builds its own; a failure on one is every rank's
+        scorer = std::make_unique<PrepScorer>(ppl_model, ppl_tokenizer, ppl_max_tokens, mpi.reductions(), log);
+        o.perplexity.model = scorer->description();
+        o.perplexity.score = [&scorer](const std::vector<std::string>& texts) { return scorer->perplexities(texts); };
+      } catch (...) {
+        error = std::current_exception();
+      }
+      comm.throw_if_any_failed(error);
+      if (rank == 0) std::printf("prep: scoring perplexity with %s\n", scorer->description().c_str());
+    }
+    const data::PrepSummary summary = data::prepare_shards(o, *tokenizer, comm);
     if (rank == 0) print_summary(o, summary);
     return 0;
   } catch (const ConfigError& e) {

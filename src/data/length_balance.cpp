@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "rank_select.hpp"
 #include "trident/core/error.hpp"
 
 namespace trident::data {
@@ -91,37 +92,21 @@ std::vector<bool> balance_lengths(const std::vector<int64_t>& tokens, const std:
   comm.sum(counts);
   const std::vector<int64_t> quotas = bucket_quotas(counts, options.max_share);
 
-  // Radix selection of each over-full bucket's quota-th smallest priority: 8 rounds of 8 bits.
-  std::vector<uint64_t> prefix(buckets, 0);
-  std::vector<int64_t> rank(buckets);  // 1-based rank of the wanted value among those matching prefix
-  for (size_t b = 0; b < buckets; ++b) rank[b] = quotas[b];
-  for (int round = 0; round < 8; ++round) {
-    const int shift = 56 - 8 * round;
-    std::vector<int64_t> histogram(buckets * 256, 0);
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      const size_t b = static_cast<size_t>(bucket[i]);
-      if (!active[i] || quotas[b] == counts[b]) continue;
-      const uint64_t high = shift + 8 < 64 ? priority[i] >> (shift + 8) : 0;
-      const uint64_t want = shift + 8 < 64 ? prefix[b] >> (shift + 8) : 0;
-      if (high == want) ++histogram[b * 256 + ((priority[i] >> shift) & 255)];
-    }
-    comm.sum(histogram);
-    for (size_t b = 0; b < buckets; ++b) {
-      if (quotas[b] == counts[b]) continue;
-      int64_t below = 0;
-      int digit = 0;
-      while (below + histogram[b * 256 + static_cast<size_t>(digit)] < rank[b]) below += histogram[b * 256 + static_cast<size_t>(digit++)];
-      rank[b] -= below;
-      prefix[b] |= static_cast<uint64_t>(digit) << shift;
-    }
-  }
+  // The quota-th smallest priority of each over-full bucket: documents above it go.
+  std::vector<int> group(tokens.size(), -1);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (active[i]) group[i] = bucket[i];
+  std::vector<int64_t> want(buckets, 0);
+  for (size_t b = 0; b < buckets; ++b)
+    if (quotas[b] < counts[b]) want[b] = quotas[b];
+  const std::vector<uint64_t> threshold = kth_smallest(priority, group, want, comm);
 
   std::vector<bool> drop(tokens.size(), false);
   std::vector<int64_t> after(buckets, 0);
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (!active[i]) continue;
     const size_t b = static_cast<size_t>(bucket[i]);
-    drop[i] = quotas[b] < counts[b] && priority[i] > prefix[b];
+    drop[i] = quotas[b] < counts[b] && priority[i] > threshold[b];
     if (!drop[i]) ++after[b];
   }
   comm.sum(after);

@@ -38,6 +38,7 @@ struct LocalDocument {
   uint64_t hash;    // example_dedup_hash
   uint64_t token_begin, token_count, loss_start;
   uint32_t target;  // split * shards + shard
+  double perplexity = 0;  // with a perplexity model (0: too short to score)
 };
 
 // Phase 1 on each rank: documents of this rank's pieces -> LocalDocuments (or counted drops).
@@ -61,6 +62,10 @@ class DocumentProcessor {
     const RenderedDocument rendered = template_.render(example);
     count_in(pii, nullptr);
     if (options_.near_dedup.enabled) sketches.add(minhash_.signature(filter_text));
+    if (options_.perplexity.enabled()) {
+      unscored_.push_back(documents.size());
+      unscored_texts_.push_back(filter_text);
+    }
     LocalDocument doc{key, example_dedup_hash(example), tokens.size(), 0, 0, 0};
     const uint64_t placement = example_placement_hash(example);
     // A model chat template renders its own BOS and turn markers (encode_append adds no BOS):
@@ -84,6 +89,20 @@ class DocumentProcessor {
     const bool valid = placement % 1000 < static_cast<uint64_t>(options_.valid_permille);
     doc.target = static_cast<uint32_t>((valid ? options_.shards : 0) + shard_of_hash(placement, options_.shards));
     documents.push_back(doc);
+    if (unscored_.size() >= static_cast<size_t>(options_.perplexity.batch)) score_pending();
+  }
+
+  // The perplexity model scores the documents waiting for it, a batch at a time.
+  void score_pending() {
+    if (unscored_.empty()) return;
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<double> scores = options_.perplexity.score(unscored_texts_);
+    TRIDENT_CHECK(scores.size() == unscored_.size(), "the perplexity scorer returned ", scores.size(), " scores for ",
+                  unscored_.size(), " texts");
+    for (size_t k = 0; k < scores.size(); ++k) documents[unscored_[k]].perplexity = scores[k];
+    unscored_.clear();
+    unscored_texts_.clear();
+    score_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   void bad_line(const std::string& message) {
@@ -94,6 +113,7 @@ class DocumentProcessor {
   std::vector<LocalDocument> documents;
   std::vector<uint32_t> tokens;
   SketchTable sketches;  // with near_dedup: one per document
+  double score_seconds = 0;
 
  private:
   static void scrub(Example& example, PiiCounts& pii) {
@@ -114,6 +134,8 @@ class DocumentProcessor {
   const PromptTemplate template_;
   PrepSummary& summary_;
   const MinHasher minhash_;
+  std::vector<size_t> unscored_;  // documents waiting for their perplexity, and their texts
+  std::vector<std::string> unscored_texts_;
 };
 
 // keep[i]: document i is the first (smallest key) of its hash over all ranks. Collective.
@@ -150,7 +172,7 @@ std::vector<bool> first_occurrences(const std::vector<LocalDocument>& docs, cons
 
 std::vector<int64_t*> counters(PrepSummary& s) {
   std::vector<int64_t*> c = {&s.documents_in, &s.bad_lines, &s.empty_dropped, &s.duplicates_dropped,
-                             &s.near_duplicates_dropped, &s.length_balance_dropped};
+                             &s.near_duplicates_dropped, &s.perplexity_dropped, &s.length_balance_dropped};
   for (int64_t& f : s.filtered) c.push_back(&f);
   for (int64_t& p : s.pii.count) c.push_back(&p);
   return c;
@@ -176,6 +198,7 @@ void check_options(const PrepOptions& o) {
   TRIDENT_CONFIG_CHECK(f.ngram_words >= 1, "--ngram-words must be at least 1 (got ", f.ngram_words, ")");
   TRIDENT_CONFIG_CHECK(f.min_chars >= 0 && f.max_chars >= 0, "--min-chars and --max-chars must be >= 0");
   check_length_balance(o.length_balance);
+  check_perplexity(o.perplexity);
 }
 
 std::vector<std::string> output_files(const PrepOptions& o) {
@@ -282,6 +305,7 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     for (const InputPiece& piece : pieces) my_bytes += piece.end - piece.begin + 1;
     processor.tokens.reserve(my_bytes);
     for (const InputPiece& piece : pieces) read_piece(options.inputs[piece.file], piece, callbacks);
+    processor.score_pending();
     if (comm.rank() == 0) {
       const fs::path parent = fs::path(options.output).parent_path();
       std::error_code ignored;  // if this fails, creating the shards says why
@@ -304,6 +328,17 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     near = near_duplicates(keys, keep, processor.sketches, options.near_dedup.jaccard, comm, &summary.near_pairs);
   }
   summary.dedup_seconds = seconds_since(dedup_start);
+  std::vector<bool> unlikely(keep.size(), false);
+  summary.score_seconds = comm.max(processor.score_seconds);
+  if (options.perplexity.enabled()) {
+    std::vector<double> scores;
+    std::vector<bool> active(keep.size());
+    for (size_t i = 0; i < keep.size(); ++i) {
+      scores.push_back(processor.documents[i].perplexity);
+      active[i] = keep[i] && !near[i];
+    }
+    unlikely = filter_perplexity(scores, active, options.perplexity, comm, &summary.perplexity);
+  }
   std::vector<bool> unbalanced(keep.size(), false);
   if (options.length_balance.enabled()) {
     std::vector<int64_t> lengths;
@@ -312,7 +347,7 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     for (size_t i = 0; i < keep.size(); ++i) {
       lengths.push_back(static_cast<int64_t>(processor.documents[i].token_count));
       hashes.push_back(processor.documents[i].hash);
-      active[i] = keep[i] && !near[i];
+      active[i] = keep[i] && !near[i] && !unlikely[i];
     }
     try {
       unbalanced = balance_lengths(lengths, hashes, active, options.length_balance, comm, &summary.lengths);
@@ -324,8 +359,11 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   std::vector<LocalShardPart> parts(output_files(options).size());
   for (size_t i = 0; i < keep.size(); ++i) {
     const LocalDocument& d = processor.documents[i];
-    if (!keep[i] || near[i] || unbalanced[i]) {
-      ++(!keep[i] ? summary.duplicates_dropped : near[i] ? summary.near_duplicates_dropped : summary.length_balance_dropped);
+    if (!keep[i] || near[i] || unlikely[i] || unbalanced[i]) {
+      ++(!keep[i]       ? summary.duplicates_dropped
+         : near[i]      ? summary.near_duplicates_dropped
+         : unlikely[i]  ? summary.perplexity_dropped
+                        : summary.length_balance_dropped);
       continue;
     }
     LocalShardPart& part = parts[d.target];
@@ -341,7 +379,8 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   for (int64_t f : summary.filtered) filtered += f;
   TRIDENT_CONFIG_CHECK(kept[0] > 0, "no documents to write: of ", summary.documents_in, " documents read, ",
                        summary.empty_dropped, " were empty, ", summary.duplicates_dropped, " duplicates, ",
-                       summary.near_duplicates_dropped, " near duplicates, ", summary.length_balance_dropped,
+                       summary.near_duplicates_dropped, " near duplicates, ", summary.perplexity_dropped,
+                       " by perplexity, ", summary.length_balance_dropped,
                        " length-balanced, ",
                        filtered, " filtered, ", summary.bad_lines, " bad lines");
 

@@ -46,6 +46,26 @@ std::string prep_json_text(const PrepOptions& options, const std::string& tokeni
     near.set("verified_pairs", Json(s.near_pairs.verified_pairs));
     j.set("near_dedup", std::move(near));
   }
+  if (options.perplexity.enabled()) {
+    const PerplexityOptions& p = options.perplexity;
+    Json ppl = Json::object();
+    ppl.set("model", Json(p.model));
+    if (p.max > 0) ppl.set("max", Json(p.max));
+    if (p.keep_percentile > 0) ppl.set("keep_percentile", Json(p.keep_percentile));
+    ppl.set("threshold", Json(s.perplexity.threshold));
+    ppl.set("unscored", Json(s.perplexity.unscored));
+    ppl.set("seconds", Json(s.score_seconds));
+    Json histogram = Json::array();
+    const std::vector<double>& edges = perplexity_histogram_edges();
+    for (size_t b = 0; b < s.perplexity.histogram.size(); ++b) {
+      Json bucket = Json::object();
+      if (b < edges.size()) bucket.set("below", Json(edges[b]));  // the last bucket is open
+      bucket.set("documents", Json(s.perplexity.histogram[b]));
+      histogram.push_back(std::move(bucket));
+    }
+    ppl.set("histogram", std::move(histogram));
+    j.set("perplexity", std::move(ppl));
+  }
   if (options.length_balance.enabled()) {
     const auto& edges = options.length_balance.edges;
     Json lengths = Json::object();
@@ -69,6 +89,7 @@ std::string prep_json_text(const PrepOptions& options, const std::string& tokeni
   dropped.set("empty", Json(s.empty_dropped));
   dropped.set("duplicate", Json(s.duplicates_dropped));
   dropped.set("near_duplicate", Json(s.near_duplicates_dropped));
+  dropped.set("perplexity", Json(s.perplexity_dropped));
   dropped.set("length_balance", Json(s.length_balance_dropped));
   dropped.set("bad_line", Json(s.bad_lines));
   for (int r = 0; r < static_cast<int>(DropReason::kCount); ++r)

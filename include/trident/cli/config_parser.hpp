@@ -37,8 +37,10 @@ void apply_checkpoint_architecture(std::map<std::string, std::string>& values, c
 
 // The one reader of a [model] section written as INI text (a checkpoint's config attribute):
 // its [model] and [lora] keys as the run configuration reads them (keys it does not know are
-// passed over; absent ones take the schema's defaults); init_from receives model.init_from.
-model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from = nullptr);
+// passed over; absent ones take the schema's defaults); init_from receives model.init_from,
+// train_data data.train (the shards the model was trained on).
+model::ModelConfig model_config_from_ini(const std::string& ini, std::string* init_from = nullptr,
+                                         std::string* train_data = nullptr);
 // The model a trident checkpoint file describes (its config text); ConfigError naming the file.
 interop::CheckpointModel checkpoint_model(const std::string& path);
 

@@ -5,8 +5,8 @@
 // encode(answer) + suffix and end-of-text (tokenizer.hpp append_document_end), the loss
 // starting at the answer. Then, globally: exact duplicates (same example_dedup_hash: whitespace
 // runs collapsed, case kept) are dropped, keeping the first in input order (each hash is decided
-// by one owner rank); with near_dedup, near duplicates of the rest too (near_dedup.hpp); with
-// length buckets, over-represented lengths are down-sampled (length_balance.hpp); each kept document goes to the valid split when its placement hash
+// by one owner rank); with near_dedup, near duplicates of the rest too (near_dedup.hpp); with a
+// perplexity model, documents it finds unlikely (perplexity_filter.hpp); with length buckets, over-represented lengths are down-sampled (length_balance.hpp); each kept document goes to the valid split when its placement hash
 // (example_placement_hash, of the text as it is) % 1000 < valid_permille, and to shard
 // mix(placement hash) % shards of its split. Documents keep input order within a shard, so the files do
 // not depend on the number of ranks. The shards are written under temporary names and renamed
@@ -23,6 +23,7 @@
 #include "trident/data/filters.hpp"
 #include "trident/data/length_balance.hpp"
 #include "trident/data/near_dedup.hpp"
+#include "trident/data/perplexity_filter.hpp"
 #include "trident/data/pii.hpp"
 #include "trident/data/prep_comm.hpp"
 
@@ -39,7 +40,8 @@ struct PrepOptions {
   FilterOptions filters;
   bool scrub_pii = false;
   NearDedupOptions near_dedup;      // --near-dedup: after the exact duplicates (near_dedup.hpp)
-  LengthBalanceOptions length_balance;  // --length-buckets, --max-share: after dedup (length_balance.hpp)
+  PerplexityOptions perplexity;     // --ppl-model: after dedup (perplexity_filter.hpp)
+  LengthBalanceOptions length_balance;  // --length-buckets, --max-share: last (length_balance.hpp)
   bool skip_bad_lines = false;      // malformed lines: counted and skipped instead of an error
   uint64_t jsonl_split_bytes = 0;   // JSONL piece size for splitting among ranks (0: automatic,
                                     // about 4 per rank, 1 to 64 MiB)
@@ -56,6 +58,9 @@ struct PrepSummary {
   int64_t near_duplicates_dropped = 0;
   NearDedupCounts near_pairs;   // candidate and verified pairs
   LshShape lsh;                 // the bands and rows near-dedup used
+  int64_t perplexity_dropped = 0;
+  PerplexityReport perplexity;
+  double score_seconds = 0;     // scoring perplexities: the slowest rank
   int64_t length_balance_dropped = 0;
   LengthBalanceReport lengths;  // documents per length bucket before and after the balance
   PiiCounts pii;

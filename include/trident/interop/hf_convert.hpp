@@ -25,6 +25,7 @@ struct CheckpointModel {
   model::ModelConfig config;
   std::string init_from;
   std::string hf_base;
+  std::string train_data;  // its run's data.train ("" if none)
 };
 
 // W += (alpha / r) B A for every adapted weight; the adapters dropped (the model without LoRA).

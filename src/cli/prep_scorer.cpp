@@ -1,0 +1,126 @@
+// The perplexity scorer of prep (prep_scorer.hpp).
+#include "prep_scorer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "backend_select.hpp"
+#include "rank_threads.hpp"
+#include "trident/cli/config_parser.hpp"
+#include "trident/core/error.hpp"
+#include "trident/data/prep.hpp"
+#include "trident/model/hf_config.hpp"
+
+namespace trident::cli {
+namespace {
+
+std::string scorer_tokenizer(const std::string& source, bool checkpoint, const std::string& requested) {
+  if (requested != "auto") return requested;
+  if (!checkpoint) {
+    const std::string own = model::model_tokenizer_path(source);
+    TRIDENT_CONFIG_CHECK(!own.empty(), "--ppl-model ", source, " has no tokenizer.json: name one with --ppl-tokenizer");
+    return own;
+  }
+  const interop::CheckpointModel m = checkpoint_model(source);
+  if (!m.hf_base.empty())
+    if (std::string own = model::model_tokenizer_path(m.hf_base); !own.empty()) return own;
+  if (!m.train_data.empty())
+    if (std::string named = data::prep_json_field(m.train_data, "tokenizer"); !named.empty()) return named;
+  return "byte";
+}
+
+}  // namespace
+
+PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, int max_tokens,
+                       const dist::ReductionOps* reductions, const Logger& log)
+    : max_tokens_(max_tokens) {
+  namespace fs = std::filesystem;
+  const bool checkpoint = !model::is_hf_model_dir(source);
+  std::error_code ec;
+  TRIDENT_CONFIG_CHECK(!checkpoint || fs::is_regular_file(source, ec), "--ppl-model ", source,
+                       ": neither a Hugging Face model directory (config.json) nor a trident checkpoint file");
+  TRIDENT_CONFIG_CHECK(max_tokens >= 2, "--ppl-max-tokens must be at least 2 (got ", max_tokens, ")");
+  std::vector<std::string> args = {"trident", checkpoint ? "--checkpoint.resume=" + source : "--model.init_from=" + source};
+  if (!checkpoint) {  // windows as long as the model's positions allow, up to max_tokens
+    const int64_t positions = model::read_hf_config(source).config.positions();
+    args.push_back("--model.seq_len=" + std::to_string(std::min<int64_t>(positions, max_tokens)));
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  try {
+    cfg_ = parse_run_config(static_cast<int>(argv.size()), argv.data(), 1, checkpoint ? source : "");
+  } catch (const ConfigError& e) {
+    throw ConfigError(detail::concat("--ppl-model ", source, ": ", e.what()));
+  }
+  cfg_.data.train.clear();  // the scorer reads no shards
+  cfg_.data.valid.clear();
+  tokenizer_ = data::load_tokenizer(scorer_tokenizer(source, checkpoint, tokenizer));
+  TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= static_cast<uint64_t>(cfg_.model.vocab), "--ppl-tokenizer ",
+                       tokenizer_->describe(), " has ", tokenizer_->vocab_size(), " ids; the model's vocabulary is ",
+                       cfg_.model.vocab);
+  ops_ = select_backend(cfg_.train.backend, compute_threads(cfg_.train.threads), log);
+  topology_ = std::make_unique<dist::Topology>(cfg_.layout, MPI_COMM_SELF, reductions);
+  attach_device_groups(*topology_, *ops_);
+  run_ = std::make_unique<train::RunBuilder>(cfg_, *ops_, *topology_, log);
+  run_->load_initial_weights();
+  std::string loaded;
+  if (checkpoint) run_->weights_reader().load_resume_model(/*adapters=*/true, &loaded);
+  const model::ModelConfig& m = cfg_.model;
+  description_ = detail::concat(checkpoint ? "checkpoint " : "model ", source, " (", model::arch_name(m.arch), ", ",
+                                m.layers, " layers, hidden ", m.hidden, "), tokenizer ", tokenizer_->describe());
+}
+
+PrepScorer::~PrepScorer() = default;
+
+std::vector<double> PrepScorer::perplexities(const std::vector<std::string>& texts) {
+  model::GPTModel& model = run_->model();
+  const int64_t B = cfg_.train.micro_batch, T = cfg_.model.seq_len, V = cfg_.model.vocab;
+  // Each text's first max_tokens tokens, cut into windows of T (scored without context across
+  // windows); windows of all texts fill rows of B.
+  struct Window {
+    size_t text;
+    std::vector<uint32_t> ids;
+  };
+  std::vector<Window> windows;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::vector<uint32_t> ids = data::document_prefix(*tokenizer_);
+    tokenizer_->encode_append(texts[i], ids);
+    if (static_cast<int64_t>(ids.size()) > max_tokens_) ids.resize(static_cast<size_t>(max_tokens_));
+    for (size_t at = 0; at + 1 < ids.size(); at += static_cast<size_t>(T))
+      windows.push_back({i, std::vector<uint32_t>(ids.begin() + static_cast<std::ptrdiff_t>(at),
+                                                  ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), at + static_cast<size_t>(T))))});
+  }
+  std::vector<double> loss(texts.size(), 0.0);
+  std::vector<int64_t> targets(texts.size(), 0);
+  Tensor tokens = Tensor::zeros(Shape{B, T}, DType::kI32), positions = Tensor::zeros(Shape{B, T}, DType::kI32);
+  for (int64_t k = 0; k < B * T; ++k) positions.data<int32_t>()[k] = static_cast<int32_t>(k % T);
+  for (size_t first = 0; first < windows.size(); first += static_cast<size_t>(B)) {
+    const size_t rows = std::min(windows.size() - first, static_cast<size_t>(B));
+    std::fill_n(tokens.data<int32_t>(), B * T, 0);
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t t = 0; t < windows[first + r].ids.size(); ++t)
+        tokens.data<int32_t>()[static_cast<int64_t>(r) * T + static_cast<int64_t>(t)] = static_cast<int32_t>(windows[first + r].ids[t]);
+    const Tensor& device_logits = model.forward_logits(tokens, positions);  // [B*T, V]
+    Tensor logits = Tensor::zeros(device_logits.shape(), DType::kF32);
+    ops_->copy(device_logits, logits);
+    const int64_t stride = logits.dim(1);
+    for (size_t r = 0; r < rows; ++r) {
+      const Window& w = windows[first + r];
+      for (size_t t = 0; t + 1 < w.ids.size(); ++t) {  // row t predicts token t + 1
+        const float* z = logits.data<float>() + (static_cast<int64_t>(r) * T + static_cast<int64_t>(t)) * stride;
+        const float top = *std::max_element(z, z + V);
+        double sum = 0;
+        for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(z[v] - top));
+        loss[w.text] += std::log(sum) + top - z[w.ids[t + 1]];
+        ++targets[w.text];
+      }
+    }
+  }
+  std::vector<double> out;
+  for (size_t i = 0; i < texts.size(); ++i)
+    out.push_back(targets[i] > 0 ? std::exp(loss[i] / static_cast<double>(targets[i])) : 0.0);
+  return out;
+}
+
+}  // namespace trident::cli
