@@ -1,7 +1,10 @@
 // `trident prep`: text / JSONL files -> memory-mapped token shards, on one rank or under mpirun
 // (data::prepare_shards does the work; this parses options and prints the summary on rank 0).
 // `trident prep --train-tokenizer` trains a byte-level BPE tokenizer.json instead (rank 0).
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -82,6 +85,40 @@ void print_summary(const data::PrepOptions& o, const data::PrepSummary& s) {
                 files(data::valid_shard_prefix(o.output)).c_str());
   std::printf("prep: %.2f s reading and tokenising (slowest rank), %.2f s dedup, %.2f s writing; summary in %s\n",
               s.read_seconds, s.dedup_seconds, s.write_seconds, data::prep_json_path(o.output).c_str());
+}
+
+std::string minutes_seconds(double s) {
+  const long long t = std::llround(std::max(0.0, s));
+  return std::to_string(t / 60) + "m" + (t % 60 < 10 ? "0" : "") + std::to_string(t % 60) + "s";
+}
+
+// On a terminal, the reading phase is one line rewritten every 2 s; in a log (Slurm), one line
+// per phase when it ends. Rank 0's share stands for the whole input (ranks read equal shares).
+std::function<void(const data::PrepProgress&)> progress_printer(int ranks) {
+  const bool terminal = isatty(STDOUT_FILENO) != 0;
+  return [terminal, ranks, open_line = false](const data::PrepProgress& p) mutable {
+    const double mb = static_cast<double>(p.bytes_done) / 1e6, total = static_cast<double>(p.bytes_total) / 1e6;
+    const double rate = p.seconds > 0 ? mb / p.seconds : 0;
+    const char* share = ranks > 1 ? " (rank 0's share)" : "";
+    if (!p.done) {
+      if (!terminal) return;
+      const double eta = rate > 0 ? (total - mb) / rate : 0;
+      std::printf("\rprep: reading %.1f / %.1f MB%s, %.0f documents/s, %.1f MB/s, %lld dropped, ETA %s   ", mb, total,
+                  share, p.seconds > 0 ? static_cast<double>(p.documents) / p.seconds : 0.0, rate, ll(p.dropped),
+                  minutes_seconds(eta).c_str());
+      std::fflush(stdout);
+      open_line = true;
+      return;
+    }
+    if (open_line) std::printf("\n");
+    open_line = false;
+    if (std::string(p.phase) == "read")
+      std::printf("prep: read %.1f MB%s in %.2f s (%.1f MB/s): %lld documents, %lld dropped by filters\n", total, share,
+                  p.seconds, rate, ll(p.documents), ll(p.dropped));
+    else
+      std::printf("prep: %s done in %.2f s\n", p.phase, p.seconds);
+    std::fflush(stdout);
+  };
 }
 
 int train_tokenizer(const data::PrepOptions& o, uint64_t vocab_size, int rank) {
@@ -196,6 +233,7 @@ int run_prep(int argc, char** argv) {
     if (vm.count("train-tokenizer")) return train_tokenizer(o, vocab_size, rank);
     const std::unique_ptr<data::Tokenizer> tokenizer = data::load_tokenizer(tokenizer_spec);
     const data::PrepComm comm(MPI_COMM_WORLD);
+    if (rank == 0) o.progress = progress_printer(mpi.world_size());
     Logger log(rank);
     std::unique_ptr<PrepScorer> scorer;
     if (!ppl_model.empty()) {

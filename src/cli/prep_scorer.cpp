@@ -30,6 +30,11 @@ std::string scorer_tokenizer(const std::string& source, bool checkpoint, const s
   return "byte";
 }
 
+// Windows per forward: up to 16, fewer when their logits would pass 2^26 floats (256 MB).
+int scoring_rows(int64_t seq_len, int64_t vocab) {
+  return static_cast<int>(std::clamp<int64_t>((int64_t(1) << 26) / std::max<int64_t>(seq_len * vocab, 1), 1, 16));
+}
+
 }  // namespace
 
 PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, int max_tokens,
@@ -43,8 +48,13 @@ PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, 
   TRIDENT_CONFIG_CHECK(max_tokens >= 2, "--ppl-max-tokens must be at least 2 (got ", max_tokens, ")");
   std::vector<std::string> args = {"trident", checkpoint ? "--checkpoint.resume=" + source : "--model.init_from=" + source};
   if (!checkpoint) {  // windows as long as the model's positions allow, up to max_tokens
-    const int64_t positions = model::read_hf_config(source).config.positions();
-    args.push_back("--model.seq_len=" + std::to_string(std::min<int64_t>(positions, max_tokens)));
+    const model::ModelConfig m = model::read_hf_config(source).config;
+    const int64_t seq_len = std::min<int64_t>(m.positions(), max_tokens);
+    args.push_back("--model.seq_len=" + std::to_string(seq_len));
+    args.push_back("--train.micro_batch=" + std::to_string(scoring_rows(seq_len, m.vocab)));
+  } else {
+    const model::ModelConfig m = checkpoint_model(source).config;
+    args.push_back("--train.micro_batch=" + std::to_string(scoring_rows(m.seq_len, m.vocab)));
   }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

@@ -2,7 +2,7 @@
 // (MPI_COMM_SELF, no parallelism, the train.backend default) from a trident checkpoint or a
 // Hugging Face model directory, with the model's own tokenizer. Each text is the tokenizer's
 // prefix (BOS) and its encoding, cut to --ppl-max-tokens and into windows of the model's seq_len
-// (each scored on its own); micro_batch right-padded windows go through one forward (causal
+// (each scored on its own); up to 16 right-padded windows go through one forward (causal
 // attention keeps the padding out of the real rows) and a text's perplexity is
 // exp(mean next-token loss over all its windows' targets).
 #pragma once

@@ -138,6 +138,44 @@ class DocumentProcessor {
   std::vector<std::string> unscored_texts_;
 };
 
+// Calls options.progress: rate-limited updates while reading, a call at each phase's end.
+class ProgressMeter {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit ProgressMeter(const PrepOptions& options) : report_(options.progress) {}
+
+  void start(const char* phase) {
+    phase_ = phase;
+    phase_start_ = last_ = Clock::now();
+  }
+  void reading(uint64_t bytes_done, uint64_t bytes_total, const PrepSummary& s) {
+    if (!report_ || Clock::now() - last_ < std::chrono::seconds(2)) return;
+    last_ = Clock::now();
+    report_(snapshot(false, bytes_done, bytes_total, s));
+  }
+  void done(uint64_t bytes_done = 0, uint64_t bytes_total = 0, const PrepSummary* s = nullptr) {
+    if (report_) report_(snapshot(true, bytes_done, bytes_total, s ? *s : PrepSummary{}));
+  }
+
+ private:
+  PrepProgress snapshot(bool done, uint64_t bytes_done, uint64_t bytes_total, const PrepSummary& s) const {
+    PrepProgress p;
+    p.phase = phase_;
+    p.done = done;
+    p.seconds = std::chrono::duration<double>(Clock::now() - phase_start_).count();
+    p.bytes_done = bytes_done;
+    p.bytes_total = bytes_total;
+    p.documents = s.documents_in;
+    p.dropped = s.empty_dropped + s.bad_lines;
+    for (const int64_t f : s.filtered) p.dropped += f;
+    return p;
+  }
+
+  const std::function<void(const PrepProgress&)>& report_;
+  const char* phase_ = "read";
+  Clock::time_point phase_start_, last_;
+};
+
 // keep[i]: document i is the first (smallest key) of its hash over all ranks. Collective.
 std::vector<bool> first_occurrences(const std::vector<LocalDocument>& docs, const PrepComm& comm) {
   const int P = comm.size();
@@ -290,6 +328,8 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   comm.broadcast(sizes, 0);
   for (int64_t bytes : sizes) summary.input_bytes += bytes;
   DocumentProcessor processor(options, tokenizer, summary, options.near_dedup.enabled ? summary.lsh : LshShape{1, 1});
+  ProgressMeter meter(options);
+  meter.start("read");
 
   try {
     // Automatic: about 4 pieces per rank, between 1 and 64 MiB (the output does not depend on it).
@@ -298,14 +338,24 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     const uint64_t split_bytes = options.jsonl_split_bytes ? options.jsonl_split_bytes : auto_split;
     const std::vector<InputPiece> pieces =
         plan_rank_pieces(options.inputs, sizes, split_bytes, comm.rank(), comm.size());
+    uint64_t my_bytes = 0, bytes_before = 0;  // bytes_before: of the pieces read already
+    for (const InputPiece& piece : pieces) my_bytes += piece.end - piece.begin;
+    const InputPiece* current = nullptr;
     PieceCallbacks callbacks;
-    callbacks.document = [&](uint64_t key, Example&& e) { processor.add(key, std::move(e)); };
+    callbacks.document = [&](uint64_t key, Example&& e) {
+      processor.add(key, std::move(e));
+      const uint64_t offset = key & ((uint64_t(1) << 40) - 1);  // the line's byte in its file
+      meter.reading(bytes_before + (offset > current->begin ? offset - current->begin : 0), my_bytes, summary);
+    };
     if (options.skip_bad_lines) callbacks.bad_line = [&](const std::string& m) { processor.bad_line(m); };
-    uint64_t my_bytes = 0;  // about one token per byte or fewer: one allocation in the common case
-    for (const InputPiece& piece : pieces) my_bytes += piece.end - piece.begin + 1;
-    processor.tokens.reserve(my_bytes);
-    for (const InputPiece& piece : pieces) read_piece(options.inputs[piece.file], piece, callbacks);
+    processor.tokens.reserve(my_bytes + pieces.size());  // about one token per byte or fewer: one allocation
+    for (const InputPiece& piece : pieces) {
+      current = &piece;
+      read_piece(options.inputs[piece.file], piece, callbacks);
+      bytes_before += piece.end - piece.begin;
+    }
     processor.score_pending();
+    meter.done(my_bytes, my_bytes, &summary);
     if (comm.rank() == 0) {
       const fs::path parent = fs::path(options.output).parent_path();
       std::error_code ignored;  // if this fails, creating the shards says why
@@ -319,6 +369,7 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
   summary.read_seconds = comm.max(read_seconds);
 
   const auto dedup_start = std::chrono::steady_clock::now();
+  meter.start("dedup");
   const std::vector<bool> keep = first_occurrences(processor.documents, comm);
   std::vector<bool> near(keep.size(), false);
   if (options.near_dedup.enabled) {
@@ -328,6 +379,7 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
     near = near_duplicates(keys, keep, processor.sketches, options.near_dedup.jaccard, comm, &summary.near_pairs);
   }
   summary.dedup_seconds = seconds_since(dedup_start);
+  meter.done();
   std::vector<bool> unlikely(keep.size(), false);
   summary.score_seconds = comm.max(processor.score_seconds);
   if (options.perplexity.enabled()) {
@@ -337,7 +389,9 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
       scores.push_back(processor.documents[i].perplexity);
       active[i] = keep[i] && !near[i];
     }
+    meter.start("perplexity");
     unlikely = filter_perplexity(scores, active, options.perplexity, comm, &summary.perplexity);
+    meter.done();
   }
   std::vector<bool> unbalanced(keep.size(), false);
   if (options.length_balance.enabled()) {
@@ -349,12 +403,14 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
       hashes.push_back(processor.documents[i].hash);
       active[i] = keep[i] && !near[i] && !unlikely[i];
     }
+    meter.start("length balance");
     try {
       unbalanced = balance_lengths(lengths, hashes, active, options.length_balance, comm, &summary.lengths);
     } catch (...) {  // the same ConfigError on every rank: the counts it names are global
       error = std::current_exception();
     }
     comm.throw_if_any_failed(error);
+    meter.done();
   }
   std::vector<LocalShardPart> parts(output_files(options).size());
   for (size_t i = 0; i < keep.size(); ++i) {
@@ -386,8 +442,10 @@ PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenize
 
   ParallelShardOutput output(output_files(options), tokenizer.vocab_size(), comm);
   const auto write_start = std::chrono::steady_clock::now();
+  meter.start("write");
   const auto totals = output.write(parts);
   summary.write_seconds = seconds_since(write_start);
+  meter.done();
   for (size_t i = 0; i < totals.size(); ++i) {
     const bool valid = i >= static_cast<size_t>(options.shards);
     (valid ? summary.valid_documents : summary.train_documents) += totals[i].documents;

@@ -119,6 +119,10 @@ awk 'BEGIN { srand(7)
   } }' > "$in/near.jsonl"
 "$trident" prep --input "$in/near.jsonl" --output "$work/near1" --near-dedup > "$work/log" || fail "near-dedup: $(cat "$work/log")"
 grep -q "10 near duplicates dropped" "$work/log" || fail "near-dedup count: $(cat "$work/log")"
+# Not a terminal (a Slurm log): one line per phase as it ends.
+grep -q "^prep: read 0.1 MB in .* s (.* MB/s): 60 documents, 0 dropped by filters$" "$work/log" \
+  && grep -q "^prep: dedup done in" "$work/log" && grep -q "^prep: write done in" "$work/log" \
+  || fail "phase lines: $(cat "$work/log")"
 grep -q '"near_duplicate":10' "$work/near1.prep.json" || fail "near-dedup prep.json: $(cat "$work/near1.prep.json")"
 "$trident" inspect "$work/near1" --decode all > "$work/got"
 grep -q "near0" "$work/got" && fail "the copy was kept instead of the first document"

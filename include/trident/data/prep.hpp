@@ -31,6 +31,16 @@ namespace trident::data {
 
 class Tokenizer;
 
+// What prep tells PrepOptions::progress: while reading, an update every 2 s or so; then one
+// call at the end of each phase ("read", "dedup", "perplexity", "length balance", "write").
+struct PrepProgress {
+  const char* phase = "read";
+  bool done = false;      // the phase ended (else an update while reading)
+  double seconds = 0;     // the phase's time so far
+  uint64_t bytes_done = 0, bytes_total = 0;  // reading: this rank's share of the input
+  int64_t documents = 0, dropped = 0;        // reading: this rank's documents read and dropped
+};
+
 struct PrepOptions {
   std::vector<std::string> inputs;  // *.jsonl: one document per line; other files: one each
   std::string output;               // shard prefix (see shard_set.hpp for the file names)
@@ -47,6 +57,8 @@ struct PrepOptions {
                                     // about 4 per rank, 1 to 64 MiB)
   // Told about skipped bad lines (at most the first 5 on each rank); may be empty.
   std::function<void(const std::string&)> warn;
+  // Told how the work goes (the CLI sets it on rank 0 only); may be empty.
+  std::function<void(const PrepProgress&)> progress;
 };
 
 struct PrepSummary {
