@@ -72,6 +72,24 @@ mpirun -np 2 "$trident" prep --input "$work/mix.jsonl" --output "$work/p2" --ppl
   --ppl-keep-percentile 57.14 "${off[@]}" --split-mb 0.02 > /dev/null 2>&1 || fail "prep on 2 ranks"
 cat "$work/p1.bin" "$work/p1.idx" | cmp -s - <(cat "$work/p2.bin" "$work/p2.idx") || fail "2 ranks differ"
 
+# Every option at once (PII, exact and near dedup, perplexity, length balance, 2 shards, a
+# validation split): the same files from 1, 2 and 4 ranks.
+{ cat "$work/mix.jsonl"; head -5 "$work/mix.jsonl" | sed 's/"}$/ one more word"}/'; } > "$work/all.jsonl"  # 5 near duplicates
+all=(--input "$work/all.jsonl" --scrub-pii --near-dedup --ppl-model "$model" --ppl-keep-percentile 80
+     --length-buckets 300,900 --max-share 0.9 --shards 2 --valid-permille 100 --split-mb 0.01 "${off[@]}")
+"$trident" prep "${all[@]}" --output "$work/all1" > "$work/log" 2>&1 || fail "all options: $(cat "$work/log")"
+grep -q "5 near duplicates dropped" "$work/log" && grep -q "; 4[0-9] dropped" "$work/log" \
+  || fail "all options: near duplicates or length balance: $(cat "$work/log")"
+for np in 2 4; do
+  mpirun -np $np "$trident" prep "${all[@]}" --output "$work/all$np" > "$work/log$np" 2>&1 \
+    || fail "all options on $np ranks: $(cat "$work/log$np")"
+  for f in all1-00000-of-00002 all1-00001-of-00002 all1-valid-00000-of-00002 all1-valid-00001-of-00002; do
+    for ext in bin idx; do
+      cmp -s "$work/$f.$ext" "$work/${f/all1/all$np}.$ext" || fail "all options: $f.$ext differs on $np ranks"
+    done
+  done
+done
+
 # Against transformers: the tiny GPT-2 fixture's perplexities of three texts
 # (utils/make_ppl_fixture.py) put each threshold within 1e-5 of where it splits them.
 fixture=tests/data/hf/gpt2_perplexity.jsonl
