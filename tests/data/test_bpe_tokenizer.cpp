@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "prep_test_util.hpp"
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
 #include "trident/data/tokenizer.hpp"
@@ -18,19 +19,14 @@ namespace {
 
 const std::string kFixtures = std::string(TRIDENT_TEST_DATA) + "/tokenizers";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using prep_test::read_file;  // the whole file as bytes
 
 const Json& texts_json() {  // the texts and cases every fixture shares
-  static const Json json = Json::parse(read_text(kFixtures + "/expected.json"));
+  static const Json json = Json::parse(read_file(kFixtures + "/expected.json"));
   return json;
 }
 
-Json expected_of(const std::string& name) { return Json::parse(read_text(kFixtures + "/" + name + "/expected.json")); }
+Json expected_of(const std::string& name) { return Json::parse(read_file(kFixtures + "/" + name + "/expected.json")); }
 
 std::vector<uint32_t> to_ids(const Json& array) {
   std::vector<uint32_t> ids;

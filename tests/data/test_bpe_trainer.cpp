@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "prep_test_util.hpp"
 #include "temp_dir.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/bpe_trainer.hpp"
@@ -13,12 +14,7 @@
 namespace trident::data {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using prep_test::read_file;  // the whole file as bytes
 
 std::string corpus() {
   std::string text;
@@ -42,7 +38,7 @@ TEST(BpeTrainer, TrainsALoadableDeterministicTokenizer) {
   EXPECT_GT(report.unique_words, 10u);
   EXPECT_EQ(report.bytes_read, corpus().size());
   train_bpe_tokenizer({dir / "a.txt"}, 330, second);
-  EXPECT_EQ(read_text(first), read_text(second));
+  EXPECT_EQ(read_file(first), read_file(second));
 
   const auto tok = load_tokenizer(first);
   EXPECT_EQ(tok->vocab_size(), 330u);

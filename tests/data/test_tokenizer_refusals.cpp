@@ -7,6 +7,7 @@
 #include <functional>
 #include <sstream>
 
+#include "prep_test_util.hpp"
 #include "temp_dir.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/tokenizer.hpp"
@@ -16,12 +17,7 @@ namespace {
 
 const std::string kFixtures = std::string(TRIDENT_TEST_DATA) + "/tokenizers";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using prep_test::read_file;  // the whole file as bytes
 
 // Writes fixture `base` with `edit` applied to its text and expects load_tokenizer to fail with
 // a message naming the file and containing `what`.
@@ -29,7 +25,7 @@ void expect_rejected(const std::string& base, const std::string& name, const std
                      const std::string& what) {
   testing::TempDir dir;
   const std::string path = dir / (name + ".json");
-  std::ofstream(path, std::ios::binary) << edit(read_text(kFixtures + "/" + base + "/tokenizer.json"));
+  std::ofstream(path, std::ios::binary) << edit(read_file(kFixtures + "/" + base + "/tokenizer.json"));
   try {
     load_tokenizer(path);
     ADD_FAILURE() << name << ": loaded";
@@ -164,7 +160,7 @@ TEST(TokenizerRefusal, NoPreTokenizerIsNotRefused) {
   // (no unk_token), as `tokenizers` does.
   testing::TempDir dir;
   const std::string path = dir / "none.json";
-  std::ofstream(path, std::ios::binary) << replace(read_text(kFixtures + "/gpt2/tokenizer.json"), kByteLevelPre,
+  std::ofstream(path, std::ios::binary) << replace(read_file(kFixtures + "/gpt2/tokenizer.json"), kByteLevelPre,
                                                    "\"pre_tokenizer\":null");
   const auto tok = load_tokenizer(path);
   EXPECT_EQ(tok->encode("a b"), tok->encode("ab"));
