@@ -15,14 +15,16 @@
 namespace trident::cli {
 namespace {
 
-std::string scorer_tokenizer(const std::string& source, bool checkpoint, const std::string& requested) {
+// checkpoint: the model a checkpoint source holds, nullptr for an HF directory.
+std::string scorer_tokenizer(const std::string& source, const interop::CheckpointModel* checkpoint,
+                             const std::string& requested) {
   if (requested != "auto") return requested;
   if (!checkpoint) {
     const std::string own = model::model_tokenizer_path(source);
     TRIDENT_CONFIG_CHECK(!own.empty(), "--ppl-model ", source, " has no tokenizer.json: name one with --ppl-tokenizer");
     return own;
   }
-  const interop::CheckpointModel m = checkpoint_model(source);
+  const interop::CheckpointModel& m = *checkpoint;
   if (!m.hf_base.empty())
     if (std::string own = model::model_tokenizer_path(m.hf_base); !own.empty()) return own;
   if (!m.train_data.empty())
@@ -46,6 +48,7 @@ PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, 
   TRIDENT_CONFIG_CHECK(!checkpoint || fs::is_regular_file(source, ec), "--ppl-model ", source,
                        ": neither a Hugging Face model directory (config.json) nor a trident checkpoint file");
   TRIDENT_CONFIG_CHECK(max_tokens >= 2, "--ppl-max-tokens must be at least 2 (got ", max_tokens, ")");
+  interop::CheckpointModel held;  // the checkpoint's model, read once
   std::vector<std::string> args = {"trident", checkpoint ? "--checkpoint.resume=" + source : "--model.init_from=" + source};
   if (!checkpoint) {  // windows as long as the model's positions allow, up to max_tokens
     const model::ModelConfig m = model::read_hf_config(source).config;
@@ -53,8 +56,8 @@ PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, 
     args.push_back("--model.seq_len=" + std::to_string(seq_len));
     args.push_back("--train.micro_batch=" + std::to_string(scoring_rows(seq_len, m.vocab)));
   } else {
-    const model::ModelConfig m = checkpoint_model(source).config;
-    args.push_back("--train.micro_batch=" + std::to_string(scoring_rows(m.seq_len, m.vocab)));
+    held = checkpoint_model(source);
+    args.push_back("--train.micro_batch=" + std::to_string(scoring_rows(held.config.seq_len, held.config.vocab)));
   }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -65,7 +68,7 @@ PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, 
   }
   cfg_.data.train.clear();  // the scorer reads no shards
   cfg_.data.valid.clear();
-  tokenizer_ = data::load_tokenizer(scorer_tokenizer(source, checkpoint, tokenizer));
+  tokenizer_ = data::load_tokenizer(scorer_tokenizer(source, checkpoint ? &held : nullptr, tokenizer));
   TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= static_cast<uint64_t>(cfg_.model.vocab), "--ppl-tokenizer ",
                        tokenizer_->describe(), " has ", tokenizer_->vocab_size(), " ids; the model's vocabulary is ",
                        cfg_.model.vocab);

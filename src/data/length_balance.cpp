@@ -8,16 +8,12 @@
 
 #include "rank_select.hpp"
 #include "trident/core/error.hpp"
+#include "trident/core/rng.hpp"
 
 namespace trident::data {
 namespace {
 
-uint64_t priority_of(uint64_t hash, uint64_t seed) {  // splitmix64's finaliser of hash ^ seed
-  uint64_t h = hash ^ (seed * 0x9E3779B97F4A7C15ull);
-  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-  return h ^ (h >> 31);
-}
+uint64_t priority_of(uint64_t hash, uint64_t seed) { return mix64(hash ^ (seed * 0x9E3779B97F4A7C15ull)); }
 
 int64_t kept_under_cap(const std::vector<int64_t>& counts, int64_t cap) {
   int64_t total = 0;

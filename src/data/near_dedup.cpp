@@ -6,16 +6,12 @@
 #include <limits>
 
 #include "trident/core/error.hpp"
+#include "trident/core/rng.hpp"
 
 namespace trident::data {
 namespace {
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+uint64_t splitmix64(uint64_t& state) { return mix64(state += 0x9E3779B97F4A7C15ull); }
 
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull, kFnvPrime = 0x100000001b3ull;
 

@@ -14,6 +14,7 @@
 #include "prep_output.hpp"
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
+#include "trident/core/rng.hpp"
 #include "trident/data/prep_record.hpp"
 #include "trident/data/shard_set.hpp"
 #include "trident/data/tokenizer.hpp"
@@ -25,12 +26,7 @@ namespace fs = std::filesystem;
 
 constexpr int kMaxWarningsPerRank = 5;
 
-uint64_t remix(uint64_t h, uint64_t salt) {  // splitmix64's finaliser of h ^ salt
-  h ^= salt;
-  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-  return h ^ (h >> 31);
-}
+uint64_t remix(uint64_t h, uint64_t salt) { return mix64(h ^ salt); }
 
 // A tokenised document held until the duplicate decision; its tokens live in one shared buffer.
 struct LocalDocument {

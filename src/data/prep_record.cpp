@@ -5,6 +5,7 @@
 
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
+#include "trident/core/rng.hpp"
 #include "trident/data/chat_template.hpp"
 
 namespace trident::data {
@@ -165,9 +166,7 @@ uint64_t document_content_hash(std::string_view first, std::string_view second) 
   for (char c : first) mix_byte(static_cast<unsigned char>(c));
   for (int i = 0; i < 8; ++i) mix_byte(static_cast<unsigned char>(uint64_t(first.size()) >> (8 * i)));
   for (char c : second) mix_byte(static_cast<unsigned char>(c));
-  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-  return h ^ (h >> 31);
+  return mix64(h);
 }
 
 uint64_t example_placement_hash(const Example& example) {

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "checkpoint_hdf5.hpp"
+#include "trident/core/rng.hpp"
 #include "trident/dist/mpi_session.hpp"
 
 namespace trident::io::detail {
@@ -12,10 +13,7 @@ namespace {
 // Checksum of a tensor, independent of how it is sharded: the sum (mod 2^64) over its elements
 // of a mix of (global index, fp32 bits), so each rank adds its own elements in any order.
 uint64_t element_hash(uint64_t index, uint32_t bits) {
-  uint64_t z = (index * 0x9E3779B97F4A7C15ull) ^ (uint64_t(bits) << 17) ^ bits;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return mix64((index * 0x9E3779B97F4A7C15ull) ^ (uint64_t(bits) << 17) ^ bits);
 }
 
 float as_stored(const Tensor& t, int64_t i) {

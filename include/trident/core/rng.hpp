@@ -26,15 +26,18 @@ inline PhiloxBlock philox4x32_10(PhiloxBlock ctr, uint64_t key) {
   return ctr;
 }
 
+// splitmix64's finaliser: every bit of z reaches every bit of the result (hashes, seeds).
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 // 64-bit FNV-1a of a name, mixed with the seed by splitmix64: the key of one parameter.
 inline uint64_t rng_key(uint64_t seed, std::string_view name) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-  uint64_t z = seed ^ h;
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return mix64((seed ^ h) + 0x9E3779B97F4A7C15ull);
 }
 
 inline PhiloxBlock rng_block(uint64_t key, uint64_t index, uint64_t stream = 0) {
