@@ -156,7 +156,7 @@ int bench_step(int argc, char** argv) {
     train::DataSource& data = run.train_data();
     train::log_model_banner(run);
     train::log_training_banner(run, ops->peak_flops(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32));
-    auto train_step = [&](int64_t s) { return step.run(s, data.load(s), data.valid_targets(s)); };
+    auto train_step = [&](int64_t s) { return step.run(s, data.load(s), data.global_batch_stats(s)); };
 
     for (int64_t s = 0; s < options.warmup; ++s) train_step(s);
     auto comm_seconds = [&] {

@@ -78,6 +78,17 @@ model::ModelConfig read_model_section(const Values& v) {
     TRIDENT_CONFIG_CHECK(m.lora.r >= 1, "lora.r must be >= 1 (got ", m.lora.r, ")");
     m.lora.dropout = v.number("lora.dropout");
   }
+  m.moe.experts = v.int32("moe.experts");
+  if (m.moe.experts != 0) {
+    m.moe.top_k = v.int32("moe.top_k");
+    m.moe.ffn_hidden = v.int32("moe.ffn_hidden");
+    m.moe.every = v.int32("moe.every");
+    m.moe.shared_experts = v.int32("moe.shared_experts");
+    m.moe.norm_topk_prob = v.boolean("moe.norm_topk_prob");
+    m.moe.aux_loss_coef = v.number("moe.aux_loss_coef");
+    m.moe.z_loss_coef = v.number("moe.z_loss_coef");
+    m.moe.capacity_factor = v.number("moe.capacity_factor");
+  }
   m.resolve();
   return m;
 }
@@ -226,6 +237,8 @@ train::LisaConfig read_lisa_section(const Values& v, const train::RunConfig& c) 
   if (lisa.enabled) {
     (void)train::LisaSchedule(lisa, c.model.layers, 0);  // checks layers and interval
     TRIDENT_CONFIG_CHECK(!c.model.lora.enabled(), "lisa.enabled and lora.enabled: choose one way of fine-tuning");
+    TRIDENT_CONFIG_CHECK(!c.model.moe.enabled(), "lisa.enabled with moe.experts > 0 is not supported (LISA samples "
+                         "whole dense blocks); fine-tune MoE models fully or with LoRA");
     // A block drawn again restarts its moments from zero: there is no variance to freeze.
     TRIDENT_CONFIG_CHECK(c.comm.topk_dense_steps == 0, "lisa.enabled and comm.topk_dense_steps: not combinable");
   }

@@ -6,6 +6,13 @@ namespace trident::model {
 namespace {
 std::string block_prefix(int index) { return "blocks." + std::to_string(index); }
 
+// The layer's place among the model's MoE layers.
+int moe_index(const ModelConfig& cfg, int layer) {
+  int n = 0;
+  for (int l = 0; l < layer; ++l) n += cfg.moe.layer(l);
+  return n;
+}
+
 // The gradient reaching a branch through dropout: dres masked the same way (or dres itself).
 const Tensor& through_dropout(Ops& ops, const DropoutSite& site, const Tensor& dres, Tensor& scratch) {
   if (!site.active()) return dres;
@@ -20,8 +27,12 @@ TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConf
       tp_(tp),
       norm1_(store, block_prefix(index) + ".attn_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
       attn_(store, block_prefix(index) + ".attn", cfg, tp, index),
-      norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
-      mlp_(store, block_prefix(index) + ".mlp", cfg, tp) {}
+      norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps) {
+  if (cfg.moe.layer(index))
+    moe_ = std::make_unique<MoeLayer>(store, block_prefix(index) + ".moe", cfg, tp, moe_index(cfg, index));
+  else
+    mlp_ = std::make_unique<Mlp>(store, block_prefix(index) + ".mlp", cfg, tp);
+}
 
 BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DType dtype, bool attention,
                                                     std::optional<DType> stored) const {
@@ -31,7 +42,8 @@ BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DTy
   if (attention) a.attn = attn_.make_activations(ops, batch, dtype, stored);
   a.mid = ops.zeros(Shape{local, cfg_.hidden}, dtype);
   a.norm2 = norm2_.make_activations(ops, local, dtype, stored);
-  a.mlp = mlp_.make_activations(ops, rows, dtype, stored);
+  if (mlp_) a.mlp = mlp_->make_activations(ops, rows, dtype, stored);
+  else a.moe = moe_->make_activations(ops, rows, dtype, stored);
   return a;
 }
 
@@ -44,7 +56,8 @@ BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype
   s.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.dnorm;
   s.branch = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.partial;
   s.attn = attn_.make_scratch(ops, batch, dtype);
-  s.mlp = mlp_.make_scratch(ops, rows, dtype);
+  if (mlp_) s.mlp = mlp_->make_scratch(ops, rows, dtype);
+  else s.moe = moe_->make_scratch(ops, rows, dtype);
   return s;
 }
 
@@ -52,7 +65,7 @@ BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype
 // residual stream: tensor parallelism sums it over the group, or dropout applies to it.
 // Otherwise its output projection adds straight onto the residual stream.
 void TransformerBlock::forward(Ops& ops, const Tensor& x, const TokenPositions& positions, BlockActivations& a, Tensor& y,
-                               BlockScratch& s, const Dropout& dropout) const {
+                               BlockScratch& s, const Dropout& dropout, const MoeStep& moe) const {
   const bool tensor_parallel = tp_.size() > 1;
   norm1_.forward(ops, x, a.norm1);
   const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
@@ -69,12 +82,17 @@ void TransformerBlock::forward(Ops& ops, const Tensor& x, const TokenPositions& 
   const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
   ops.copy(a.mid, y);
   if (tensor_parallel || dropout.mlp.active()) {
-    mlp_.forward(ops, mlp_in, a.mlp, s.partial, /*accumulate=*/false, dropout.lora);
-    Tensor& out = tensor_parallel ? mlp_.finish_output(ops, s.partial, s.branch) : s.partial;
+    if (mlp_) mlp_->forward(ops, mlp_in, a.mlp, s.partial, /*accumulate=*/false, dropout.lora);
+    else moe_->forward(ops, mlp_in, a.moe, s.partial, /*accumulate=*/false, moe);
+    Tensor& out = !tensor_parallel ? s.partial
+                  : mlp_          ? mlp_->finish_output(ops, s.partial, s.branch)
+                                  : moe_->finish_output(s.partial, s.branch);
     dropout.mlp.apply(ops, out);
     ops.add(y, out, y);
+  } else if (mlp_) {
+    mlp_->forward(ops, mlp_in, a.mlp, y, /*accumulate=*/true, dropout.lora);
   } else {
-    mlp_.forward(ops, mlp_in, a.mlp, y, /*accumulate=*/true, dropout.lora);
+    moe_->forward(ops, mlp_in, a.moe, y, /*accumulate=*/true, moe);
   }
 }
 
@@ -85,7 +103,8 @@ void TransformerBlock::backward(Ops& ops, const Tensor& x, const TokenPositions&
   // this rank's rows only), and reduce-scatter d(norm output) back to rows.
   const Tensor& dmlp = tp_.gather_rows(ops, through_dropout(ops, dropout.mlp, dres, s.branch), s.partial);
   const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
-  mlp_.backward(ops, mlp_in, a.mlp, dmlp, s.mlp, s.dnorm, dropout.lora);
+  if (mlp_) mlp_->backward(ops, mlp_in, a.mlp, dmlp, s.mlp, s.dnorm, dropout.lora);
+  else moe_->backward(ops, mlp_in, a.moe, dmlp, s.moe, s.dnorm);
   norm2_.backward(ops, a.mid, a.norm2, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
   // h = x + drop(attn(norm1(x))): dL/dx = dres + norm1'(attn'(drop'(dres))).
   const Tensor& dattn = tp_.gather_rows(ops, through_dropout(ops, dropout.attn, dres, s.branch), s.partial);
@@ -110,6 +129,7 @@ DecodeScratch DecodeScratch::rows(int64_t n) const {
   s.attn = {cut(attn.q), cut(attn.k), cut(attn.v), cut(attn.out), cut(attn.q_raw), cut(attn.k_raw),
             cut_heads(attn.q_rstd, attn.q), cut_heads(attn.k_rstd, attn.k)};
   s.mlp = {cut(mlp.up), cut(mlp.gate), cut(mlp.act)};
+  s.moe = moe.logits.defined() ? moe.prefix(n, norm.y.dim(0)) : moe;
   s.branch = cut(branch);
   return s;
 }
@@ -118,7 +138,8 @@ DecodeScratch TransformerBlock::make_decode_scratch(Ops& ops, int64_t rows, DTyp
   DecodeScratch s;
   s.norm = norm1_.make_activations(ops, rows, dtype);
   s.attn = attn_.make_decode_scratch(ops, rows, dtype);
-  s.mlp = mlp_.make_activations(ops, rows, dtype);
+  if (mlp_) s.mlp = mlp_->make_activations(ops, rows, dtype);
+  else s.moe = moe_->make_activations(ops, rows, dtype);
   s.branch = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   return s;
 }
@@ -129,8 +150,16 @@ void TransformerBlock::decode(Ops& ops, Tensor& x, const Tensor& positions, cons
   attn_.decode(ops, s.norm.y, positions, start, cache, s.attn, s.branch);
   ops.add(x, s.branch, x);
   norm2_.forward(ops, x, s.norm);
-  mlp_.decode(ops, s.norm.y, s.mlp, s.branch);
+  if (mlp_) mlp_->decode(ops, s.norm.y, s.mlp, s.branch);
+  else moe_->decode(ops, s.norm.y, s.moe, s.branch);
   ops.add(x, s.branch, x);
+}
+
+std::vector<Tensor> TransformerBlock::tp_partial_grads() const {
+  std::vector<Tensor> out = attn_.head_norm_grads();
+  if (moe_)
+    for (const Tensor& g : moe_->replicated_grads()) out.push_back(g);
+  return out;
 }
 
 std::vector<Tensor> TransformerBlock::norm_grads() const {

@@ -17,8 +17,17 @@ Decoder::Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max
   caches_.resize(model.num_chunks());
   for (int c = 0; c < model.num_chunks(); ++c)
     for (const auto& block : model.blocks(c)) caches_[c].push_back(block->make_cache(ops, batch, length, dtype));
-  for (int c = 0; c < model.num_chunks() && !scratch_.branch.defined(); ++c)
-    if (!model.blocks(c).empty()) scratch_ = model.blocks(c).front()->make_decode_scratch(ops, rows, dtype);
+  // One set of buffers for all blocks; with MoE layers among dense ones, both kinds' parts.
+  bool dense = false, moe = false;
+  for (int c = 0; c < model.num_chunks(); ++c)
+    for (const auto& block : model.blocks(c)) {
+      if (block->is_moe() ? moe : dense) continue;
+      DecodeScratch s = block->make_decode_scratch(ops, rows, dtype);
+      if (!scratch_.branch.defined()) scratch_ = s;
+      else if (block->is_moe()) scratch_.moe = s.moe;
+      else scratch_.mlp = s.mlp;
+      (block->is_moe() ? moe : dense) = true;
+    }
   if (model.head()) {
     greedy_ = model.head()->make_greedy_buffers(ops, batch, dtype);
     picked_ = ops.zeros(Shape{batch, cfg.hidden}, dtype);

@@ -15,8 +15,17 @@ size_t attention_bytes(const AttentionActivations& a) {
          bytes_of(a.k_raw) + bytes_of(a.q_rstd) + bytes_of(a.k_rstd);
 }
 
+size_t moe_bytes(const MoeActivations& a) {
+  size_t n = 0;
+  for (const Tensor* t : {&a.logits, &a.slots, &a.weights, &a.rows, &a.row_weights, &a.x, &a.experts.up,
+                          &a.experts.gate, &a.experts.act, &a.y, &a.shared.up, &a.shared.gate, &a.shared.act,
+                          &a.shared_y, &a.shared_logit, &a.shared_scale, &a.identity})
+    n += bytes_of(*t);
+  return n;
+}
+
 size_t activation_bytes_of(const BlockActivations& a) {
-  size_t n = attention_bytes(a.attn);
+  size_t n = attention_bytes(a.attn) + moe_bytes(a.moe);
   for (const Tensor* t : {&a.norm1.y, &a.norm1.mean, &a.norm1.rstd, &a.mid, &a.norm2.y, &a.norm2.mean, &a.norm2.rstd,
                           &a.mlp.up, &a.mlp.gate, &a.mlp.act})
     n += bytes_of(*t);
@@ -106,13 +115,20 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
                 rows, ") divisible by tp (", tp_.size(), ")");
   if (needs_window_positions()) window_host_ = Tensor::zeros(Shape{rows}, DType::kI32);
-  TransformerBlock* any_block = nullptr;
+  // Blocks of each kind this rank holds: buffers shared by all blocks need both kinds' parts.
+  TransformerBlock *any_block = nullptr, *moe_block = nullptr, *dense_block = nullptr;
   for (Chunk& chunk : chunks_)
-    if (!chunk.blocks.empty()) any_block = chunk.blocks.front().get();
+    for (auto& block : chunk.blocks) (block->is_moe() ? moe_block : dense_block) = block.get();
+  any_block = dense_block ? dense_block : moe_block;
+  auto shared_activations = [&](bool attention) {
+    BlockActivations a = any_block->make_activations(ops_, micro_batch, dtype_, attention, stored);
+    if (dense_block && moe_block) a.moe = moe_block->make_activations(ops_, micro_batch, dtype_, false, stored).moe;
+    return a;
+  };
   // With recompute, the activations rebuilt in backward live once, shared by every block and
   // slot (all blocks have the same shapes); the slots keep views of them.
   if (plan_.recompute != Recompute::kNone && any_block) {
-    shared_acts_ = any_block->make_activations(ops_, micro_batch, dtype_, /*attention=*/true, stored);
+    shared_acts_ = shared_activations(/*attention=*/true);
     activation_bytes_ += plan_.recompute == Recompute::kFull ? activation_bytes_of(shared_acts_)
                                                              : attention_bytes(shared_acts_.attn);
     if (plan_.recompute == Recompute::kFull) {
@@ -166,6 +182,8 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
     slots_.push_back(std::move(slots));
   }
   if (any_block) scratch_ = any_block->make_scratch(ops_, micro_batch, dtype_, stored);
+  if (dense_block && moe_block) scratch_.moe = moe_block->make_scratch(ops_, micro_batch, dtype_, stored).moe;
+  if (cfg_.moe.enabled()) moe_stats_.assign(size_t(cfg_.moe_layers()) * (kMoeStatFields + cfg_.moe.experts), 0.0);
   if (head_) {
     head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored);
     activation_bytes_ += bytes_of(head_buffers_.logits);
@@ -215,9 +233,10 @@ void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, d
     if (dropout) s.embed_dropout.apply(ops_, s.residual[0]);
   }
   const TokenPositions positions(s.positions, s.window_positions);
+  const MoeStep moe = train ? MoeStep{.aux_scale = s.moe_aux_scale, .stats = moe_stats_.data()} : MoeStep{};
   for (size_t l = 0; l < c.blocks.size(); ++l)
     c.blocks[l]->forward(ops_, s.residual[l], positions, s.acts[l], s.residual[l + 1], scratch_,
-                         dropout ? s.block_dropout[l] : TransformerBlock::Dropout{});
+                         dropout ? s.block_dropout[l] : TransformerBlock::Dropout{}, moe);
   if (!c.predicts) return;
   head_->forward(ops_, s.residual.back(), head_buffers_);
   if (loss_sum) *loss_sum = head_->loss_backward(ops_, s.residual.back(), s.targets, grad_scale, head_buffers_, s.dres);
@@ -232,7 +251,7 @@ void GPTModel::finish_norm_grads(const std::vector<Tensor>& grads) const {
 void GPTModel::finish_block_grads(const TransformerBlock& block) const {
   finish_norm_grads(block.norm_grads());
   if (tp_.size() == 1) return;
-  for (Tensor g : block.head_norm_grads())
+  for (Tensor g : block.tp_partial_grads())
     if (g.defined()) tp_.all_reduce(g);
 }
 
@@ -271,6 +290,11 @@ void GPTModel::load_micro_batch(int chunk, int slot, const Tensor& tokens, const
 double GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                          double grad_scale, bool last_micro_batch) {
   load_micro_batch(chunk, slot, tokens, targets, positions);
+  // The auxiliary losses of each MoE layer, averaged over the layers, enter the objective with
+  // the micro-batch's share of the global batch's tokens (the same for any layout). Set
+  // before the length scope, which restores the slot as it found it.
+  Slot& s = slots_[chunk][slot];
+  s.moe_aux_scale = cfg_.moe.enabled() ? moe_loss_scale_ * double(positions.numel()) / cfg_.moe_layers() : 0.0;
   const LengthScope scope(*this, chunk, slot);
   double loss_sum = 0;
   run_forward(chunk, slot, /*train=*/true, grad_scale, &loss_sum);
@@ -291,7 +315,8 @@ void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
     const TransformerBlock::Dropout d = dropout ? s.block_dropout[l] : TransformerBlock::Dropout{};
     // Rebuild what the forward pass did not keep: same kernels, same inputs, same values.
     if (plan_.recompute == Recompute::kFull)
-      c.blocks[l]->forward(ops_, s.residual[l], positions, s.acts[l], recompute_out_, scratch_, d);
+      c.blocks[l]->forward(ops_, s.residual[l], positions, s.acts[l], recompute_out_, scratch_, d,
+                           MoeStep{.aux_scale = s.moe_aux_scale});
     else if (plan_.recompute == Recompute::kSelective)
       c.blocks[l]->recompute_attention(ops_, positions, s.acts[l], scratch_, d.lora);
     c.blocks[l]->backward(ops_, s.residual[l], positions, s.acts[l], s.dres, scratch_, d);

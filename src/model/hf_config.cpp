@@ -403,6 +403,8 @@ bool is_hf_model_dir(const std::string& path) {
 }
 
 HfFamily hf_family_for(const ModelConfig& cfg) {
+  TRIDENT_CONFIG_CHECK(!cfg.moe.enabled(), "a mixture-of-experts model (moe.experts = ", cfg.moe.experts,
+                       ") has no Hugging Face export yet; keep it as a trident checkpoint");
   if (cfg.arch == Arch::kGPT2) return HfFamily::kGPT2;
   const bool windowed = cfg.sliding_window > 0;
   if (cfg.qk_norm) {
@@ -554,7 +556,7 @@ std::string token_ids_text(const std::vector<int64_t>& ids) {
 
 std::map<std::string, std::string> hf_model_keys(const HfModelInfo& info) {
   const ModelConfig& m = info.config;
-  return {{"model.arch", arch_name(m.arch)},
+  std::map<std::string, std::string> keys = {{"model.arch", arch_name(m.arch)},
           {"model.layers", std::to_string(m.layers)},
           {"model.hidden", std::to_string(m.hidden)},
           {"model.heads", std::to_string(m.heads)},
@@ -574,7 +576,17 @@ std::map<std::string, std::string> hf_model_keys(const HfModelInfo& info) {
           {"model.window_from", std::to_string(m.window_from)},
           {"model.bos_token_id", std::to_string(m.bos_token_id)},
           {"model.eos_token_id", token_ids_text(m.eos_token_ids)},
-          {"model.pad_token_id", std::to_string(m.pad_token_id)}};
+          {"model.pad_token_id", std::to_string(m.pad_token_id)},
+          {"moe.experts", std::to_string(m.moe.experts)}};
+  // The experts' architecture (the auxiliary losses' weights and the capacity are the run's).
+  if (m.moe.enabled()) {
+    keys["moe.top_k"] = std::to_string(m.moe.top_k);
+    keys["moe.ffn_hidden"] = std::to_string(m.moe.ffn_hidden);
+    keys["moe.every"] = std::to_string(m.moe.every);
+    keys["moe.shared_experts"] = std::to_string(m.moe.shared_experts);
+    keys["moe.norm_topk_prob"] = m.moe.norm_topk_prob ? "true" : "false";
+  }
+  return keys;
 }
 
 std::string model_tokenizer_path(const std::string& init_from) {

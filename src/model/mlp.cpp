@@ -6,16 +6,16 @@
 
 namespace trident::model {
 
-Mlp::Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp)
+Mlp::Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp, int ffn_hidden)
     : tp_(tp),
-      ffn_(cfg.ffn_hidden / tp.size()),
-      up_(store, prefix + ".up", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02, Split::kColumn, tp,
+      ffn_((ffn_hidden > 0 ? ffn_hidden : cfg.ffn_hidden) / tp.size()),
+      up_(store, prefix + ".up", cfg.hidden, ffn_ * tp.size(), cfg.has_bias(), 0.02, Split::kColumn, tp,
           cfg.lora.rank_for("up"), cfg.lora.scale()),
-      down_(store, prefix + ".down", cfg.ffn_hidden, cfg.hidden, cfg.has_bias(), 0.02 / std::sqrt(2.0 * cfg.layers),
+      down_(store, prefix + ".down", ffn_ * tp.size(), cfg.hidden, cfg.has_bias(), 0.02 / std::sqrt(2.0 * cfg.layers),
             Split::kRow, tp, cfg.lora.rank_for("down"), cfg.lora.scale()) {
   cfg.check_tensor_parallel(tp.size());
   if (cfg.gated_mlp())
-    gate_ = std::make_unique<Linear>(store, prefix + ".gate", cfg.hidden, cfg.ffn_hidden, cfg.has_bias(), 0.02,
+    gate_ = std::make_unique<Linear>(store, prefix + ".gate", cfg.hidden, ffn_ * tp.size(), cfg.has_bias(), 0.02,
                                      Split::kColumn, tp, cfg.lora.rank_for("gate"), cfg.lora.scale());
 }
 

@@ -66,6 +66,30 @@ void ModelConfig::resolve() {
     TRIDENT_CONFIG_CHECK(gated_mlp() || lora.rank_for("gate") == 0,
                          "lora.targets: gate needs arch = llama (gpt2 has no gate projection)");
   }
+  constexpr int kMaxExperts = 1 << 12;
+  TRIDENT_CONFIG_CHECK(moe.experts == 0 || (moe.experts >= 2 && moe.experts <= kMaxExperts),
+                       "moe.experts must be 0 (dense) or in [2, ", kMaxExperts, "] (got ", moe.experts, ")");
+  if (moe.enabled()) {
+    TRIDENT_CONFIG_CHECK(moe.top_k >= 1 && moe.top_k <= moe.experts, "moe.top_k must be in [1, moe.experts = ",
+                         moe.experts, "] (got ", moe.top_k, ")");
+    if (moe.ffn_hidden == 0) moe.ffn_hidden = ffn_hidden;
+    TRIDENT_CONFIG_CHECK(moe.ffn_hidden >= 1 && moe.ffn_hidden <= 4 * kMaxWidth, "moe.ffn_hidden must be in [1, ",
+                         4 * kMaxWidth, "] (got ", moe.ffn_hidden, ")");
+    TRIDENT_CONFIG_CHECK(moe.every >= 1 && moe.every <= layers, "moe.every must be in [1, model.layers = ", layers,
+                         "] (got ", moe.every, ")");
+    TRIDENT_CONFIG_CHECK(moe.shared_experts >= 0 && moe.shared_experts <= moe.experts,
+                         "moe.shared_experts must be in [0, moe.experts] (got ", moe.shared_experts, ")");
+    TRIDENT_CONFIG_CHECK(moe.aux_loss_coef >= 0 && moe.z_loss_coef >= 0,
+                         "moe.aux_loss_coef and moe.z_loss_coef must be >= 0");
+    TRIDENT_CONFIG_CHECK(moe.capacity_factor == 0 || (moe.capacity_factor > 0 && moe.capacity_factor <= moe.experts),
+                         "moe.capacity_factor must be 0 (dropless) or in (0, moe.experts] (got ", moe.capacity_factor, ")");
+    // LoRA dropout masks are keyed by a token's place in its micro-batch; rows sorted by
+    // expert have no such place that every layout shares.
+    TRIDENT_CONFIG_CHECK(!lora.enabled() || lora.dropout == 0 ||
+                             (lora.rank_for("up") == 0 && lora.rank_for("gate") == 0 && lora.rank_for("down") == 0),
+                         "lora.dropout > 0 on up/gate/down projections is not supported with moe.experts > 0 "
+                         "(target attention projections only, or set lora.dropout = 0)");
+  }
 }
 
 void ModelConfig::check_tensor_parallel(int tp) const {
@@ -73,20 +97,50 @@ void ModelConfig::check_tensor_parallel(int tp) const {
   TRIDENT_CONFIG_CHECK(kv_heads % tp == 0, "model.kv_heads = ", kv_heads, " must be divisible by parallel.tp = ", tp,
                        " (each tensor-parallel rank holds whole key/value heads)");
   TRIDENT_CONFIG_CHECK(ffn_hidden % tp == 0, "model.ffn_hidden = ", ffn_hidden, " must be divisible by parallel.tp = ", tp);
+  TRIDENT_CONFIG_CHECK(!moe.enabled() || moe.ffn_hidden % tp == 0, "moe.ffn_hidden = ", moe.ffn_hidden,
+                       " must be divisible by parallel.tp = ", tp);
+}
+
+namespace {
+// Matmul weights of one MLP of f hidden features.
+int64_t mlp_matmul(const ModelConfig& m, int64_t f) { return (m.gated_mlp() ? 3 : 2) * int64_t(m.hidden) * f; }
+// Its biases (gpt2 only).
+int64_t mlp_biases(const ModelConfig& m, int64_t f) { return m.has_bias() ? f + m.hidden : 0; }
+}  // namespace
+
+int ModelConfig::moe_layers() const {
+  int n = 0;
+  for (int l = 0; l < layers; ++l) n += moe.layer(l);
+  return n;
+}
+
+int64_t ModelConfig::moe_params() const {
+  const int64_t f = moe.ffn_hidden, s = int64_t(moe.shared_experts) * f, c = hidden;
+  int64_t n = c * moe.experts + moe.experts * (mlp_matmul(*this, f) + mlp_biases(*this, f));
+  if (s > 0) n += mlp_matmul(*this, s) + mlp_biases(*this, s) + c;
+  return n;
+}
+
+int64_t ModelConfig::moe_active_params() const {
+  const int64_t f = moe.ffn_hidden, s = int64_t(moe.shared_experts) * f, c = hidden;
+  int64_t n = c * moe.experts + moe.top_k * mlp_matmul(*this, f);
+  if (s > 0) n += mlp_matmul(*this, s) + c;
+  return n;
 }
 
 int64_t ModelConfig::matmul_params() const {
   const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
   const int64_t attn = c * q + 2 * c * kv + q * c;
-  const int64_t mlp = (gated_mlp() ? 3 : 2) * c * ffn_hidden;
-  return layers * (attn + mlp) + int64_t(vocab) * c;
+  const int64_t moe_count = moe_layers();
+  return layers * attn + (layers - moe_count) * mlp_matmul(*this, ffn_hidden) + moe_count * moe_active_params() +
+         int64_t(vocab) * c;
 }
 
 int64_t ModelConfig::block_params() const {
   const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
-  int64_t per_layer = c * q + 2 * c * kv + q * c + (gated_mlp() ? 3 : 2) * c * ffn_hidden;
+  int64_t per_layer = c * q + 2 * c * kv + q * c + mlp_matmul(*this, ffn_hidden) + mlp_biases(*this, ffn_hidden);
   per_layer += (has_bias() ? 2 : 1) * 2 * c;                         // two norms
-  if (has_bias()) per_layer += q + 2 * kv + c + ffn_hidden + c;      // projection biases
+  if (has_bias()) per_layer += q + 2 * kv + c;                       // attention biases
   else if (qkv_bias) per_layer += q + 2 * kv;                        // q, k, v biases
   if (!has_bias() && o_bias) per_layer += c;                         // o bias (Llama's attention_bias)
   if (qk_norm) per_layer += 2 * int64_t(head_size());                // per-head q and k norm weights
@@ -102,17 +156,25 @@ int64_t ModelConfig::head_params() const {
 }
 
 int64_t ModelConfig::total_params() const {
-  return layers * block_params() + embedding_params() + head_params() + lora_params();
+  // An MoE layer holds its experts (and router) in place of the dense MLP.
+  const int64_t moe_swap = moe_layers() * (moe_params() - mlp_matmul(*this, ffn_hidden) - mlp_biases(*this, ffn_hidden));
+  return layers * block_params() + moe_swap + embedding_params() + head_params() + lora_params();
 }
 
 int64_t ModelConfig::lora_params() const {
   if (!lora.enabled()) return 0;
-  const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size(), f = ffn_hidden;
-  const std::pair<const char*, int64_t> shapes[] = {{"q", c + q}, {"k", c + kv}, {"v", c + kv}, {"o", q + c},
-                                                    {"up", c + f},  {"gate", c + f}, {"down", f + c}};
-  int64_t per_layer = 0;
-  for (const auto& [name, in_plus_out] : shapes) per_layer += lora.rank_for(name) * in_plus_out;
-  return layers * per_layer;
+  const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
+  const std::pair<const char*, int64_t> attention[] = {{"q", c + q}, {"k", c + kv}, {"v", c + kv}, {"o", q + c}};
+  int64_t attn = 0;
+  for (const auto& [name, in_plus_out] : attention) attn += lora.rank_for(name) * in_plus_out;
+  // An MLP of f features: its up, gate and down projections.
+  auto mlp = [&](int64_t f) {
+    return (lora.rank_for("up") + (gated_mlp() ? lora.rank_for("gate") : 0) + lora.rank_for("down")) * (c + f);
+  };
+  const int64_t moe_count = moe_layers();
+  const int64_t moe_mlps = moe.experts * mlp(moe.ffn_hidden) +
+                           (moe.shared_experts > 0 ? mlp(int64_t(moe.shared_experts) * moe.ffn_hidden) : 0);
+  return layers * attn + (layers - moe_count) * mlp(ffn_hidden) + moe_count * moe_mlps;
 }
 
 double ModelConfig::train_flops_per_token() const {

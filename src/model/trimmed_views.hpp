@@ -38,13 +38,15 @@ class SequenceTrim {
   }
   MlpActivations operator()(const MlpActivations& a) const { return {rows(a.up), rows(a.gate), rows(a.act)}; }
   BlockActivations operator()(const BlockActivations& a) const {
-    return {(*this)(a.norm1), (*this)(a.attn), rows(a.mid), (*this)(a.norm2), (*this)(a.mlp)};
+    return {(*this)(a.norm1), (*this)(a.attn), rows(a.mid), (*this)(a.norm2), (*this)(a.mlp),
+            a.moe.logits.defined() ? a.moe.prefix(L_, T_) : a.moe};
   }
   BlockScratch operator()(const BlockScratch& s) const {
     return {rows(s.gathered), rows(s.partial), rows(s.dnorm), rows(s.dnorm_rows), rows(s.branch),
             {sequence(s.attn.dout), sequence(s.attn.dq), sequence(s.attn.dk), sequence(s.attn.dv),
              sequence(s.attn.dq_raw), sequence(s.attn.dk_raw)},
-            {rows(s.mlp.dact), rows(s.mlp.dgate)}};
+            {rows(s.mlp.dact), rows(s.mlp.dgate)},
+            s.moe.dy.defined() ? s.moe.prefix(L_, T_) : s.moe};
   }
   HeadBuffers operator()(const HeadBuffers& b) const {
     HeadBuffers t = b;  // the chunk buffers (logits, statistics) are cut per chunk anyway

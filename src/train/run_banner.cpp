@@ -24,6 +24,15 @@ void log_model_banner(RunBuilder& run) {
            "/", m.kv_heads, ", ffn ", m.ffn_hidden, ", vocab ", m.vocab, ", seq ", m.seq_len, ": ",
            model.params().numel() + model.params().frozen_numel(), " parameters on this rank (", m.total_params(),
            " in the model)");
+  if (m.moe.enabled())
+    log.info("mixture of experts: ", m.moe_layers(), " of ", m.layers, " layers with ", m.moe.experts,
+             " experts of ffn ", m.moe.ffn_hidden, ", top-", m.moe.top_k,
+             m.moe.norm_topk_prob ? " (weights renormalised)" : " (raw softmax weights)",
+             m.moe.shared_experts > 0 ? ", a shared MLP of ffn " + std::to_string(m.moe.shared_experts * m.moe.ffn_hidden)
+                                      : std::string(),
+             ", ", m.moe.capacity_factor > 0 ? "capacity factor " + detail::concat(m.moe.capacity_factor) : "dropless",
+             ", aux loss coef ", m.moe.aux_loss_coef, ", z-loss coef ", m.moe.z_loss_coef, "; ", m.matmul_params(),
+             " matmul parameters active per token");
   const model::TensorParallel& tp = model.tensor_parallel();
   if (tp.size() > 1)
     log.info("tensor parallel: tp ", tp.size(), ", ", m.heads / tp.size(), " heads and ",

@@ -58,7 +58,7 @@ Trainer::~Trainer() = default;
 StepResult Trainer::train_step(int64_t step) {
   DataSource& data = run_.train_data();
   const std::vector<data::Batch>& batches = data.load(step);
-  return step_.run(step, batches, data.valid_targets(step));
+  return step_.run(step, batches, data.global_batch_stats(step));
 }
 
 void Trainer::save(int64_t steps_done) {
@@ -178,6 +178,12 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                                 {"padding", padding_share(batch)},
                                 {"truncated", double(batch.truncated_documents)}};
     if (run_.ops().device() != Device::kCPU) record.push_back({"gpu_mem_mb", run_.ops().peak_device_mb()});
+    if (model.config().moe.enabled()) {
+      record.push_back({"moe_aux_loss", r.moe_aux_loss});
+      record.push_back({"moe_z_loss", r.moe_z_loss});
+      record.push_back({"moe_load_max_over_mean", r.moe_load_max_over_mean});
+      record.push_back({"moe_dropped_tokens", r.moe_dropped});
+    }
     record_->write(record);
   }
   // The pace of this start (a resumed run's earlier starts ran on other machines, maybe).
@@ -188,6 +194,27 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                 static_cast<long long>(step + 1), static_cast<long long>(cfg_.train.steps), r.loss, r.lr, r.grad_norm,
                 tokens_per_s, 100.0 * mfu, format_duration(eta).c_str());
   log_.progress(line);
+  if (!r.moe_load.empty()) log_moe_load(r);
+}
+
+void Trainer::log_moe_load(const StepResult& r) {
+  // One line per step logged: each MoE layer's share of assignments per expert, in percent.
+  std::string text = "moe: aux " + detail::concat(r.moe_aux_loss) + ", max/mean load " +
+                     detail::concat(r.moe_load_max_over_mean) + ", dropped " + detail::concat(r.moe_dropped) +
+                     "; expert load %";
+  const model::ModelConfig& m = run_.model().config();
+  size_t index = 0;
+  for (int l = 0; l < m.layers && index < r.moe_load.size(); ++l) {
+    if (!m.moe.layer(l)) continue;
+    text += " | layer " + std::to_string(l) + ":";
+    for (const double share : r.moe_load[index]) {
+      char cell[16];
+      std::snprintf(cell, sizeof cell, " %.0f", 100.0 * share);
+      text += cell;
+    }
+    ++index;
+  }
+  log_.info(text);
 }
 
 }  // namespace trident::train

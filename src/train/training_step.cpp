@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "trident/core/timer.hpp"
 #include "trident/train/optim/lr_schedule.hpp"
@@ -16,7 +17,9 @@ TrainingStep::TrainingStep(const TrainConfig& cfg, model::GPTModel& model, Pipel
     : cfg_(cfg), model_(model), pipeline_(pipeline), reducer_(reducer), optimizer_(optimizer), scaler_(scaler),
       topology_(topology), lisa_(lisa), hooks_(hooks) {}
 
-StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batches, int64_t valid_targets) {
+StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batches,
+                             const data::GlobalBatchStats& batch) {
+  const int64_t valid_targets = batch.valid_targets;
   Stopwatch watch;
   if (valid_targets == 0) {
     // Every rank counts the same global batch: all skip it together, nothing computed.
@@ -38,12 +41,15 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
   const double loss_scale = scaler_.scale();
   const double grad_scale = loss_scale / static_cast<double>(valid_targets);
   model_.refresh_weights();  // mixed precision: the 16-bit weights of this step's masters
+  model_.set_moe_loss_scale(loss_scale / static_cast<double>(std::max<int64_t>(1, batch.computed_tokens)));
+  model_.reset_moe_stats();
   double loss_sum = pipeline_.run(step, grad_scale, batches);
   reducer_.finish();
   topology_.pp().all_reduce_sum(&loss_sum, 1);  // the loss lives on the last stage
   topology_.dp().all_reduce_sum(&loss_sum, 1);
 
   StepResult r;
+  collect_moe_stats(r);
   r.loss_scale = loss_scale;
   r.loss = loss_sum / static_cast<double>(valid_targets);
   r.grad_norm = reducer_.grad_norm() / loss_scale;
@@ -63,6 +69,33 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
   r.seconds = watch.seconds();
   r.bubble = pipeline_.run_seconds() > 0 ? pipeline_.wait_seconds() / r.seconds : 0;
   return r;
+}
+
+void TrainingStep::collect_moe_stats(StepResult& r) {
+  const model::MoeConfig& moe = model_.config().moe;
+  if (!moe.enabled()) return;
+  // Each layer's row lives on one stage (zeros elsewhere); tp ranks hold identical rows.
+  std::vector<double> stats = model_.moe_stats();
+  topology_.pp().all_reduce_sum(stats.data(), static_cast<int>(stats.size()));
+  topology_.dp().all_reduce_sum(stats.data(), static_cast<int>(stats.size()));
+  const int layers = model_.config().moe_layers(), width = model::kMoeStatFields + moe.experts;
+  double tokens = 0;
+  for (int l = 0; l < layers; ++l) {
+    const double* row = stats.data() + size_t(l) * width;
+    tokens += row[0];
+    r.moe_aux_loss += row[1];
+    r.moe_z_loss += row[2];
+    r.moe_dropped += row[3];
+    const double* load = row + model::kMoeStatFields;
+    const double total = std::accumulate(load, load + moe.experts, 0.0);
+    std::vector<double> share(load, load + moe.experts);
+    for (double& s : share) s = total > 0 ? s / total : 0.0;
+    const double most = *std::max_element(load, load + moe.experts), mean = total / moe.experts;
+    r.moe_load_max_over_mean = std::max(r.moe_load_max_over_mean, mean > 0 ? most / mean : 0.0);
+    r.moe_load.push_back(std::move(share));
+  }
+  // Every layer routes the same tokens: the sums over layers give the mean over layers.
+  if (tokens > 0) r.moe_aux_loss /= tokens, r.moe_z_loss /= tokens;
 }
 
 }  // namespace trident::train

@@ -62,6 +62,9 @@ class InvertedDeviceOps final : public Ops {
   void bias_backward(const Tensor&, Tensor&) override { unsupported("bias_backward"); }
   void add(const Tensor&, const Tensor&, Tensor&) override { unsupported("add"); }
   void scale(Tensor&, double) override { unsupported("scale"); }
+  void gather_rows(const Tensor&, const Tensor&, const Tensor&, Tensor&) override { unsupported("gather_rows"); }
+  void combine_rows(const Tensor&, const Tensor&, const Tensor&, Tensor&, bool) override { unsupported("combine_rows"); }
+  void row_dots(const Tensor&, const Tensor&, const Tensor&, Tensor&) override { unsupported("row_dots"); }
   double sum_squares(const Tensor&) override { unsupported("sum_squares"); }
   void embedding_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Tensor&) override {
     unsupported("embedding_forward");

@@ -47,6 +47,7 @@ RunConfig tiny_run(int dp, const std::string& run_dir) {
 
 struct Curve {
   std::vector<double> losses;
+  std::vector<double> moe_aux, moe_load;  // MoE: the step's load-balancing loss and max/mean load
   std::vector<double> params;  // this rank's flat parameter buffer
   // Per parameter: each local element's global index and value (shards map into the whole).
   std::map<std::string, std::vector<std::pair<int64_t, double>>> by_name;
@@ -79,7 +80,12 @@ Curve train(const RunConfig& cfg, MPI_Comm base) {
   RunBuilder builder(cfg, *ops, topology, quiet);
   Trainer trainer(builder);
   Curve curve;
-  for (int64_t s = 0; s < cfg.train.steps; ++s) curve.losses.push_back(trainer.train_step(s).loss);
+  for (int64_t s = 0; s < cfg.train.steps; ++s) {
+    const StepResult r = trainer.train_step(s);
+    curve.losses.push_back(r.loss);
+    curve.moe_aux.push_back(r.moe_aux_loss);
+    curve.moe_load.push_back(r.moe_load_max_over_mean);
+  }
   auto& store = builder.model().params();
   curve.params = testing::to_vector(store.flat_values().narrow(0, store.numel()));
   for (const auto& p : store.all()) {
@@ -227,6 +233,41 @@ TEST_F(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
           EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what.str() << " step " << s + 1;
         EXPECT_LT(parameter_error(got, reference), 1e-5) << what.str();
       }
+    }
+  }
+}
+
+// Mixture of experts (dropless, and with a capacity that drops assignments), every layout that
+// fits the world with tp sequence-parallel, and pp: the single-rank losses, auxiliary losses,
+// expert loads and parameters. Llama: every layer MoE with a shared expert, both auxiliary
+// losses; GPT-2: every second layer, GELU experts with biases, capacity 1.
+TEST_F(LayoutInvariance, MixtureOfExpertsMatchesSingleRank) {
+  for (model::Arch arch : {model::Arch::kLlama, model::Arch::kGPT2}) {
+    RunConfig ref_cfg = tiny_run(1, ref_dir());
+    ref_cfg.model.arch = arch;
+    ref_cfg.model.layers = 4;
+    ref_cfg.model.kv_heads = arch == model::Arch::kLlama ? 2 : 4;
+    ref_cfg.model.tie_embeddings = arch == model::Arch::kGPT2;
+    ref_cfg.model.ffn_hidden = 0;
+    const bool llama = arch == model::Arch::kLlama;
+    ref_cfg.model.moe = {.experts = 4, .top_k = 2, .ffn_hidden = 48, .every = llama ? 1 : 2,
+                         .shared_experts = llama ? 1 : 0, .norm_topk_prob = llama, .aux_loss_coef = 0.1,
+                         .z_loss_coef = llama ? 0.01 : 0.0, .capacity_factor = llama ? 0.0 : 1.0};
+    ref_cfg.model.resolve();
+    const Curve reference = train(ref_cfg, MPI_COMM_SELF);
+    std::vector<Layout3> layouts = small_layouts(world);
+    if (world == 4) layouts.push_back({1, 1, 4});
+    for (const Layout3& L : layouts) {
+      RunConfig cfg = in_layout(ref_cfg, L, dp_dir());
+      cfg.sequence_parallel = L.tp > 1;
+      const Curve got = train(cfg, MPI_COMM_WORLD);
+      const std::string what = std::string("MoE ") + model::arch_name(arch) + " " + L.str();
+      for (size_t s = 0; s < reference.losses.size(); ++s) {
+        EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what << " step " << s + 1;
+        EXPECT_NEAR(got.moe_aux[s], reference.moe_aux[s], 1e-5 * reference.moe_aux[s]) << what << " step " << s + 1;
+        EXPECT_NEAR(got.moe_load[s], reference.moe_load[s], 1e-9) << what << " step " << s + 1;
+      }
+      EXPECT_LT(parameter_error(got, reference), 1e-5) << what;
     }
   }
 }

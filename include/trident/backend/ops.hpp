@@ -116,6 +116,20 @@ class Ops {
   virtual void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate,
                                Tensor& dup) = 0;
 
+  // Mixture-of-experts token movement over rows of C features. index, slots: int32 on the
+  // device; scale, weights: fp32 (fp64 in fp64 calls); x, y, a, b, out [ACT]. Row sums are
+  // accumulated in double. Each output row is written by one thread group: deterministic.
+  // gather_rows: out[m, :] = scale[m] * x[index[m], :] for m < M (scale undefined: 1).
+  //   x [N, C], index [M] in [0, N), out [M, C].
+  virtual void gather_rows(const Tensor& x, const Tensor& index, const Tensor& scale, Tensor& out) = 0;
+  // combine_rows: out[n, :] (+)= sum over j with slots[n, j] >= 0 of weights[n, j] * y[slots[n, j], :]
+  //   (weights undefined: 1; "+=" when accumulate). y [M, C], slots [N, K], out [N, C].
+  virtual void combine_rows(const Tensor& y, const Tensor& slots, const Tensor& weights, Tensor& out,
+                            bool accumulate) = 0;
+  // row_dots: out[n, j] = a[n, :] . b[slots[n, j], :], 0 where slots[n, j] < 0.
+  //   a [N, C], b [M, C], slots [N, K], out [N, K] fp32 (fp64 in fp64 calls).
+  virtual void row_dots(const Tensor& a, const Tensor& b, const Tensor& slots, Tensor& out) = 0;
+
   // Rotary embedding in place on x[N, H*HS], rotate-half pairing (i, i + HS/2) as in Llama;
   // angle = positions[n] * f.inv_freq[i] (i < HS/2), cos and sin scaled by f.scale. Backward
   // rotates the gradient by the negative angle. x, dx [ACT] (rotated in fp32, rounded once).

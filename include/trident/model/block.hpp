@@ -11,6 +11,7 @@
 #include "trident/model/attention.hpp"
 #include "trident/model/dropout_site.hpp"
 #include "trident/model/mlp.hpp"
+#include "trident/model/moe.hpp"
 #include "trident/model/norm.hpp"
 
 namespace trident::model {
@@ -20,7 +21,8 @@ struct BlockActivations {
   AttentionActivations attn;
   Tensor mid;  // [R, C] h, the residual stream between attention and MLP
   NormActivations norm2;  // [R, C]
-  MlpActivations mlp;
+  MlpActivations mlp;     // dense layers
+  MoeActivations moe;     // mixture-of-experts layers
 };
 
 // Temporaries shared by all blocks.
@@ -32,6 +34,7 @@ struct BlockScratch {
   Tensor branch;     // [R, C] a branch output (or its gradient) on its way through dropout
   AttentionScratch attn;
   MlpScratch mlp;
+  MoeScratch moe;
 };
 
 // Generation temporaries for N new rows, shared by all blocks (whole rows, compute dtype).
@@ -39,6 +42,7 @@ struct DecodeScratch {
   NormActivations norm;    // [N, C]
   DecodeAttention attn;
   MlpActivations mlp;      // [N, F/tp]
+  MoeActivations moe;      // mixture-of-experts layers
   Tensor branch;           // [N, C] a branch's complete output
   // The first `rows` rows of every buffer (a call with fewer new tokens).
   DecodeScratch rows(int64_t rows) const;
@@ -61,8 +65,9 @@ class TransformerBlock {
     DropoutSite attn, mlp, lora;
   };
 
+  // moe: what a mixture-of-experts layer records and the weight of its auxiliary losses.
   void forward(Ops& ops, const Tensor& x, const TokenPositions& positions, BlockActivations& a, Tensor& y, BlockScratch& s,
-               const Dropout& dropout) const;
+               const Dropout& dropout, const MoeStep& moe = {}) const;
   // Selective recompute: rebuilds a.attn (q, k, v, attention output, lse) from a.norm1.
   void recompute_attention(Ops& ops, const TokenPositions& positions, BlockActivations& a, BlockScratch& s,
                            const DropoutSite& lora = {}) const;
@@ -80,6 +85,11 @@ class TransformerBlock {
   // The per-head q/k norms' gradients (qk_norm): partial sums of this rank's heads under
   // tensor parallelism, summed over the group once per step.
   std::vector<Tensor> head_norm_grads() const { return attn_.head_norm_grads(); }
+  // Gradients of replicated weights that tensor parallelism leaves partial on each rank: the
+  // per-head q/k norms (qk_norm) and an MoE layer's router and shared gate. Summed over the
+  // group once per step.
+  std::vector<Tensor> tp_partial_grads() const;
+  bool is_moe() const { return moe_ != nullptr; }
   bool windowed() const { return attn_.windowed(); }
   // On entry dres = dL/dy; on return dres = dL/dx. Parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const TokenPositions& positions, const BlockActivations& a, Tensor& dres,
@@ -91,7 +101,8 @@ class TransformerBlock {
   Norm norm1_;
   Attention attn_;
   Norm norm2_;
-  Mlp mlp_;
+  std::unique_ptr<Mlp> mlp_;     // dense layers
+  std::unique_ptr<MoeLayer> moe_;  // mixture-of-experts layers (moe.every)
 };
 
 }  // namespace trident::model

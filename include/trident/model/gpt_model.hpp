@@ -100,6 +100,14 @@ class GPTModel {
   // Gradients from this offset on never wait for the embedding group (see above).
   int64_t untied_offset() const { return tied_end_; }
 
+  // Mixture of experts: the weight of the auxiliary losses per token of the global batch
+  // (loss scale / its tokens), set before each step; and the statistics the step's training
+  // forward passes recorded, [moe layer][kMoeStatFields + E] sums over this rank's layers and
+  // micro-batches (zero for layers on other stages), reset by reset_moe_stats().
+  void set_moe_loss_scale(double scale) { moe_loss_scale_ = scale; }
+  const std::vector<double>& moe_stats() const { return moe_stats_; }
+  void reset_moe_stats() { std::fill(moe_stats_.begin(), moe_stats_.end(), 0.0); }
+
   size_t activation_bytes() const { return activation_bytes_; }
   DType dtype() const { return dtype_; }
 
@@ -119,6 +127,7 @@ class GPTModel {
     Tensor dres;                        // [B*T, C] residual-stream gradient (sent upstream)
     DropoutSite embed_dropout;
     std::vector<TransformerBlock::Dropout> block_dropout;
+    double moe_aux_scale = 0;  // the micro-batch's weight of the MoE auxiliary losses
   };
   struct Chunk {
     int first_layer = 0;
@@ -170,6 +179,8 @@ class GPTModel {
   std::vector<TransformerBlock::Dropout> layer_dropout_keys_;  // per global layer
   std::function<void(int64_t)> grad_ready_hook_;
   size_t activation_bytes_ = 0;
+  double moe_loss_scale_ = 0;
+  std::vector<double> moe_stats_;
 };
 
 }  // namespace trident::model

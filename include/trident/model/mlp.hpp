@@ -23,7 +23,9 @@ struct MlpScratch {
 
 class Mlp {
  public:
-  Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp = {});
+  // ffn_hidden: the hidden features of this MLP (0: cfg.ffn_hidden; an expert's or the shared
+  // MLP's size in MoE layers).
+  Mlp(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp = {}, int ffn_hidden = 0);
   // All in `stored` (16 bits under mixed precision) when given, else dtype.
   MlpActivations make_activations(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored = {}) const;
   MlpScratch make_scratch(Ops& ops, int64_t rows, DType dtype) const;
@@ -37,6 +39,11 @@ class Mlp {
   void decode(Ops& ops, const Tensor& x, MlpActivations& a, Tensor& out) const;
   // Sums the partial outputs over the group into this rank's rows and adds the bias.
   Tensor& finish_output(Ops& ops, Tensor& partial, Tensor& rows) const;
+  // The down projection's bias (gpt2), which a row-parallel forward leaves out: added to the
+  // partial output of one tensor-parallel rank (MoE experts, whose outputs are weighted before
+  // the group sums them).
+  void add_output_bias(Ops& ops, Tensor& out) const { down_.add_bias(ops, out); }
+  int hidden_features() const { return ffn_; }  // on this rank
   // dx = d(x) from dout (overwritten; under tensor parallelism this rank's partial sum);
   // parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dout, MlpScratch& s,

@@ -25,6 +25,23 @@ struct LoraConfig {
   int rank_for(const std::string& name) const;
 };
 
+// Mixture of experts ([moe]): in MoE layers the MLP becomes `experts` MLPs of ffn_hidden
+// features each, of which a linear router (softmax over experts) picks top_k per token; their
+// outputs are summed with the routing weights. Off when experts = 0.
+struct MoeConfig {
+  int experts = 0;
+  int top_k = 2;
+  int ffn_hidden = 0;       // 0: model.ffn_hidden
+  int every = 1;            // layer l is an MoE layer when (l + 1) % every == 0 (Qwen2-MoE's decoder_sparse_step)
+  int shared_experts = 0;   // a shared MLP of shared_experts * ffn_hidden features behind a sigmoid gate (Qwen2-MoE)
+  bool norm_topk_prob = true;  // renormalise the chosen k probabilities to sum to 1 (Mixtral; Qwen's flag)
+  double aux_loss_coef = 0.01;  // load-balancing loss E * sum_e f_e * P_e (Switch / Mixtral), mean over MoE layers
+  double z_loss_coef = 0;       // router z-loss mean_t logsumexp(logits_t)^2 (ST-MoE), mean over MoE layers
+  double capacity_factor = 0;   // 0: dropless; else each expert takes ceil(factor * N * k / E) of a micro-batch's N tokens
+  bool enabled() const { return experts > 0; }
+  bool layer(int index) const { return enabled() && (index + 1) % every == 0; }
+};
+
 struct ModelConfig {
   Arch arch = Arch::kGPT2;
   int layers = 8;
@@ -54,6 +71,7 @@ struct ModelConfig {
   int64_t bos_token_id = -1, pad_token_id = -1;
   std::vector<int64_t> eos_token_ids;  // none, one or several
   LoraConfig lora;
+  MoeConfig moe;
 
   // Fills kv_heads/ffn_hidden defaults and checks every rule; ConfigError names the key.
   void resolve();
@@ -81,6 +99,11 @@ struct ModelConfig {
   int64_t embedding_params() const;  // token (and position) table
   int64_t head_params() const;       // final norm and an untied head
   int64_t lora_params() const;  // the adapters' parameters (0 without LoRA)
+  int moe_layers() const;       // layers whose MLP is a mixture of experts
+  // One MoE layer's feed-forward parameters: all of them, and those one token uses (router,
+  // top_k experts, shared MLP and its gate).
+  int64_t moe_params() const;
+  int64_t moe_active_params() const;
   // Training FLOPs per token: 6 * matmul params + 12 * layers * seq_len * hidden (attention);
   // under LoRA the frozen weights get no weight gradient: 4 * their params, plus the adapters'.
   double train_flops_per_token() const;

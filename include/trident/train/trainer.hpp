@@ -43,6 +43,7 @@ class Trainer {
 
  private:
   void log_step(int64_t step, const StepResult& r);
+  void log_moe_load(const StepResult& r);  // the expert load line of an MoE run
   // Counts consecutive skipped (non-finite) steps, stops after train.max_bad_steps of them, and
   // logs loss spikes.
   void check_health(int64_t step, const StepResult& r);

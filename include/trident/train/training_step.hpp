@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trident/data/batch.hpp"
+#include "trident/data/sampler.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/model/gpt_model.hpp"
 #include "trident/train/optim/adamw.hpp"
@@ -31,6 +32,11 @@ struct StepResult {
   bool skipped = false;   // no update on any rank: a non-finite loss or gradient, or no targets
   bool no_targets = false;  // the global batch held no trainable target (every token a prompt's)
   double loss_scale = 1;  // the scale this step used
+  // Mixture of experts (zero without): the step's auxiliary losses (mean over MoE layers,
+  // before their coefficients), the most loaded expert over the mean (largest over layers),
+  // assignments dropped for capacity, and each MoE layer's share of assignments per expert.
+  double moe_aux_loss = 0, moe_z_loss = 0, moe_load_max_over_mean = 0, moe_dropped = 0;
+  std::vector<std::vector<double>> moe_load;
 };
 
 class TrainingStep {
@@ -42,9 +48,10 @@ class TrainingStep {
                AdamW& optimizer, LossScaler& scaler, dist::Topology& topology, LisaSwitch* lisa = nullptr,
                RunHooks* hooks = nullptr);
 
-  // Optimizer step `step` (0-based) on batches (micro-batch k of this rank at k); valid_targets
-  // counts the targets >= 0 of the whole global batch (all dp ranks).
-  StepResult run(int64_t step, const std::vector<data::Batch>& batches, int64_t valid_targets);
+  // Optimizer step `step` (0-based) on batches (micro-batch k of this rank at k); batch: what
+  // the whole global batch holds (all dp ranks): its valid targets normalise the loss, its
+  // computed tokens the MoE auxiliary losses.
+  StepResult run(int64_t step, const std::vector<data::Batch>& batches, const data::GlobalBatchStats& batch);
 
  private:
   const TrainConfig& cfg_;
@@ -56,6 +63,8 @@ class TrainingStep {
   dist::Topology& topology_;
   LisaSwitch* lisa_;
   RunHooks* hooks_;
+  // Sums the MoE statistics over the stages and data-parallel ranks into r.
+  void collect_moe_stats(StepResult& r);
 };
 
 }  // namespace trident::train

@@ -109,6 +109,16 @@ class CpuOps final : public Ops {
                        Tensor& dup) override {
     cpu::swiglu_backward(gate, up, dy, dgate, dup);
   }
+  void gather_rows(const Tensor& x, const Tensor& index, const Tensor& scale, Tensor& out) override {
+    cpu::gather_rows(x, index, scale, out);
+  }
+  void combine_rows(const Tensor& y, const Tensor& slots, const Tensor& weights, Tensor& out,
+                    bool accumulate) override {
+    cpu::combine_rows(y, slots, weights, out, accumulate);
+  }
+  void row_dots(const Tensor& a, const Tensor& b, const Tensor& slots, Tensor& out) override {
+    cpu::row_dots(a, b, slots, out);
+  }
 
   void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
     cpu::rope(x, positions, head_size, f, /*inverse=*/false, rope_table_);

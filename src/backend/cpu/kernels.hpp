@@ -52,6 +52,10 @@ void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
 void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y);
 void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup);
 
+void gather_rows(const Tensor& x, const Tensor& index, const Tensor& scale, Tensor& out);
+void combine_rows(const Tensor& y, const Tensor& slots, const Tensor& weights, Tensor& out, bool accumulate);
+void row_dots(const Tensor& a, const Tensor& b, const Tensor& slots, Tensor& out);
+
 // rope.cpp: cos/sin of pos * theta^(-2i/HS) for pos < positions(), i < HS/2, computed in
 // double once and grown on demand (owned by the CpuOps object, not global).
 class RopeTable {

@@ -289,6 +289,31 @@ class CudaOps final : public Ops {
     on_device(dup, op, "dup");
     cuda::swiglu_backward(gate, up, dy, dgate, dup, stream_);
   }
+  void gather_rows(const Tensor& x, const Tensor& index, const Tensor& scale, Tensor& out) override {
+    constexpr const char* op = "gather_rows";
+    on_device(x, op, "x");
+    on_device(index, op, "index");
+    on_device_opt(scale, op, "scale");
+    on_device(out, op, "out");
+    cuda::gather_rows(x, index, scale, out, stream_);
+  }
+  void combine_rows(const Tensor& y, const Tensor& slots, const Tensor& weights, Tensor& out,
+                    bool accumulate) override {
+    constexpr const char* op = "combine_rows";
+    on_device(y, op, "y");
+    on_device(slots, op, "slots");
+    on_device_opt(weights, op, "weights");
+    on_device(out, op, "out");
+    cuda::combine_rows(y, slots, weights, out, accumulate, stream_);
+  }
+  void row_dots(const Tensor& a, const Tensor& b, const Tensor& slots, Tensor& out) override {
+    constexpr const char* op = "row_dots";
+    on_device(a, op, "a");
+    on_device(b, op, "b");
+    on_device(slots, op, "slots");
+    on_device(out, op, "out");
+    cuda::row_dots(a, b, slots, out, stream_);
+  }
 
   void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
     on_device(x, "rope_forward", "x");

@@ -34,6 +34,12 @@ void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y, cudaStream_
 void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup,
                      cudaStream_t stream);
 
+// moe_rows.cu
+void gather_rows(const Tensor& x, const Tensor& index, const Tensor& scale, Tensor& out, cudaStream_t stream);
+void combine_rows(const Tensor& y, const Tensor& slots, const Tensor& weights, Tensor& out, bool accumulate,
+                  cudaStream_t stream);
+void row_dots(const Tensor& a, const Tensor& b, const Tensor& slots, Tensor& out, cudaStream_t stream);
+
 // rope.cu
 void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f, cudaStream_t stream);
 void rope_backward(Tensor& dx, const Tensor& positions, int head_size, const RotaryFrequencies& f, cudaStream_t stream);

@@ -77,6 +77,16 @@ class ProfilingOps final : public Ops {
   void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup) override {
     timed(KernelPhase::kElementwise, "swiglu_backward", [&] { inner_.swiglu_backward(gate, up, dy, dgate, dup); });
   }
+  void gather_rows(const Tensor& x, const Tensor& index, const Tensor& scale, Tensor& out) override {
+    timed(KernelPhase::kElementwise, "gather_rows", [&] { inner_.gather_rows(x, index, scale, out); });
+  }
+  void combine_rows(const Tensor& y, const Tensor& slots, const Tensor& weights, Tensor& out,
+                    bool accumulate) override {
+    timed(KernelPhase::kElementwise, "combine_rows", [&] { inner_.combine_rows(y, slots, weights, out, accumulate); });
+  }
+  void row_dots(const Tensor& a, const Tensor& b, const Tensor& slots, Tensor& out) override {
+    timed(KernelPhase::kElementwise, "row_dots", [&] { inner_.row_dots(a, b, slots, out); });
+  }
   void rope_forward(Tensor& x, const Tensor& positions, int head_size, const RotaryFrequencies& f) override {
     timed(KernelPhase::kAttention, "rope_forward", [&] { inner_.rope_forward(x, positions, head_size, f); });
   }

@@ -1,0 +1,238 @@
+// Mixture-of-experts layer: router, dispatch into expert order, experts, combine, backward.
+#include "trident/model/moe.hpp"
+
+#include <cmath>
+
+namespace trident::model {
+
+namespace {
+
+// The first n of `of` rows of t (any buffer whose rows are proportional to the token count).
+Tensor prefix_rows(const Tensor& t, int64_t n, int64_t of) {
+  if (!t.defined() || n == of) return t;
+  Shape s = t.shape();
+  TRIDENT_CHECK(s[0] * n % of == 0, "cannot cut ", s.str(), " to ", n, " of ", of, " rows");
+  s[0] = s[0] * n / of;
+  return t.flat().narrow(0, s.numel()).view(s);
+}
+
+MlpActivations prefix_mlp(const MlpActivations& a, int64_t n, int64_t of) {
+  return {prefix_rows(a.up, n, of), prefix_rows(a.gate, n, of), prefix_rows(a.act, n, of)};
+}
+
+// The host values of t's first n elements (fp32 or fp64) as doubles, copied from the device
+// when t lives there.
+void download(Ops& ops, const Tensor& t, int64_t n, std::vector<double>& out) {
+  Tensor src = t.flat().narrow(0, n);
+  Tensor host = src;
+  if (t.device() != Device::kCPU) {
+    host = Tensor::zeros(src.shape(), src.dtype());
+    ops.copy(src, host);
+  }
+  out.resize(size_t(n));
+  if (host.dtype() == DType::kF64) std::copy(host.data<double>(), host.data<double>() + n, out.begin());
+  else {
+    TRIDENT_CHECK(host.dtype() == DType::kF32, "moe: router values are ", dtype_name(host.dtype()), ", expected fp32");
+    std::copy(host.data<float>(), host.data<float>() + n, out.begin());
+  }
+}
+
+// values[0, n) into the first n elements of t (fp32, fp64 or int32), through the host.
+template <typename V>
+void upload(Ops& ops, const V* values, int64_t n, const Tensor& t) {
+  Tensor dst = t.flat().narrow(0, n);
+  Tensor host = t.device() == Device::kCPU ? dst : Tensor::zeros(dst.shape(), dst.dtype());
+  switch (host.dtype()) {
+    case DType::kF32: std::transform(values, values + n, host.data<float>(), [](V v) { return float(v); }); break;
+    case DType::kF64: std::transform(values, values + n, host.data<double>(), [](V v) { return double(v); }); break;
+    case DType::kI32: std::transform(values, values + n, host.data<int32_t>(), [](V v) { return int32_t(v); }); break;
+    default: TRIDENT_CHECK(false, "moe: cannot upload to ", dtype_name(host.dtype()));
+  }
+  if (t.device() != Device::kCPU) ops.copy(host, dst);
+}
+
+double sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
+
+}  // namespace
+
+MoeActivations MoeActivations::prefix(int64_t n, int64_t of) const {
+  MoeActivations p = *this;
+  for (Tensor* t : {&p.logits, &p.slots, &p.weights, &p.rows, &p.row_weights, &p.x, &p.y, &p.shared_y,
+                    &p.shared_logit, &p.shared_scale, &p.identity})
+    *t = prefix_rows(*t, n, of);
+  p.experts = prefix_mlp(experts, n, of);
+  p.shared = prefix_mlp(shared, n, of);
+  return p;
+}
+
+MoeScratch MoeScratch::prefix(int64_t n, int64_t of) const {
+  MoeScratch p = *this;
+  for (Tensor* t : {&p.dy, &p.dx, &p.dshared, &p.dweights, &p.dlogits, &p.dshared_logit})
+    *t = prefix_rows(*t, n, of);
+  p.experts = {prefix_rows(experts.dact, n, of), prefix_rows(experts.dgate, n, of)};
+  p.shared = {prefix_rows(shared.dact, n, of), prefix_rows(shared.dgate, n, of)};
+  return p;
+}
+
+MoeLayer::MoeLayer(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp, int index)
+    : cfg_(cfg),
+      tp_(tp),
+      index_(index),
+      options_{.experts = cfg.moe.experts, .top_k = cfg.moe.top_k, .normalize = cfg.moe.norm_topk_prob,
+               .capacity_factor = cfg.moe.capacity_factor},
+      router_(store, prefix + ".router", cfg.hidden, cfg.moe.experts, /*bias=*/false, 0.02) {
+  for (int e = 0; e < cfg.moe.experts; ++e)
+    experts_.push_back(
+        std::make_unique<Mlp>(store, prefix + ".experts." + std::to_string(e), cfg, tp, cfg.moe.ffn_hidden));
+  if (cfg.moe.shared_experts > 0) {
+    shared_ = std::make_unique<Mlp>(store, prefix + ".shared", cfg, tp, cfg.moe.shared_experts * cfg.moe.ffn_hidden);
+    shared_gate_ = std::make_unique<Linear>(store, prefix + ".shared_gate", cfg.hidden, 1, /*bias=*/false, 0.02);
+  }
+}
+
+MoeActivations MoeLayer::make_activations(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored) const {
+  const int64_t k = options_.top_k, M = rows * k, C = cfg_.hidden;
+  MoeActivations a;
+  a.routing = std::make_shared<Routing>();
+  a.logits = ops.zeros(Shape{rows, options_.experts}, dtype);
+  a.slots = ops.zeros(Shape{rows, k}, DType::kI32);
+  a.weights = ops.zeros(Shape{rows, k}, dtype);
+  a.rows = ops.zeros(Shape{M}, DType::kI32);
+  a.row_weights = ops.zeros(Shape{M}, dtype);
+  a.x = ops.zeros(Shape{M, C}, stored.value_or(dtype));
+  a.experts = experts_.front()->make_activations(ops, M, dtype, stored);
+  a.y = ops.zeros(Shape{M, C}, dtype);
+  if (shared_) {
+    a.shared = shared_->make_activations(ops, rows, dtype, stored);
+    a.shared_y = ops.zeros(Shape{rows, C}, dtype);
+    a.shared_logit = ops.zeros(Shape{rows, 1}, dtype);
+    a.shared_scale = ops.zeros(Shape{rows, 1}, dtype);
+    a.identity = ops.zeros(Shape{rows}, DType::kI32);
+    std::vector<int32_t> iota(static_cast<size_t>(rows));
+    for (int64_t n = 0; n < rows; ++n) iota[size_t(n)] = static_cast<int32_t>(n);
+    upload(ops, iota.data(), rows, a.identity);
+  }
+  return a;
+}
+
+MoeScratch MoeLayer::make_scratch(Ops& ops, int64_t rows, DType dtype) const {
+  const int64_t k = options_.top_k, M = rows * k, C = cfg_.hidden;
+  MoeScratch s;
+  s.dy = ops.zeros(Shape{M, C}, dtype);
+  s.dx = ops.zeros(Shape{M, C}, dtype);
+  s.experts = experts_.front()->make_scratch(ops, M, dtype);
+  s.dweights = ops.zeros(Shape{rows, k}, dtype);
+  s.dlogits = ops.zeros(Shape{rows, options_.experts}, dtype);
+  if (shared_) {
+    s.shared = shared_->make_scratch(ops, rows, dtype);
+    s.dshared = ops.zeros(Shape{rows, C}, dtype);
+    s.dshared_logit = ops.zeros(Shape{rows, 1}, dtype);
+  }
+  return s;
+}
+
+void MoeLayer::expert_forward(Ops& ops, MoeActivations& a) const {
+  const Routing& r = *a.routing;
+  for (int e = 0; e < options_.experts; ++e) {
+    const int64_t first = r.offsets[size_t(e)], last = r.offsets[size_t(e) + 1];
+    if (first == last) continue;
+    MlpActivations rows = {expert_rows(a.experts.up, first, last), expert_rows(a.experts.gate, first, last),
+                           expert_rows(a.experts.act, first, last)};
+    Tensor y = expert_rows(a.y, first, last);
+    experts_[size_t(e)]->forward(ops, expert_rows(a.x, first, last), rows, y, /*accumulate=*/false);
+    if (tp_.size() > 1 && tp_.rank() == 0) experts_[size_t(e)]->add_output_bias(ops, y);
+  }
+}
+
+void MoeLayer::forward(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out, bool accumulate,
+                       const MoeStep& step) const {
+  const int64_t N = x.dim(0), E = options_.experts, k = options_.top_k;
+  Routing& r = *a.routing;
+  router_.forward(ops, x, a.logits);
+  std::vector<double> logits;
+  download(ops, a.logits, N * E, logits);
+  route(logits.data(), N, options_, r);
+  r.aux_scale = tp_.rank() == 0 ? step.aux_scale * cfg_.moe.aux_loss_coef : 0.0;
+  r.z_scale = tp_.rank() == 0 ? step.aux_scale * cfg_.moe.z_loss_coef : 0.0;
+  if (step.stats) {
+    double* row = step.stats + int64_t(index_) * (kMoeStatFields + E);
+    row[0] += double(N);
+    row[1] += r.aux * double(N);
+    row[2] += r.z * double(N);
+    row[3] += double(r.dropped);
+    for (int64_t e = 0; e < E; ++e) row[kMoeStatFields + e] += double(r.assigned[size_t(e)]);
+  }
+  const int64_t M = r.kept();
+  upload(ops, r.slot.data(), N * k, a.slots);
+  upload(ops, r.weight.data(), N * k, a.weights);
+  upload(ops, r.rows.data(), M, a.rows);
+  upload(ops, r.row_weight.data(), M, a.row_weights);
+  Tensor x_rows = a.x.narrow(0, M);
+  ops.gather_rows(x, a.rows.narrow(0, M), Tensor(), x_rows);
+  expert_forward(ops, a);
+  ops.combine_rows(a.y.narrow(0, M), a.slots, a.weights, out, accumulate);
+  if (!shared_) return;
+  shared_->forward(ops, x, a.shared, a.shared_y, /*accumulate=*/false);
+  if (tp_.size() > 1 && tp_.rank() == 0) shared_->add_output_bias(ops, a.shared_y);
+  shared_gate_->forward(ops, x, a.shared_logit);
+  std::vector<double> gate;
+  download(ops, a.shared_logit, N, gate);
+  for (double& g : gate) g = sigmoid(g);
+  upload(ops, gate.data(), N, a.shared_scale);
+  ops.combine_rows(a.shared_y, a.identity.view(Shape{N, 1}), a.shared_scale, out, /*accumulate=*/true);
+}
+
+void MoeLayer::decode(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out) const {
+  forward(ops, x, a, out, /*accumulate=*/false, MoeStep{});
+  tp_.all_reduce(out);
+}
+
+void MoeLayer::backward(Ops& ops, const Tensor& x, const MoeActivations& a, const Tensor& dout, MoeScratch& s,
+                        Tensor& dx) const {
+  const Routing& r = *a.routing;
+  const int64_t N = x.dim(0), E = options_.experts, k = options_.top_k, M = r.kept();
+  bool written = false;
+  if (shared_) {
+    // out += sigma(g) * shared(x): d shared = sigma * dout, dg = sigma' * (dout . shared(x)).
+    const Tensor& identity = a.identity;
+    ops.row_dots(dout, a.shared_y, identity.view(Shape{N, 1}), s.dshared_logit);
+    std::vector<double> dot, scale;
+    download(ops, s.dshared_logit, N, dot);
+    download(ops, a.shared_scale, N, scale);
+    for (int64_t n = 0; n < N; ++n) dot[size_t(n)] *= scale[size_t(n)] * (1.0 - scale[size_t(n)]);
+    upload(ops, dot.data(), N, s.dshared_logit);
+    ops.gather_rows(dout, identity, a.shared_scale.view(Shape{N}), s.dshared);
+    shared_->backward(ops, x, a.shared, s.dshared, s.shared, dx);
+    shared_gate_->backward(ops, x, s.dshared_logit, &dx, /*accumulate_dx=*/true);
+    written = true;
+  }
+  // out = sum_j w_j y_{slot_j}: dw_j = dout . y_{slot_j}, dy_{slot} = w * dout[token].
+  ops.row_dots(dout, a.y.narrow(0, M), a.slots, s.dweights);
+  Tensor dy = s.dy.narrow(0, M), dxe = s.dx.narrow(0, M);
+  ops.gather_rows(dout, a.rows.narrow(0, M), a.row_weights.narrow(0, M), dy);
+  for (int e = 0; e < options_.experts; ++e) {
+    const int64_t first = r.offsets[size_t(e)], last = r.offsets[size_t(e) + 1];
+    if (first == last) continue;
+    const MlpActivations rows = {expert_rows(a.experts.up, first, last), expert_rows(a.experts.gate, first, last),
+                                 expert_rows(a.experts.act, first, last)};
+    MlpScratch scratch = {expert_rows(s.experts.dact, first, last), expert_rows(s.experts.dgate, first, last)};
+    Tensor dx_rows = expert_rows(dxe, first, last);
+    experts_[size_t(e)]->backward(ops, expert_rows(a.x, first, last), rows, expert_rows(dy, first, last), scratch,
+                                  dx_rows);
+  }
+  ops.combine_rows(dxe, a.slots, Tensor(), dx, /*accumulate=*/written);
+  // The router: through the routing weights and the auxiliary losses.
+  std::vector<double> dweights, dlogits(static_cast<size_t>(N * E));
+  download(ops, s.dweights, N * k, dweights);
+  route_backward(r, dweights.data(), dlogits.data());
+  upload(ops, dlogits.data(), N * E, s.dlogits);
+  router_.backward(ops, x, s.dlogits.narrow(0, N), &dx, /*accumulate_dx=*/true);
+}
+
+std::vector<Tensor> MoeLayer::replicated_grads() const {
+  std::vector<Tensor> out = {router_.weight().grad_or_none()};
+  if (shared_gate_) out.push_back(shared_gate_->weight().grad_or_none());
+  return out;
+}
+
+}  // namespace trident::model

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Mixture of experts end to end (input/configs/moe.ini, shortened): 2 ranks (dp = 2) train the
+# single rank's loss curve; the run reports its experts and logs each layer's expert load and
+# the MoE metrics; a checkpoint resumes onto the uninterrupted curve; eval and inspect read it;
+# LoRA trains adapters on the experts; bad MoE settings are clear errors (exit 2).
+set -euo pipefail
+source "$(dirname "$0")/../support/cli_common.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+short=(--config input/configs/moe.ini --model.seq_len=32 --log.interval=5 --log.eval_interval=0 --train.warmup=2
+       --train.threads=1)
+mpirun -np 2 "$trident" train "${short[@]}" --train.steps=10 --parallel.dp=2 --checkpoint.interval=10 --log.run_dir="$work/dp2" \
+  > "$work/dp2.log"
+"$trident" train "${short[@]}" --train.steps=10 --log.run_dir="$work/one" > "$work/one.log"
+grep -q "mixture of experts: 4 of 4 layers with 8 experts of ffn 96, top-2" "$work/one.log" \
+  || fail "no MoE banner: $(grep -i expert "$work/one.log")"
+grep -Eq "^moe: aux [0-9.]+, max/mean load [0-9.]+, dropped 0; expert load % \| layer 0:( [0-9]+){8} \|" "$work/one.log" \
+  || fail "no expert load line: $(grep '^moe' "$work/one.log" | head -2)"
+python3 - "$work/one/metrics.jsonl" "$work/dp2/metrics.jsonl" <<'PY'
+import json, sys
+one, dp2 = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert len(one) == len(dp2) == 3, (len(one), len(dp2))
+for a, b in zip(one, dp2):
+    for key in ("moe_aux_loss", "moe_z_loss", "moe_load_max_over_mean", "moe_dropped_tokens"):
+        assert key in a and key in b, (key, a)
+    assert abs(a["loss"] - b["loss"]) <= 1e-5 * a["loss"], (a["step"], a["loss"], b["loss"])
+    assert abs(a["moe_aux_loss"] - b["moe_aux_loss"]) <= 1e-5 * a["moe_aux_loss"], (a, b)
+    assert a["moe_load_max_over_mean"] >= 1 and a["moe_dropped_tokens"] == 0, a
+    assert 0.9 < a["moe_aux_loss"] < 8, a  # E * sum f_e P_e: k = 2 when balanced
+assert one[-1]["loss"] < one[0]["loss"] - 0.5, [l["loss"] for l in one]
+print("MoE dp=2 matches one rank:", [round(l["loss"], 4) for l in one])
+PY
+
+# Preempted at step 5 and resumed: bitwise the uninterrupted parameters at step 10.
+TRIDENT_TEST_PREEMPT=5 "$trident" train "${short[@]}" --train.steps=10 --log.run_dir="$work/cut" > /dev/null
+"$trident" train "${short[@]}" --train.steps=10 --checkpoint.interval=10 --log.run_dir="$work/cut" > "$work/resume.log"
+grep -q "resumed from .*step_00000005.h5" "$work/resume.log" || fail "did not resume from step 5"
+"$trident" train "${short[@]}" --train.steps=10 --checkpoint.interval=10 --log.run_dir="$work/straight" > /dev/null
+h5diff "$work/straight/checkpoints/step_00000010.h5" "$work/cut/checkpoints/step_00000010.h5" /model /model \
+  || fail "MoE parameters differ after resume"
+
+ckpt="$work/dp2/checkpoints/step_00000010.h5"
+"$trident" eval --checkpoint "$ckpt" --data.valid=input/data/pystdlib-valid --log.eval_batches=2 > "$work/eval.log"
+grep -q "perplexity" "$work/eval.log" || fail "eval of an MoE checkpoint: $(cat "$work/eval.log")"
+"$trident" inspect "$ckpt" > "$work/inspect.txt"
+grep -q "blocks.3.moe.experts.7.down.weight" "$work/inspect.txt" || fail "inspect lists no expert weights"
+grep -q "blocks.0.moe.router.weight" "$work/inspect.txt" || fail "inspect lists no router"
+
+# LoRA on the experts' projections (and attention), the base and router frozen.
+"$trident" train "${short[@]}" --train.steps=4 --lora.enabled=true --lora.r=2 --lora.targets=q,v,up,down \
+  --train.lr=1e-2 --log.run_dir="$work/lora" > "$work/lora.log"
+python3 - "$work/lora/metrics.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+# q, v: 2 * (64 + 64) + 2 * (64 + 32) per layer; up, down: 2 * (64 + 96) each, for 8 experts.
+per_layer = 2 * (64 + 64) + 2 * (64 + 32) + 8 * 2 * 2 * (64 + 96)
+assert lines[0]["trainable_params"] == 4 * per_layer, (lines[0]["trainable_params"], 4 * per_layer)
+PY
+
+expect_error() {  # expect_error PATTERN ARGS...: exit 2 and PATTERN in the message
+  local pattern=$1 rc=0
+  shift
+  "$trident" train "${short[@]}" --train.steps=1 --log.run_dir="$work/bad" "$@" > "$work/bad.log" 2>&1 || rc=$?
+  [[ $rc -eq 2 ]] || fail "exit $rc (expected 2) for $*: $(tail -2 "$work/bad.log")"
+  grep -q -- "$pattern" "$work/bad.log" || fail "no '$pattern' for $*: $(tail -2 "$work/bad.log")"
+}
+expect_error "moe.experts must be 0 (dense) or in \[2" --moe.experts=1
+expect_error "moe.top_k must be in \[1, moe.experts = 8\]" --moe.top_k=9
+expect_error "moe.every must be in \[1, model.layers = 4\]" --moe.every=5
+expect_error "moe.capacity_factor must be 0" --moe.capacity_factor=-1
+expect_error "moe.ffn_hidden = 95 must be divisible by parallel.tp = 2" --parallel.tp=2 --moe.ffn_hidden=95
+expect_error "lisa.enabled with moe.experts > 0" --lisa.enabled=true
+expect_error "lora.dropout > 0 on up/gate/down" --lora.enabled=true --lora.targets=up --lora.dropout=0.1
+rc=0
+"$trident" convert --to hf --input "$ckpt" --output "$work/hf" > "$work/convert.log" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q "mixture-of-experts model" "$work/convert.log" || fail "convert --to hf of MoE: exit $rc"
+[[ ! -e "$work/hf" ]] || fail "a refused convert left $work/hf"
+echo "moe: OK"
