@@ -32,6 +32,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"parallel.dp", "1", "data-parallel ranks"},
       {"parallel.tp", "1", "tensor-parallel ranks (heads, kv_heads and ffn_hidden divisible by it; vocab padded to a multiple)"},
       {"parallel.pp", "1", "pipeline stages"},
+      {"parallel.ep", "1", "expert-parallel ranks: each MoE layer's experts split over ep of the dp ranks (ep divides dp and moe.experts)"},
       {"parallel.microbatches", "0", "micro-batches per step per dp rank; when set, micro_batch = global_batch / (dp * microbatches)"},
       {"parallel.schedule", "1f1b", "pipeline schedule: gpipe | 1f1b | interleaved"},
       {"parallel.virtual_stages", "1", "model chunks per pipeline rank (interleaved schedule)"},

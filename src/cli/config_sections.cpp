@@ -96,7 +96,9 @@ model::ModelConfig read_model_section(const Values& v) {
 namespace {
 
 void read_parallel_section(const Values& v, train::RunConfig& c) {
-  c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp")};
+  c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp"),
+              .ep = v.int32("parallel.ep")};
+  TRIDENT_CONFIG_CHECK(c.layout.ep >= 1, "parallel.ep must be >= 1 (got ", c.layout.ep, ")");
   c.microbatches = v.int32("parallel.microbatches");
   c.zero = v.int32("parallel.zero");
   c.schedule = train::schedule_from_name(v.str("parallel.schedule"));
@@ -261,6 +263,16 @@ void check_across_sections(train::RunConfig& c, int world_size) {
                        " needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");
   TRIDENT_CONFIG_CHECK(L.dp >= 1 && L.tp >= 1 && L.pp >= 1, "parallel.dp, parallel.tp and parallel.pp must be >= 1");
   m.check_tensor_parallel(L.tp);
+  if (L.ep > 1) {
+    TRIDENT_CONFIG_CHECK(m.moe.enabled(), "parallel.ep = ", L.ep, " needs a mixture-of-experts model (moe.experts > 0)");
+    TRIDENT_CONFIG_CHECK(L.dp % L.ep == 0, "parallel.ep = ", L.ep, " must divide parallel.dp = ", L.dp,
+                         " (expert parallelism splits the data-parallel ranks)");
+    TRIDENT_CONFIG_CHECK(m.moe.experts % L.ep == 0, "moe.experts = ", m.moe.experts,
+                         " must be divisible by parallel.ep = ", L.ep);
+    TRIDENT_CONFIG_CHECK(c.comm.compression == dist::CompressionKind::kNone,
+                         "comm.compression with parallel.ep > 1 is not supported (expert gradients reduce over their "
+                         "own group)");
+  }
   TRIDENT_CONFIG_CHECK(c.virtual_stages >= 1, "parallel.virtual_stages must be >= 1");
   TRIDENT_CONFIG_CHECK(c.virtual_stages == 1 || c.schedule == train::ScheduleKind::kInterleaved,
                        "parallel.virtual_stages = ", c.virtual_stages, " needs parallel.schedule = interleaved");

@@ -440,6 +440,56 @@ CommRequest Communicator::device_exchange(const std::vector<Transfer>& transfers
   return device_request(CommOp::kPointToPoint, bytes);
 }
 
+void Communicator::all_to_all_rows(const Tensor& send, const std::vector<int64_t>& send_rows, Tensor& recv,
+                                   const std::vector<int64_t>& recv_rows) {
+  TRIDENT_CHECK(send_rows.size() == size_t(size_) && recv_rows.size() == size_t(size_),
+                "all_to_all_rows: row counts for ", send_rows.size(), "/", recv_rows.size(), " ranks in a group of ",
+                size_);
+  TRIDENT_CHECK(send.dtype() == recv.dtype() && send.ndim() == 2 && recv.ndim() == 2 && send.dim(1) == recv.dim(1),
+                "all_to_all_rows: send ", send.shape().str(), " and recv ", recv.shape().str(), " differ");
+  int64_t sent = 0, received = 0;
+  for (int r = 0; r < size_; ++r) sent += send_rows[size_t(r)], received += recv_rows[size_t(r)];
+  TRIDENT_CHECK(sent <= send.dim(0) && received <= recv.dim(0), "all_to_all_rows: ", sent, " rows from ",
+                send.dim(0), ", ", received, " into ", recv.dim(0));
+  if (on_gpu(send) || on_gpu(recv)) {
+    std::vector<Tensor> views;
+    views.reserve(2 * size_t(size_));
+    std::vector<Transfer> transfers;
+    int64_t s_at = 0, r_at = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (recv_rows[size_t(r)] > 0) {
+        views.push_back(recv.narrow(r_at, r_at + recv_rows[size_t(r)]));
+        transfers.push_back({&views.back(), r, false, 0});
+      }
+      if (send_rows[size_t(r)] > 0) {
+        views.push_back(send.narrow(s_at, s_at + send_rows[size_t(r)]));
+        transfers.push_back({&views.back(), r, true, 0});
+      }
+      s_at += send_rows[size_t(r)], r_at += recv_rows[size_t(r)];
+    }
+    if (!transfers.empty()) device_exchange(transfers).wait();
+    return;
+  }
+  host_memory(send, "all_to_all_rows");
+  host_memory(recv, "all_to_all_rows");
+  const int64_t row_bytes = send.dim(1) * int64_t(dtype_size(send.dtype()));
+  const size_t n = static_cast<size_t>(size_);
+  std::vector<int> s_counts(n), s_displs(n), r_counts(n), r_displs(n);
+  int64_t s_at = 0, r_at = 0;
+  for (int r = 0; r < size_; ++r) {
+    s_counts[size_t(r)] = checked_count(send_rows[size_t(r)] * row_bytes, "all_to_all_rows");
+    r_counts[size_t(r)] = checked_count(recv_rows[size_t(r)] * row_bytes, "all_to_all_rows");
+    s_displs[size_t(r)] = checked_count(s_at, "all_to_all_rows");
+    r_displs[size_t(r)] = checked_count(r_at, "all_to_all_rows");
+    s_at += send_rows[size_t(r)] * row_bytes, r_at += recv_rows[size_t(r)] * row_bytes;
+  }
+  WatchdogScope watch(watchdog_, "all_to_all_rows", description_);
+  const double t0 = MPI_Wtime();
+  MPI_CHECK(MPI_Alltoallv(send.raw(), s_counts.data(), s_displs.data(), MPI_BYTE, recv.raw(), r_counts.data(),
+                          r_displs.data(), MPI_BYTE, comm_));
+  account(CommOp::kAllToAll, static_cast<uint64_t>(s_at), MPI_Wtime() - t0);
+}
+
 void Communicator::barrier() {
   if (size_ == 1) return;
   WatchdogScope watch(watchdog_, "barrier", description_);

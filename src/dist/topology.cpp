@@ -30,9 +30,13 @@ Topology::Topology(const Layout& layout, MPI_Comm base, const ReductionOps* redu
       tp_(MPI_COMM_SELF),
       dp_(MPI_COMM_SELF),
       pp_(MPI_COMM_SELF),
-      model_parallel_(MPI_COMM_SELF) {
+      model_parallel_(MPI_COMM_SELF),
+      ep_(MPI_COMM_SELF),
+      edp_(MPI_COMM_SELF) {
   TRIDENT_CONFIG_CHECK(layout.dp >= 1 && layout.tp >= 1 && layout.pp >= 1,
                        "parallel.dp, parallel.tp and parallel.pp must be >= 1");
+  TRIDENT_CONFIG_CHECK(layout.ep >= 1 && layout.dp % layout.ep == 0, "parallel.ep = ", layout.ep,
+                       " must divide parallel.dp = ", layout.dp, " (expert parallelism splits the data-parallel ranks)");
   const int world = world_.size();
   TRIDENT_CONFIG_CHECK(world == layout.world(), "the job has ", world, " ranks but parallel.dp * tp * pp = ",
                        layout.dp, " * ", layout.tp, " * ", layout.pp, " = ", layout.world(),
@@ -47,11 +51,14 @@ Topology::Topology(const Layout& layout, MPI_Comm base, const ReductionOps* redu
   dp_ = Communicator(split(world_, pp_rank_ * tp + tp_rank_, dp_rank_));
   pp_ = Communicator(split(world_, dp_rank_ * tp + tp_rank_, pp_rank_));
   model_parallel_ = Communicator(split(world_, dp_rank_, pp_rank_ * tp + tp_rank_));
+  const int ep = layout.ep, replicas = dp / ep;
+  ep_ = Communicator(split(world_, (pp_rank_ * tp + tp_rank_) * replicas + dp_rank_ / ep, dp_rank_ % ep));
+  edp_ = Communicator(split(world_, (pp_rank_ * tp + tp_rank_) * ep + dp_rank_ % ep, dp_rank_ / ep));
   const bool in_embedding = is_first_stage() || is_last_stage();
   MPI_Comm emb = split(world_, in_embedding ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_);
   if (emb != MPI_COMM_NULL) embedding_ = std::make_unique<Communicator>(emb);
   if (layout.pp > 1) make_pipeline_lanes();
-  for (Communicator* c : {&world_, &tp_, &dp_, &pp_, &model_parallel_, embedding_.get()})
+  for (Communicator* c : {&world_, &tp_, &dp_, &pp_, &model_parallel_, &ep_, &edp_, embedding_.get()})
     if (c) c->set_reductions(reductions);
 }
 
@@ -62,6 +69,8 @@ void Topology::set_watchdog(Watchdog* dog) {
   dp_.set_watchdog(dog, "dp group");
   pp_.set_watchdog(dog, "pp group");
   model_parallel_.set_watchdog(dog, "model-parallel group");
+  ep_.set_watchdog(dog, "ep group");
+  edp_.set_watchdog(dog, "expert-data-parallel group");
   if (embedding_) embedding_->set_watchdog(dog, "embedding group");
   for (size_t i = 0; i < lane_groups_.size(); ++i) lane_groups_[i]->set_watchdog(dog, lane_names_[i]);
 }
@@ -84,6 +93,10 @@ void Topology::attach_device(const DeviceGroupMaker& maker) {
   attach_one(tp_, maker, "tp group", watchdog_);
   attach_one(dp_, maker, "dp group", watchdog_);
   attach_one(pp_, maker, "pp group", watchdog_);
+  if (layout_.ep > 1) {  // with ep = 1 these are the dp group and single ranks: no second NCCL group
+    attach_one(ep_, maker, "ep group", watchdog_);
+    attach_one(edp_, maker, "expert-data-parallel group", watchdog_);
+  }
   if (embedding_) attach_one(*embedding_, maker, "embedding group", watchdog_);
   for (size_t i = 0; i < lane_groups_.size(); ++i) attach_one(*lane_groups_[i], maker, lane_names_[i], watchdog_);
 }
@@ -120,6 +133,8 @@ void Topology::shutdown_device() {
   tp_.shutdown_device();
   dp_.shutdown_device();
   pp_.shutdown_device();
+  ep_.shutdown_device();
+  edp_.shutdown_device();
   if (embedding_) embedding_->shutdown_device();
 }
 
@@ -137,7 +152,7 @@ std::string Topology::describe() {
   MPI_CHECK(MPI_Gather(host, kHostLen, MPI_CHAR, hosts.data(), kHostLen, MPI_CHAR, 0, world_.comm()));
   std::ostringstream os;
   os << "topology: " << world_size() << " ranks = dp " << layout_.dp << " x tp " << layout_.tp << " x pp "
-     << layout_.pp << "\n";
+     << layout_.pp << (layout_.ep > 1 ? " (ep " + std::to_string(layout_.ep) + " of dp)" : std::string()) << "\n";
   const int shown = std::min(world_size(), 64);
   for (int r = 0; r < shown; ++r)
     os << "  rank " << r << " -> (dp " << coords[3 * r] << ", tp " << coords[3 * r + 1] << ", pp "

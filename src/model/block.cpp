@@ -22,14 +22,15 @@ const Tensor& through_dropout(Ops& ops, const DropoutSite& site, const Tensor& d
 }
 }  // namespace
 
-TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp)
+TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp,
+                                   ExpertParallel ep)
     : cfg_(cfg),
       tp_(tp),
       norm1_(store, block_prefix(index) + ".attn_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
       attn_(store, block_prefix(index) + ".attn", cfg, tp, index),
       norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps) {
   if (cfg.moe.layer(index))
-    moe_ = std::make_unique<MoeLayer>(store, block_prefix(index) + ".moe", cfg, tp, moe_index(cfg, index));
+    moe_ = std::make_unique<MoeLayer>(store, block_prefix(index) + ".moe", cfg, tp, moe_index(cfg, index), ep);
   else
     mlp_ = std::make_unique<Mlp>(store, block_prefix(index) + ".mlp", cfg, tp);
 }

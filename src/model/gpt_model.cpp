@@ -71,7 +71,7 @@ class GPTModel::LengthScope {
 };
 
 GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple,
-                   TensorParallel tp, StagePlan plan, std::optional<DType> activation_dtype)
+                   TensorParallel tp, StagePlan plan, std::optional<DType> activation_dtype, ExpertParallel ep)
     : cfg_(cfg), tp_(tp), plan_(std::move(plan)), ops_(ops), dtype_(dtype), micro_batch_(micro_batch) {
   cfg_.resolve();
   cfg_.check_tensor_parallel(tp.size());
@@ -83,6 +83,10 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   // for the embedding group, the rest can be reduced as soon as it is final.
   // LoRA: every weight but the adapters is frozen (no gradient, optimizer state or reduction).
   if (cfg_.lora.enabled()) params_.freeze_base();
+  if (ep.size() > 1) {
+    TRIDENT_CONFIG_CHECK(cfg_.moe.enabled(), "parallel.ep = ", ep.size(), " needs a mixture-of-experts model (moe.experts > 0)");
+    params_.align_experts(pad_multiple);
+  }
   if (plan_.embedding) embedding_ = std::make_unique<Embedding>(params_, cfg_, tp);
   if (plan_.tied_copy() && cfg_.tie_embeddings) {
     tied_copy_ = &Embedding::add_token_weight(params_, cfg_, tp);
@@ -98,7 +102,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
     chunk.predicts = plan_.head && c + 1 == plan_.chunks.size();
     for (int l = plan_.chunks[c].first; l < plan_.chunks[c].second; ++l) {
       chunk.block_offset.push_back(params_.numel());
-      chunk.blocks.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp));
+      chunk.blocks.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp, ep));
     }
     chunks_.push_back(std::move(chunk));
   }

@@ -1,6 +1,7 @@
 // Mixture-of-experts layer: router, dispatch into expert order, experts, combine, backward.
 #include "trident/model/moe.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace trident::model {
@@ -74,16 +75,24 @@ MoeScratch MoeScratch::prefix(int64_t n, int64_t of) const {
   return p;
 }
 
-MoeLayer::MoeLayer(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp, int index)
+MoeLayer::MoeLayer(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp, int index,
+                   ExpertParallel ep)
     : cfg_(cfg),
       tp_(tp),
+      ep_(ep),
+      first_expert_(cfg.moe.experts / ep.size() * ep.rank()),
+      local_experts_(cfg.moe.experts / ep.size()),
       index_(index),
       options_{.experts = cfg.moe.experts, .top_k = cfg.moe.top_k, .normalize = cfg.moe.norm_topk_prob,
                .capacity_factor = cfg.moe.capacity_factor},
       router_(store, prefix + ".router", cfg.hidden, cfg.moe.experts, /*bias=*/false, 0.02) {
-  for (int e = 0; e < cfg.moe.experts; ++e)
+  TRIDENT_CONFIG_CHECK(cfg.moe.experts % ep.size() == 0, "moe.experts = ", cfg.moe.experts,
+                       " must be divisible by parallel.ep = ", ep.size());
+  store.experts(true);  // only this rank's experts, under their global names
+  for (int e = first_expert_; e < first_expert_ + local_experts_; ++e)
     experts_.push_back(
         std::make_unique<Mlp>(store, prefix + ".experts." + std::to_string(e), cfg, tp, cfg.moe.ffn_hidden));
+  store.experts(false);
   if (cfg.moe.shared_experts > 0) {
     shared_ = std::make_unique<Mlp>(store, prefix + ".shared", cfg, tp, cfg.moe.shared_experts * cfg.moe.ffn_hidden);
     shared_gate_ = std::make_unique<Linear>(store, prefix + ".shared_gate", cfg.hidden, 1, /*bias=*/false, 0.02);
@@ -100,8 +109,9 @@ MoeActivations MoeLayer::make_activations(Ops& ops, int64_t rows, DType dtype, s
   a.rows = ops.zeros(Shape{M}, DType::kI32);
   a.row_weights = ops.zeros(Shape{M}, dtype);
   a.x = ops.zeros(Shape{M, C}, stored.value_or(dtype));
-  a.experts = experts_.front()->make_activations(ops, M, dtype, stored);
   a.y = ops.zeros(Shape{M, C}, dtype);
+  if (ep_.size() > 1) a.remote = std::make_shared<ExpertRows>();  // grown by the first forward
+  else a.experts = experts_.front()->make_activations(ops, M, dtype, stored);
   if (shared_) {
     a.shared = shared_->make_activations(ops, rows, dtype, stored);
     a.shared_y = ops.zeros(Shape{rows, C}, dtype);
@@ -120,7 +130,8 @@ MoeScratch MoeLayer::make_scratch(Ops& ops, int64_t rows, DType dtype) const {
   MoeScratch s;
   s.dy = ops.zeros(Shape{M, C}, dtype);
   s.dx = ops.zeros(Shape{M, C}, dtype);
-  s.experts = experts_.front()->make_scratch(ops, M, dtype);
+  if (ep_.size() > 1) s.remote = std::make_shared<ExpertRowsScratch>();
+  else s.experts = experts_.front()->make_scratch(ops, M, dtype);
   s.dweights = ops.zeros(Shape{rows, k}, dtype);
   s.dlogits = ops.zeros(Shape{rows, options_.experts}, dtype);
   if (shared_) {
@@ -131,17 +142,115 @@ MoeScratch MoeLayer::make_scratch(Ops& ops, int64_t rows, DType dtype) const {
   return s;
 }
 
-void MoeLayer::expert_forward(Ops& ops, MoeActivations& a) const {
-  const Routing& r = *a.routing;
-  for (int e = 0; e < options_.experts; ++e) {
-    const int64_t first = r.offsets[size_t(e)], last = r.offsets[size_t(e) + 1];
+void MoeLayer::run_experts(Ops& ops, const std::vector<int64_t>& offsets, const Tensor& x, MlpActivations& acts,
+                           Tensor& y) const {
+  for (int e = 0; e < local_experts_; ++e) {
+    const int64_t first = offsets[size_t(e)], last = offsets[size_t(e) + 1];
     if (first == last) continue;
-    MlpActivations rows = {expert_rows(a.experts.up, first, last), expert_rows(a.experts.gate, first, last),
-                           expert_rows(a.experts.act, first, last)};
-    Tensor y = expert_rows(a.y, first, last);
-    experts_[size_t(e)]->forward(ops, expert_rows(a.x, first, last), rows, y, /*accumulate=*/false);
-    if (tp_.size() > 1 && tp_.rank() == 0) experts_[size_t(e)]->add_output_bias(ops, y);
+    MlpActivations rows = {expert_rows(acts.up, first, last), expert_rows(acts.gate, first, last),
+                           expert_rows(acts.act, first, last)};
+    Tensor out = expert_rows(y, first, last);
+    experts_[size_t(e)]->forward(ops, expert_rows(x, first, last), rows, out, /*accumulate=*/false);
+    if (tp_.size() > 1 && tp_.rank() == 0) experts_[size_t(e)]->add_output_bias(ops, out);
   }
+}
+
+void MoeLayer::backward_experts(Ops& ops, const std::vector<int64_t>& offsets, const Tensor& x,
+                                const MlpActivations& acts, const Tensor& dy, MlpScratch& scratch, Tensor& dx) const {
+  for (int e = 0; e < local_experts_; ++e) {
+    const int64_t first = offsets[size_t(e)], last = offsets[size_t(e) + 1];
+    if (first == last) continue;
+    const MlpActivations rows = {expert_rows(acts.up, first, last), expert_rows(acts.gate, first, last),
+                                 expert_rows(acts.act, first, last)};
+    MlpScratch part = {expert_rows(scratch.dact, first, last), expert_rows(scratch.dgate, first, last)};
+    Tensor dx_rows = expert_rows(dx, first, last);
+    experts_[size_t(e)]->backward(ops, expert_rows(x, first, last), rows, expert_rows(dy, first, last), part, dx_rows);
+  }
+}
+
+void MoeLayer::reserve(Ops& ops, ExpertRows& r, int64_t rows, DType dtype, DType stored) const {
+  if (rows <= r.capacity() && r.x.defined()) return;
+  const int64_t cap = std::max<int64_t>({rows, 2 * r.capacity(), 64});
+  const int64_t C = cfg_.hidden;
+  r.arrived = ops.zeros(Shape{cap, C}, stored);
+  r.x = ops.zeros(Shape{cap, C}, stored);
+  r.experts = experts_.front()->make_activations(ops, cap, dtype, stored);
+  r.y = ops.zeros(Shape{cap, C}, dtype);
+  r.leaving = ops.zeros(Shape{cap, C}, dtype);
+  r.to_expert = ops.zeros(Shape{cap}, DType::kI32);
+  r.to_source = ops.zeros(Shape{cap}, DType::kI32);
+}
+
+void MoeLayer::reserve(Ops& ops, ExpertRowsScratch& s, int64_t rows, DType dtype) const {
+  if (rows <= s.capacity() && s.dy.defined()) return;
+  const int64_t cap = std::max<int64_t>({rows, 2 * s.capacity(), 64});
+  const int64_t C = cfg_.hidden;
+  s.exchanged = ops.zeros(Shape{cap, C}, dtype);
+  s.dy = ops.zeros(Shape{cap, C}, dtype);
+  s.dx = ops.zeros(Shape{cap, C}, dtype);
+  s.experts = experts_.front()->make_scratch(ops, cap, dtype);
+}
+
+void MoeLayer::dispatch_forward(Ops& ops, MoeActivations& a) const {
+  const Routing& r = *a.routing;
+  ExpertRows& x = *a.remote;
+  const int ep = ep_.size(), El = local_experts_;
+  // Rows per (destination, local expert): this rank's rows are in global expert order, so each
+  // destination's rows are contiguous. The receivers learn their counts first.
+  std::vector<int64_t> counts(size_t(options_.experts)), arrived(size_t(options_.experts));
+  for (int e = 0; e < options_.experts; ++e) counts[size_t(e)] = r.count(e);
+  ep_.comm->all_to_all_bytes(counts.data(), arrived.data(), int64_t(El) * int64_t(sizeof(int64_t)));
+  x.send_rows.assign(size_t(ep), 0);
+  x.recv_rows.assign(size_t(ep), 0);
+  for (int d = 0; d < ep; ++d)
+    for (int e = 0; e < El; ++e) {
+      x.send_rows[size_t(d)] += counts[size_t(d * El + e)];
+      x.recv_rows[size_t(d)] += arrived[size_t(d * El + e)];
+    }
+  int64_t R = 0;
+  for (const int64_t n : x.recv_rows) R += n;
+  x.rows = R;
+  // Arrival order is by source rank, then local expert; the experts want expert-major rows.
+  std::vector<int64_t> source_start(size_t(ep) + 1, 0);
+  for (int src = 0; src < ep; ++src) source_start[size_t(src) + 1] = source_start[size_t(src)] + x.recv_rows[size_t(src)];
+  std::vector<int32_t> to_expert(static_cast<size_t>(R)), to_source(static_cast<size_t>(R));
+  x.offsets.assign(size_t(El) + 1, 0);
+  int64_t at = 0;
+  for (int e = 0; e < El; ++e) {
+    for (int src = 0; src < ep; ++src) {
+      int64_t begin = source_start[size_t(src)];
+      for (int e2 = 0; e2 < e; ++e2) begin += arrived[size_t(src * El + e2)];
+      for (int64_t j = 0; j < arrived[size_t(src * El + e)]; ++j, ++at) {
+        to_expert[size_t(at)] = static_cast<int32_t>(begin + j);
+        to_source[size_t(begin + j)] = static_cast<int32_t>(at);
+      }
+    }
+    x.offsets[size_t(e) + 1] = at;
+  }
+  reserve(ops, x, R, a.y.dtype(), a.x.dtype());
+  upload(ops, to_expert.data(), R, x.to_expert);
+  upload(ops, to_source.data(), R, x.to_source);
+  const int64_t M = r.kept();
+  ep_.comm->all_to_all_rows(a.x.narrow(0, M), x.send_rows, x.arrived, x.recv_rows);
+  Tensor xs = x.x.narrow(0, R), ys = x.y.narrow(0, R), leaving = x.leaving.narrow(0, R);
+  ops.gather_rows(x.arrived.narrow(0, R), x.to_expert.narrow(0, R), Tensor(), xs);
+  run_experts(ops, x.offsets, xs, x.experts, ys);
+  ops.gather_rows(ys, x.to_source.narrow(0, R), Tensor(), leaving);
+  Tensor y = a.y.narrow(0, M);
+  ep_.comm->all_to_all_rows(leaving, x.recv_rows, y, x.send_rows);
+}
+
+void MoeLayer::dispatch_backward(Ops& ops, const MoeActivations& a, const Tensor& dy, MoeScratch& s, Tensor& dx) const {
+  ExpertRows& x = *a.remote;
+  ExpertRowsScratch& t = *s.remote;
+  const int64_t R = x.rows;
+  reserve(ops, t, R, dy.dtype());
+  ep_.comm->all_to_all_rows(dy, x.send_rows, t.exchanged, x.recv_rows);
+  Tensor dys = t.dy.narrow(0, R), dxs = t.dx.narrow(0, R), leaving = t.exchanged.narrow(0, R);
+  ops.gather_rows(t.exchanged.narrow(0, R), x.to_expert.narrow(0, R), Tensor(), dys);
+  backward_experts(ops, x.offsets, x.x.narrow(0, R), x.experts, dys, t.experts, dxs);
+  ops.gather_rows(dxs, x.to_source.narrow(0, R), Tensor(), leaving);
+  ep_.comm->all_to_all_rows(leaving, x.recv_rows, dx, x.send_rows);
 }
 
 void MoeLayer::forward(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out, bool accumulate,
@@ -169,7 +278,12 @@ void MoeLayer::forward(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out
   upload(ops, r.row_weight.data(), M, a.row_weights);
   Tensor x_rows = a.x.narrow(0, M);
   ops.gather_rows(x, a.rows.narrow(0, M), Tensor(), x_rows);
-  expert_forward(ops, a);
+  if (ep_.size() > 1) {
+    dispatch_forward(ops, a);
+  } else {
+    Tensor y = a.y.narrow(0, M);
+    run_experts(ops, r.offsets, x_rows, a.experts, y);
+  }
   ops.combine_rows(a.y.narrow(0, M), a.slots, a.weights, out, accumulate);
   if (!shared_) return;
   shared_->forward(ops, x, a.shared, a.shared_y, /*accumulate=*/false);
@@ -183,6 +297,9 @@ void MoeLayer::forward(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out
 }
 
 void MoeLayer::decode(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out) const {
+  // Each rank decodes its own prompts, which the experts' all-to-all would have to pair up.
+  TRIDENT_CONFIG_CHECK(ep_.size() == 1, "generation (eval tasks) with parallel.ep > 1 is not supported yet; "
+                       "evaluate the checkpoint with parallel.ep = 1");
   forward(ops, x, a, out, /*accumulate=*/false, MoeStep{});
   tp_.all_reduce(out);
 }
@@ -210,16 +327,8 @@ void MoeLayer::backward(Ops& ops, const Tensor& x, const MoeActivations& a, cons
   ops.row_dots(dout, a.y.narrow(0, M), a.slots, s.dweights);
   Tensor dy = s.dy.narrow(0, M), dxe = s.dx.narrow(0, M);
   ops.gather_rows(dout, a.rows.narrow(0, M), a.row_weights.narrow(0, M), dy);
-  for (int e = 0; e < options_.experts; ++e) {
-    const int64_t first = r.offsets[size_t(e)], last = r.offsets[size_t(e) + 1];
-    if (first == last) continue;
-    const MlpActivations rows = {expert_rows(a.experts.up, first, last), expert_rows(a.experts.gate, first, last),
-                                 expert_rows(a.experts.act, first, last)};
-    MlpScratch scratch = {expert_rows(s.experts.dact, first, last), expert_rows(s.experts.dgate, first, last)};
-    Tensor dx_rows = expert_rows(dxe, first, last);
-    experts_[size_t(e)]->backward(ops, expert_rows(a.x, first, last), rows, expert_rows(dy, first, last), scratch,
-                                  dx_rows);
-  }
+  if (ep_.size() > 1) dispatch_backward(ops, a, dy, s, dxe);
+  else backward_experts(ops, r.offsets, a.x.narrow(0, M), a.experts, dy, s.experts, dxe);
   ops.combine_rows(dxe, a.slots, Tensor(), dx, /*accumulate=*/written);
   // The router: through the routing weights and the auxiliary losses.
   std::vector<double> dweights, dlogits(static_cast<size_t>(N * E));

@@ -20,6 +20,12 @@ Parameter& ParamStore::add(ParamSpec spec) {
     p->local_shape[spec.split_dim] = extent / spec.split_parts;
   }
   if (freeze_base_ && !spec.adapter) spec.trainable = false;
+  if (experts_) spec.expert = true;
+  if (spec.trainable && spec.expert != last_expert_) {
+    numel_ = (numel_ + expert_align_ - 1) / expert_align_ * expert_align_;
+    last_expert_ = spec.expert;
+  }
+  elements_ += p->local_shape.numel();
   int64_t& region = spec.trainable ? numel_ : frozen_numel_;
   p->offset = region;
   region += p->local_shape.numel();

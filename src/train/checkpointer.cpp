@@ -221,13 +221,18 @@ std::vector<io::ShardPiece> Checkpointer::pieces(const std::function<Tensor(cons
   // Replicas: one rank of each group writes. Data-parallel replicas: dp rank 0 (every dp rank
   // for ZeRO-1 moments, which it alone holds); tensor-parallel replicas: tp rank 0; the tied
   // table's copy on the last pipeline stage: never (the first stage writes it).
+  // Experts (expert parallelism) are replicated over the expert-data-parallel group only: its
+  // rank 0 writes them, and ZeRO-1 shards their moments over it.
   const bool dp_writer = topology_.dp_rank() == 0, tp_writer = topology_.tp_rank() == 0;
+  const bool expert_writer = topology_.edp_rank() == 0;
   const bool sharded_moments = cfg_.zero == 1 && topology_.layout().dp > 1;
+  const bool sharded_expert_moments = cfg_.zero == 1 && topology_.edp().size() > 1;
   std::vector<io::ShardPiece> out;
   model::ParamStore& store = model_.params();
   for (const auto& p : store.all()) {
     const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
-    out.push_back(piece_of(*p, "/model/" + p->spec.name, 0, p->local_shape.numel(), value(*p), owner && dp_writer));
+    const bool writer = p->spec.expert ? expert_writer : dp_writer;
+    out.push_back(piece_of(*p, "/model/" + p->spec.name, 0, p->local_shape.numel(), value(*p), owner && writer));
   }
   if (!optimizer_) return out;  // weights only
   const auto& segments = optimizer_->segments();
@@ -237,7 +242,8 @@ std::vector<io::ShardPiece> Checkpointer::pieces(const std::function<Tensor(cons
       const int64_t lo = s.begin - p->offset, hi = s.end - p->offset;
       if (!p->trainable() || lo < 0 || hi > p->local_shape.numel()) continue;
       const bool owner = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_writer);
-      const bool write = owner && (sharded_moments || dp_writer);
+      const bool write = owner && (p->spec.expert ? sharded_expert_moments || expert_writer
+                                                  : sharded_moments || dp_writer);
       // Idle under LISA: no moments; zeros are written (one shared read-only buffer).
       auto or_zeros = [&](Tensor m) { return m.defined() ? m : zero_moments(s.end - s.begin); };
       out.push_back(piece_of(*p, "/optim/exp_avg/" + p->spec.name, lo, hi, or_zeros(moment(i, false)), write));

@@ -22,7 +22,7 @@ void log_model_banner(RunBuilder& run) {
                  : std::string());
   log.info("model: ", model::arch_name(m.arch), ", ", m.layers, " layers, hidden ", m.hidden, ", heads ", m.heads,
            "/", m.kv_heads, ", ffn ", m.ffn_hidden, ", vocab ", m.vocab, ", seq ", m.seq_len, ": ",
-           model.params().numel() + model.params().frozen_numel(), " parameters on this rank (", m.total_params(),
+           model.params().parameter_elements(), " parameters on this rank (", m.total_params(),
            " in the model)");
   if (m.moe.enabled())
     log.info("mixture of experts: ", m.moe_layers(), " of ", m.layers, " layers with ", m.moe.experts,

@@ -32,9 +32,11 @@ model::GPTModel& RunBuilder::model() {
       make_stage_plan(cfg_, topology_.pp_rank(), cfg_.micro_batches_per_step(), &pipeline_text_);
   // The GEMM precision decides the activations' storage (fp32 where the processor lacks the type).
   const DType matmul = matmul_dtype_ = ops_.set_matmul_precision(cfg_.train.precision);
+  model::ExpertParallel ep;
+  if (topology_.layout().ep > 1) ep.comm = &topology_.ep();
   model_ = std::make_unique<model::GPTModel>(
       cfg_.model, ops_, DType::kF32, cfg_.train.micro_batch, GradReducer::pad_multiple(topology_.layout().dp), tp, plan,
-      matmul != DType::kF32 ? std::optional<DType>(matmul) : std::nullopt);
+      matmul != DType::kF32 ? std::optional<DType>(matmul) : std::nullopt, ep);
   model_->initialize(cfg_.train.seed);
   return *model_;
 }
@@ -62,7 +64,8 @@ GradReducer& RunBuilder::reducer() {
                                      .topk_dense_steps = c.topk_dense_steps, .powersgd_rank = c.powersgd_rank,
                                      .seed = cfg_.train.seed},
                      .grad_dtype = c.grad_dtype},
-      topology_.model_parallel().size() > 1 ? &topology_.model_parallel() : nullptr, topology_.tp_rank());
+      topology_.model_parallel().size() > 1 ? &topology_.model_parallel() : nullptr, topology_.tp_rank(),
+      topology_.layout().ep > 1 ? &topology_.edp() : nullptr, topology_.layout().ep > 1 ? &topology_.ep() : nullptr);
   // Registered once: the model reports, during the last micro-batch's backward, from where on
   // its gradients are final, and those buckets start reducing.
   if (c.overlap) m.set_grad_ready_hook([reducer = reducer_.get()](int64_t offset) { reducer->grads_final_from(offset); });

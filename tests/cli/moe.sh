@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Mixture of experts end to end (input/configs/moe.ini, shortened): 2 ranks (dp = 2) train the
-# single rank's loss curve; the run reports its experts and logs each layer's expert load and
-# the MoE metrics; a checkpoint resumes onto the uninterrupted curve; eval and inspect read it;
-# LoRA trains adapters on the experts; bad MoE settings are clear errors (exit 2).
+# Mixture of experts end to end (input/configs/moe.ini, shortened): 2 ranks with expert
+# parallelism (dp = ep = 2, 4 experts each) train the single rank's loss curve; the run reports
+# its experts and logs each layer's expert load and the MoE metrics; a checkpoint resumes
+# bitwise, and one written under ep = 2 resumes on one rank onto the same curve; eval and
+# inspect read it; LoRA trains adapters on the experts; bad MoE settings are clear errors.
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
-short=(--config input/configs/moe.ini --model.seq_len=32 --log.interval=5 --log.eval_interval=0 --train.warmup=2
-       --train.threads=1)
-mpirun -np 2 "$trident" train "${short[@]}" --train.steps=10 --parallel.dp=2 --checkpoint.interval=10 --log.run_dir="$work/dp2" \
+moe=(--config input/configs/moe.ini --model.seq_len=32 --log.interval=5 --log.eval_interval=0 --train.warmup=2
+     --train.threads=1)
+short=("${moe[@]}" --parallel.dp=1 --parallel.ep=1)
+mpirun -np 2 "$trident" train "${moe[@]}" --train.steps=10 --checkpoint.interval=5 --log.run_dir="$work/dp2" \
   > "$work/dp2.log"
+grep -q "ep 2 of dp" "$work/dp2.log" || fail "the ep = 2 run does not say so: $(grep topology "$work/dp2.log")"
+grep -q "blocks.0.moe.experts.3" <("$trident" inspect "$work/dp2/checkpoints/step_00000005.h5") \
+  || fail "the ep = 2 checkpoint lacks expert 3 (held by the other rank)"
 "$trident" train "${short[@]}" --train.steps=10 --log.run_dir="$work/one" > "$work/one.log"
 grep -q "mixture of experts: 4 of 4 layers with 8 experts of ffn 96, top-2" "$work/one.log" \
   || fail "no MoE banner: $(grep -i expert "$work/one.log")"
@@ -28,7 +33,7 @@ for a, b in zip(one, dp2):
     assert a["moe_load_max_over_mean"] >= 1 and a["moe_dropped_tokens"] == 0, a
     assert 0.9 < a["moe_aux_loss"] < 8, a  # E * sum f_e P_e: k = 2 when balanced
 assert one[-1]["loss"] < one[0]["loss"] - 0.5, [l["loss"] for l in one]
-print("MoE dp=2 matches one rank:", [round(l["loss"], 4) for l in one])
+print("MoE ep=2 on 2 ranks matches one rank:", [round(l["loss"], 4) for l in one])
 PY
 
 # Preempted at step 5 and resumed: bitwise the uninterrupted parameters at step 10.
@@ -38,6 +43,16 @@ grep -q "resumed from .*step_00000005.h5" "$work/resume.log" || fail "did not re
 "$trident" train "${short[@]}" --train.steps=10 --checkpoint.interval=10 --log.run_dir="$work/straight" > /dev/null
 h5diff "$work/straight/checkpoints/step_00000010.h5" "$work/cut/checkpoints/step_00000010.h5" /model /model \
   || fail "MoE parameters differ after resume"
+# The ep = 2 checkpoint of step 5 resumed on one rank (ep = 1): the single rank's step 10.
+mkdir -p "$work/moved/checkpoints"
+cp "$work/dp2/checkpoints/step_00000005.h5" "$work/moved/checkpoints/"
+"$trident" train "${short[@]}" --train.steps=10 --checkpoint.resume="$work/moved/checkpoints/step_00000005.h5" \
+  --log.run_dir="$work/moved" > /dev/null
+python3 - "$work/one/metrics.jsonl" "$work/moved/metrics.jsonl" <<'PY'
+import json, sys
+one, moved = ({json.loads(l)["step"]: json.loads(l) for l in open(p)} for p in sys.argv[1:])
+assert abs(one[10]["loss"] - moved[10]["loss"]) <= 1e-5 * one[10]["loss"], (one[10]["loss"], moved[10]["loss"])
+PY
 
 ckpt="$work/dp2/checkpoints/step_00000010.h5"
 "$trident" eval --checkpoint "$ckpt" --data.valid=input/data/pystdlib-valid --log.eval_batches=2 > "$work/eval.log"
@@ -71,6 +86,12 @@ expect_error "moe.capacity_factor must be 0" --moe.capacity_factor=-1
 expect_error "moe.ffn_hidden = 95 must be divisible by parallel.tp = 2" --parallel.tp=2 --moe.ffn_hidden=95
 expect_error "lisa.enabled with moe.experts > 0" --lisa.enabled=true
 expect_error "lora.dropout > 0 on up/gate/down" --lora.enabled=true --lora.targets=up --lora.dropout=0.1
+rc=0
+"$trident" train "${moe[@]}" --train.steps=1 --parallel.dp=1 --log.run_dir="$work/bad" > "$work/bad.log" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q "parallel.ep = 2 must divide parallel.dp = 1" "$work/bad.log" || fail "ep > dp: exit $rc"
+rc=0
+"$trident" train "${moe[@]}" --train.steps=1 --moe.experts=0 --log.run_dir="$work/bad" > "$work/bad.log" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q "parallel.ep = 2 needs a mixture-of-experts model" "$work/bad.log" || fail "ep on dense: exit $rc"
 rc=0
 "$trident" convert --to hf --input "$ckpt" --output "$work/hf" > "$work/convert.log" 2>&1 || rc=$?
 [[ $rc -eq 2 ]] && grep -q "mixture-of-experts model" "$work/convert.log" || fail "convert --to hf of MoE: exit $rc"

@@ -130,7 +130,9 @@ TEST_P(MoeGradients, LayerMatchesFiniteDifferences) {
     const Routing& routing = *a.routing;
     return testing::dot(out, r) + routing.aux_scale * routing.aux + routing.z_scale * routing.z;
   });
-  if (GetParam().capacity > 0) EXPECT_GT(a.routing->dropped, 0) << "the capacity must drop some assignments";
+  if (GetParam().capacity > 0) {
+    EXPECT_GT(a.routing->dropped, 0) << "the capacity must drop some assignments";
+  }
 }
 
 TEST_P(MoeGradients, BlockMatchesFiniteDifferences) {

@@ -272,6 +272,48 @@ TEST_F(LayoutInvariance, MixtureOfExpertsMatchesSingleRank) {
   }
 }
 
+// Expert parallelism: each MoE layer's experts split over ep of the dp ranks, tokens traded by
+// all-to-all, expert gradients reduced (and ZeRO-1 sharded) over the expert-data-parallel
+// group: dropless and capacity-limited MoE in every (dp, tp, pp, ep) that fits the world give
+// the single-rank curve.
+TEST_F(LayoutInvariance, ExpertParallelMatchesSingleRank) {
+  struct Layout4 {
+    int dp, tp, pp, ep;
+  };
+  const std::vector<Layout4> all = {{2, 1, 1, 2}, {2, 1, 2, 2}, {2, 2, 1, 2}, {4, 1, 1, 4}, {4, 1, 1, 2},
+                                    {4, 1, 2, 2}, {4, 2, 1, 4}, {2, 2, 2, 2}, {8, 1, 1, 4}};
+  for (const bool llama : {true, false}) {
+    RunConfig ref_cfg = tiny_run(1, ref_dir());
+    ref_cfg.model.arch = llama ? model::Arch::kLlama : model::Arch::kGPT2;
+    ref_cfg.model.layers = 4;
+    ref_cfg.model.kv_heads = llama ? 2 : 4;
+    ref_cfg.model.tie_embeddings = !llama;
+    ref_cfg.model.ffn_hidden = 0;
+    ref_cfg.model.moe = {.experts = 4, .top_k = 2, .ffn_hidden = 48, .every = llama ? 1 : 2,
+                         .shared_experts = llama ? 1 : 0, .norm_topk_prob = llama, .aux_loss_coef = 0.1,
+                         .z_loss_coef = llama ? 0.01 : 0.0, .capacity_factor = llama ? 0.0 : 1.0};
+    ref_cfg.model.resolve();
+    ref_cfg.train.steps = 12;
+    const Curve reference = train(ref_cfg, MPI_COMM_SELF);
+    for (const Layout4& L : all) {
+      if (L.dp * L.tp * L.pp != world) continue;
+      RunConfig cfg = in_layout(ref_cfg, {L.dp, L.tp, L.pp}, dp_dir());
+      cfg.layout.ep = L.ep;
+      cfg.sequence_parallel = L.tp > 1;
+      cfg.comm.bucket_mb = 0.05;  // several buckets of each kind in flight
+      const Curve got = train(cfg, MPI_COMM_WORLD);
+      std::ostringstream what;
+      what << "MoE " << (llama ? "llama" : "gpt2") << " (dp, tp, pp, ep) = (" << L.dp << ", " << L.tp << ", " << L.pp
+           << ", " << L.ep << ")";
+      for (size_t s = 0; s < reference.losses.size(); ++s) {
+        EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what.str() << " step " << s + 1;
+        EXPECT_NEAR(got.moe_aux[s], reference.moe_aux[s], 1e-5 * reference.moe_aux[s]) << what.str() << " step " << s + 1;
+      }
+      EXPECT_LT(parameter_error(got, reference), 1e-5) << what.str();
+    }
+  }
+}
+
 // Dropout masks are keyed by the global index of each element, so dp changes nothing either.
 TEST_F(LayoutInvariance, DataParallelWithDropout) {
   RunConfig ref_cfg = tiny_run(1, ref_dir());

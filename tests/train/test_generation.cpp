@@ -86,6 +86,22 @@ TEST_P(Generation, RejectsPromptsPastTheCache) {
   EXPECT_THROW(gen.generate({{}}, 2, {}), Error);
 }
 
+// Mixture of experts (every second layer, a shared expert): decoding routes each new token as
+// the full forward routes it.
+TEST(MoeGeneration, KvCacheEqualsRecomputingTheSequence) {
+  std::unique_ptr<Ops> ops = make_cpu_ops(2);
+  model::ModelConfig cfg = tiny(model::Arch::kLlama);
+  cfg.moe = {.experts = 4, .top_k = 2, .ffn_hidden = 24, .every = 2, .shared_experts = 1};
+  model::GPTModel m(cfg, *ops, DType::kF64, 1);
+  m.initialize(7);
+  Tensor values = m.params().flat_values();
+  ops->scale(values, 8.0);
+  const std::vector<std::vector<int32_t>> prompts = {{5, 17, 3}, {40}, {9, 9, 9, 9, 30, 2, 11}};
+  Generator gen(m, *ops, nullptr, 3, 7, 17);
+  const auto got = gen.generate(prompts, 10, {});
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], recompute_greedy(m, prompts[i], 10)) << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, Generation, ::testing::Values(model::Arch::kGPT2, model::Arch::kLlama),
                          [](const auto& info) { return std::string(model::arch_name(info.param)); });
 

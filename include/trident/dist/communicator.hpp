@@ -141,6 +141,12 @@ class Communicator {
     int tag;
   };
   void exchange(const std::vector<Transfer>& transfers);
+  // All-to-all of rows (expert parallelism): of send [*, C], the first send_rows[0] rows go to
+  // rank 0, the next send_rows[1] to rank 1, ...; recv [*, C] gets recv_rows[r] rows from rank
+  // r, rank after rank. Blocking. Host tensors: MPI_Alltoallv; GPU tensors: one NCCL group of
+  // sends and receives.
+  void all_to_all_rows(const Tensor& send, const std::vector<int64_t>& send_rows, Tensor& recv,
+                       const std::vector<int64_t>& recv_rows);
   void barrier();
 
   // Bytes this rank handed to communication and seconds spent waiting for it, per kind and in

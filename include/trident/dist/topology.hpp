@@ -7,6 +7,10 @@
 //   pp groups (same dp_i, tp_i):             {0,4,8,12} {1,5,9,13} {2,6,10,14} {3,7,11,15}
 //   model-parallel groups (same dp_i):       {0,1,4,5,8,9,12,13} {2,3,6,7,10,11,14,15}
 //   embedding groups (first + last stage):   {0,12} {1,13} {2,14} {3,15}
+// Expert parallelism (ep divides dp) splits each dp group into ep groups of ep consecutive dp
+// ranks (dp_i = edp_i * ep + ep_i), which hold different experts and trade tokens, and
+// expert-data-parallel groups (same ep_i), which hold the same experts and reduce their
+// gradients. 8 ranks, dp=4, ep=2, tp=pp=1: ep groups {0,1} {2,3}, edp groups {0,2} {1,3}.
 #pragma once
 #include <functional>
 #include <memory>
@@ -44,6 +48,7 @@ struct Layout {
   int dp = 1;
   int tp = 1;
   int pp = 1;
+  int ep = 1;  // expert parallelism: a split of dp, not a fourth dimension of ranks
   int world() const { return dp * tp * pp; }
 };
 
@@ -60,6 +65,8 @@ class Topology {
   int dp_rank() const { return dp_rank_; }
   int tp_rank() const { return tp_rank_; }
   int pp_rank() const { return pp_rank_; }
+  int ep_rank() const { return dp_rank_ % layout_.ep; }
+  int edp_rank() const { return dp_rank_ / layout_.ep; }
   bool is_first_stage() const { return pp_rank_ == 0; }
   bool is_last_stage() const { return pp_rank_ == layout_.pp - 1; }
 
@@ -68,6 +75,8 @@ class Topology {
   Communicator& dp() { return dp_; }
   Communicator& pp() { return pp_; }
   Communicator& model_parallel() { return model_parallel_; }
+  Communicator& ep() { return ep_; }    // ranks holding different experts (size ep)
+  Communicator& edp() { return edp_; }  // ranks holding the same experts (size dp / ep)
   // Only meaningful on the first and last pipeline stage (nullptr elsewhere).
   Communicator* embedding() { return embedding_.get(); }
   // With pp > 1; nullptr otherwise.
@@ -98,6 +107,8 @@ class Topology {
   Communicator dp_;
   Communicator pp_;
   Communicator model_parallel_;
+  Communicator ep_;
+  Communicator edp_;
   std::unique_ptr<Communicator> embedding_;
   std::vector<std::unique_ptr<Communicator>> lane_groups_;  // owns the lanes' communicators
   std::vector<std::string> lane_names_;

@@ -50,7 +50,8 @@ struct DecodeScratch {
 
 class TransformerBlock {
  public:
-  TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp = {});
+  // ep: the group that splits an MoE layer's experts (expert parallelism).
+  TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp = {}, ExpertParallel ep = {});
   // attention = false leaves a.attn empty (selective recompute shares one set).
   // stored: the dtype of the activations kept for backward that feed GEMMs and attention
   // (16 bits under mixed precision); the residual stream and statistics stay in dtype.

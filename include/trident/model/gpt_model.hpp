@@ -42,8 +42,11 @@ class GPTModel {
   // feed GEMMs and attention are stored in it, and GEMMs use a 16-bit copy of the weights
   // (refresh_weights()); master weights, gradients, the residual stream, norm statistics and
   // the loss stay in dtype.
+  // ep: the group that splits the MoE layers' experts (expert parallelism; their parameters are
+  // aligned to pad_multiple in the flat buffers, so their gradients reduce apart).
   GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple = 1,
-           TensorParallel tp = {}, StagePlan plan = {}, std::optional<DType> activation_dtype = {});
+           TensorParallel tp = {}, StagePlan plan = {}, std::optional<DType> activation_dtype = {},
+           ExpertParallel ep = {});
   // Mixed precision: copies the master weights into the 16-bit copy GEMMs use (after every
   // change of the masters: initialisation, loading, an optimizer step). No-op otherwise.
   void refresh_weights() { params_.refresh_low_precision(ops_); }

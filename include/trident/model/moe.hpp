@@ -22,6 +22,37 @@
 
 namespace trident::model {
 
+// The group of ranks that splits each MoE layer's experts (expert parallelism): rank r holds
+// experts [r * E/ep, (r + 1) * E/ep). Without a communicator every expert is local (ep = 1).
+struct ExpertParallel {
+  dist::Communicator* comm = nullptr;
+  int rank() const { return comm ? comm->rank() : 0; }
+  int size() const { return comm ? comm->size() : 1; }
+};
+
+// Expert parallelism: the rows this rank's experts compute for one micro-batch, received from
+// every rank of the ep group (R of them, at most ep * N * k; buffers grow on demand and live
+// behind a shared pointer, so copies of the activations share them).
+struct ExpertRows {
+  int64_t rows = 0;                          // R
+  std::vector<int64_t> send_rows, recv_rows;  // per rank of the group: rows sent, received
+  std::vector<int64_t> offsets;              // [E/ep + 1] each local expert's first row
+  Tensor to_expert, to_source;               // int32 [R]: received (rank-major) <-> expert-major
+  Tensor arrived;                            // [R, C] inputs as they arrive (rank-major)
+  Tensor x;                                  // [R, C] expert-major inputs
+  MlpActivations experts;                    // [R, F]
+  Tensor y;                                  // [R, C] expert-major outputs
+  Tensor leaving;                            // [R, C] outputs as they leave (rank-major)
+  int64_t capacity() const { return x.defined() ? x.dim(0) : 0; }
+};
+// ... and the backward's temporaries, shared by all layers and slots.
+struct ExpertRowsScratch {
+  Tensor exchanged;  // [R, C] gradient rows as they arrive or leave (rank-major)
+  Tensor dy, dx;     // [R, C] expert-major gradients
+  MlpScratch experts;  // [R, F]
+  int64_t capacity() const { return dy.defined() ? dy.dim(0) : 0; }
+};
+
 // Activations of one MoE layer for one micro-batch of N rows (M = N*k rows in expert order).
 struct MoeActivations {
   std::shared_ptr<Routing> routing;  // host; shared by copies (recompute, trimmed views)
@@ -35,6 +66,7 @@ struct MoeActivations {
   Tensor shared_y;                   // [N, C] its output
   Tensor shared_logit, shared_scale; // [N, 1] the gate's logit and sigmoid
   Tensor identity;                   // int32 [N]: 0 .. N-1 (the shared MLP's rows, as slots)
+  std::shared_ptr<ExpertRows> remote;  // expert parallelism only
   // The first n of `of` rows of each buffer (shorter micro-batches, fewer decode rows).
   MoeActivations prefix(int64_t n, int64_t of) const;
 };
@@ -47,6 +79,7 @@ struct MoeScratch {
   Tensor dweights;          // [N, k] gradient of the routing weights
   Tensor dlogits;           // [N, E]
   Tensor dshared_logit;     // [N, 1]
+  std::shared_ptr<ExpertRowsScratch> remote;  // expert parallelism only
   MoeScratch prefix(int64_t n, int64_t of) const;
 };
 
@@ -65,8 +98,10 @@ inline constexpr int kMoeStatFields = 4;
 
 class MoeLayer {
  public:
-  // index: the layer's place among the model's MoE layers (its statistics row).
-  MoeLayer(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp, int index);
+  // index: the layer's place among the model's MoE layers (its statistics row); ep: the group
+  // that splits the experts (this rank builds only its own).
+  MoeLayer(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp, int index,
+           ExpertParallel ep = {});
   MoeActivations make_activations(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored = {}) const;
   MoeScratch make_scratch(Ops& ops, int64_t rows, DType dtype) const;
 
@@ -88,10 +123,24 @@ class MoeLayer {
   static Tensor expert_rows(const Tensor& t, int64_t first, int64_t last) {
     return t.defined() ? t.narrow(first, last) : t;
   }
-  void expert_forward(Ops& ops, MoeActivations& a) const;
+  // Runs each local expert's MLP over its rows [offsets[e], offsets[e + 1]) of x into y.
+  void run_experts(Ops& ops, const std::vector<int64_t>& offsets, const Tensor& x, MlpActivations& acts,
+                   Tensor& y) const;
+  void backward_experts(Ops& ops, const std::vector<int64_t>& offsets, const Tensor& x, const MlpActivations& acts,
+                        const Tensor& dy, MlpScratch& scratch, Tensor& dx) const;
+  // Expert parallelism: sends this rank's rows in expert order (a.x) to the experts' ranks,
+  // runs the local experts on what arrives, and returns their outputs into a.y.
+  void dispatch_forward(Ops& ops, MoeActivations& a) const;
+  // ... and the gradient: dy [M, C] out, dx [M, C] back.
+  void dispatch_backward(Ops& ops, const MoeActivations& a, const Tensor& dy, MoeScratch& s, Tensor& dx) const;
+  // Grow the remote buffers to hold `rows` rows (never shrinking).
+  void reserve(Ops& ops, ExpertRows& r, int64_t rows, DType dtype, DType stored) const;
+  void reserve(Ops& ops, ExpertRowsScratch& s, int64_t rows, DType dtype) const;
 
   const ModelConfig& cfg_;
   TensorParallel tp_;
+  ExpertParallel ep_;
+  int first_expert_ = 0, local_experts_ = 0;
   int index_;
   RouterOptions options_;
   Linear router_;

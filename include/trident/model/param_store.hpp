@@ -30,6 +30,9 @@ struct ParamSpec {
   // its value lives in a separate flat buffer, outside the trainable one.
   bool trainable = true;
   bool adapter = false;  // a LoRA adapter: trainable while freeze_base() holds the rest
+  // An expert's weight (MoE): under expert parallelism it lives on one rank of each ep group
+  // and its gradient is reduced over the expert-data-parallel group instead of dp.
+  bool expert = false;
 };
 
 struct Parameter {
@@ -56,6 +59,14 @@ class ParamStore {
   Parameter& add(ParamSpec spec);
   // From now on every parameter added that is not an adapter is frozen (LoRA).
   void freeze_base() { freeze_base_ = true; }
+  // Parameters added while experts(true) holds are experts' (ParamSpec::expert). With
+  // align_experts(m), each run of trainable expert parameters and the run after it start at
+  // a multiple of m in the flat buffers (zero gaps between), so that gradient buckets can be
+  // cut where the reduction's group changes.
+  void experts(bool on) { experts_ = on; }
+  void align_experts(int64_t multiple) { expert_align_ = multiple; }
+  // Elements of the trainable and frozen parameters themselves (without alignment gaps).
+  int64_t parameter_elements() const { return elements_; }
   // One flat value and one flat gradient buffer for the trainable parameters, zero-padded at the
   // end to a multiple of pad_multiple elements (so data-parallel shards divide evenly), and one
   // value buffer for the frozen ones.
@@ -86,6 +97,10 @@ class ParamStore {
   int64_t numel_ = 0;
   int64_t frozen_numel_ = 0;
   bool freeze_base_ = false;
+  bool experts_ = false;
+  int64_t expert_align_ = 1;
+  int64_t elements_ = 0;
+  bool last_expert_ = false;  // whether the last trainable parameter added is an expert's
   Tensor values_;
   Tensor grads_;
   Tensor values_low_;  // 16-bit copy of values_ (mixed precision), else undefined

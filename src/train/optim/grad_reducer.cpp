@@ -9,24 +9,55 @@
 namespace trident::train {
 
 GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
-                         dist::Communicator* model_parallel, int tp_rank)
-    : params_(params), ops_(ops), dp_(dp), options_(options), model_parallel_(model_parallel), tp_rank_(tp_rank) {
+                         dist::Communicator* model_parallel, int tp_rank, dist::Communicator* expert_dp,
+                         dist::Communicator* ep)
+    : params_(params),
+      ops_(ops),
+      dp_(dp),
+      options_(options),
+      model_parallel_(model_parallel),
+      tp_rank_(tp_rank),
+      expert_dp_(expert_dp),
+      ep_(ep) {
   const int64_t total = params.padded_numel();
   const int64_t align = pad_multiple(dp.size());
   TRIDENT_CHECK(total % align == 0, "flat buffer of ", total, " elements is not padded to ", align);
   TRIDENT_CONFIG_CHECK(options.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", options.bucket_mb, ")");
+  TRIDENT_CHECK((expert_dp == nullptr) == (ep == nullptr), "GradReducer: the expert groups come together");
+  TRIDENT_CONFIG_CHECK(!ep || options.compression.kind == dist::CompressionKind::kNone,
+                       "comm.compression with parallel.ep > 1 is not supported (expert gradients reduce over their "
+                       "own group)");
   const int64_t elem = static_cast<int64_t>(dtype_size(params.flat_grads().dtype()));
   const int64_t bucket = std::max(align, static_cast<int64_t>(options.bucket_mb * (1 << 20)) / elem / align * align);
-  for (int64_t begin = 0; begin < total; begin += bucket) {
-    Bucket b;
-    b.begin = begin;
-    b.end = std::min(total, begin + bucket);
-    if (options.zero && dp.size() > 1) b.shard_grad = ops.zeros(Shape{(b.end - b.begin) / dp.size()}, params.flat_grads().dtype());
-    if (options.grad_dtype != params.flat_grads().dtype() && dp.size() > 1) {
-      b.low = ops.zeros(Shape{b.end - b.begin}, options.grad_dtype);
-      if (options.zero) b.shard_low = ops.zeros(Shape{(b.end - b.begin) / dp.size()}, options.grad_dtype);
+  // Regions of the flat buffer reduced over one group: runs of expert and other parameters
+  // (the ParamStore aligns their starts to `align` under expert parallelism).
+  std::vector<std::pair<int64_t, bool>> starts = {{0, false}};
+  if (ep)
+    for (const auto& p : params.all()) {
+      if (!p->trainable() || p->spec.expert == starts.back().second) continue;
+      TRIDENT_CHECK(p->offset % align == 0, p->spec.name, ": an expert run starts at ", p->offset,
+                    ", not aligned to ", align);
+      if (p->offset == starts.back().first) starts.back().second = p->spec.expert;
+      else starts.push_back({p->offset, p->spec.expert});
     }
-    buckets_.push_back(std::move(b));
+  for (size_t r = 0; r < starts.size(); ++r) {
+    const int64_t region_end = r + 1 < starts.size() ? starts[r + 1].first : total;
+    const bool expert = starts[r].second;
+    dist::Communicator* comm = expert ? expert_dp : &dp;
+    for (int64_t begin = starts[r].first; begin < region_end; begin += bucket) {
+      Bucket b;
+      b.begin = begin;
+      b.end = std::min(region_end, begin + bucket);
+      b.comm = comm;
+      b.expert = expert;
+      const int n = comm->size();
+      if (options.zero && n > 1) b.shard_grad = ops.zeros(Shape{(b.end - b.begin) / n}, params.flat_grads().dtype());
+      if (options.grad_dtype != params.flat_grads().dtype() && n > 1) {
+        b.low = ops.zeros(Shape{b.end - b.begin}, options.grad_dtype);
+        if (options.zero) b.shard_low = ops.zeros(Shape{(b.end - b.begin) / n}, options.grad_dtype);
+      }
+      buckets_.push_back(std::move(b));
+    }
   }
   next_to_start_ = buckets_.size();
   segments_ = optimizer_segments();
@@ -60,20 +91,21 @@ void GradReducer::start_step(int64_t steps_done) {
 void GradReducer::start(size_t i) {
   Bucket& b = buckets_[i];
   b.started = true;
-  if (dp_.size() == 1) return;
+  dist::Communicator& comm = *b.comm;
+  if (comm.size() == 1) return;
   if (compressor_) return compressor_->start(i);
   Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
-  const uint64_t raw = options_.zero ? dist::wire_reduce_scatter(grads.bytes(), dp_.size())
-                                     : dist::wire_all_reduce(grads.bytes(), dp_.size());
+  const uint64_t raw = options_.zero ? dist::wire_reduce_scatter(grads.bytes(), comm.size())
+                                     : dist::wire_all_reduce(grads.bytes(), comm.size());
   step_raw_bytes_ += raw;
   if (b.low.defined()) {  // 16-bit on the wire
     ops_.copy(grads, b.low);
     step_wire_bytes_ += raw * dtype_size(b.low.dtype()) / dtype_size(grads.dtype());
-    b.request = options_.zero ? dp_.ireduce_scatter_sum(b.low, b.shard_low) : dp_.iall_reduce_sum(b.low);
+    b.request = options_.zero ? comm.ireduce_scatter_sum(b.low, b.shard_low) : comm.iall_reduce_sum(b.low);
     return;
   }
   step_wire_bytes_ += raw;
-  b.request = options_.zero ? dp_.ireduce_scatter_sum(grads, b.shard_grad) : dp_.iall_reduce_sum(grads);
+  b.request = options_.zero ? comm.ireduce_scatter_sum(grads, b.shard_grad) : comm.iall_reduce_sum(grads);
 }
 
 void GradReducer::grads_final_from(int64_t offset) {
@@ -105,52 +137,62 @@ void GradReducer::finish() {
   }
 }
 
-std::vector<Tensor> GradReducer::norm_ranges() const {
+std::vector<std::pair<Tensor, bool>> GradReducer::norm_ranges() const {
   struct Run {
     Tensor parent;  // the flat gradient, or a bucket's ZeRO block
     int64_t begin, end;
+    bool expert;
   };
   std::vector<Run> runs;
-  const bool sharded = options_.zero && dp_.size() > 1;
   for (const OptimSegment& s : segments_) {
     if (!s.counts_in_norm) continue;
-    Run r{params_.flat_grads(), s.begin, s.end};
-    if (sharded)
-      for (const Bucket& b : buckets_)
-        if (s.begin >= block_begin(b) && s.end <= block_end(b))
-          r = {b.shard_grad, s.begin - block_begin(b), s.end - block_begin(b)};
-    if (!runs.empty() && runs.back().parent.raw() == r.parent.raw() && runs.back().end == r.begin)
+    Run r{params_.flat_grads(), s.begin, s.end, false};
+    for (const Bucket& b : buckets_) {
+      if (s.begin < b.begin || s.end > b.end) continue;
+      r.expert = b.expert;
+      if (sharded(b) && s.begin >= block_begin(b) && s.end <= block_end(b))
+        r = {b.shard_grad, s.begin - block_begin(b), s.end - block_begin(b), b.expert};
+    }
+    if (!runs.empty() && runs.back().parent.raw() == r.parent.raw() && runs.back().end == r.begin &&
+        runs.back().expert == r.expert)
       runs.back().end = r.end;
     else
       runs.push_back(r);
   }
-  std::vector<Tensor> ranges;
-  for (const Run& r : runs) ranges.push_back(r.parent.narrow(r.begin, r.end));
+  std::vector<std::pair<Tensor, bool>> ranges;
+  for (const Run& r : runs) ranges.push_back({r.parent.narrow(r.begin, r.end), r.expert});
   return ranges;
 }
 
 double GradReducer::grad_norm() {
-  double sum = 0;
-  for (const Tensor& range : norm_ranges_) sum += ops_.sum_squares(range);
-  if (options_.zero && dp_.size() > 1) dp_.all_reduce_sum(&sum, 1);  // each dp rank holds a share
+  double dense = 0, experts = 0;
+  for (const auto& [range, expert] : norm_ranges_) (expert ? experts : dense) += ops_.sum_squares(range);
+  // A ZeRO-sharded group holds a share each; experts differ over the ep group besides.
+  if (options_.zero && dp_.size() > 1) dp_.all_reduce_sum(&dense, 1);
+  if (ep_) {
+    if (options_.zero && expert_dp_->size() > 1) expert_dp_->all_reduce_sum(&experts, 1);
+    ep_->all_reduce_sum(&experts, 1);
+  }
+  double sum = dense + experts;
   if (model_parallel_) model_parallel_->all_reduce_sum(&sum, 1);   // each rank holds a part of the model
   return std::sqrt(sum);
 }
 
 std::vector<OptimSegment> GradReducer::optimizer_segments() const {
   std::vector<OptimSegment> segments;
-  const bool sharded = options_.zero && dp_.size() > 1;
   for (const auto& p : params_.all()) {
     if (!p->trainable()) continue;  // frozen: no gradient, no optimizer state
     const int64_t p_begin = p->offset, p_end = p->offset + p->local_shape.numel();
     // A parameter replicated over the tensor-parallel group has the same gradient on every
     // rank of it: rank 0 counts it in the norm.
     const bool counts = p->spec.counted_in_norm && (p->spec.split_dim >= 0 || tp_rank_ == 0);
-    if (!sharded) {
-      segments.push_back({p_begin, p_end, p->spec.weight_decay, params_.flat_grads().narrow(p_begin, p_end), counts});
-      continue;
-    }
     for (const Bucket& b : buckets_) {
+      if (!sharded(b)) {  // the whole parameter's part in this bucket
+        const int64_t lo = std::max(p_begin, b.begin), hi = std::min(p_end, b.end);
+        if (lo < hi && lo == p_begin)  // one segment per parameter (a parameter never spans groups)
+          segments.push_back({p_begin, p_end, p->spec.weight_decay, params_.flat_grads().narrow(p_begin, p_end), counts});
+        continue;
+      }
       const int64_t lo = std::max(p_begin, block_begin(b)), hi = std::min(p_end, block_end(b));
       if (lo < hi)
         segments.push_back({lo, hi, p->spec.weight_decay,
@@ -161,14 +203,14 @@ std::vector<OptimSegment> GradReducer::optimizer_segments() const {
 }
 
 void GradReducer::gather_parameters() {
-  if (!options_.zero || dp_.size() == 1) return;
   std::vector<dist::CommRequest> requests;
   for (Bucket& b : buckets_) {
+    if (!sharded(b)) continue;
     Tensor values = params_.flat_values().narrow(b.begin, b.end);
-    const uint64_t wire = dist::wire_reduce_scatter(values.bytes(), dp_.size());  // all-gather: same bytes
+    const uint64_t wire = dist::wire_reduce_scatter(values.bytes(), b.comm->size());  // all-gather: same bytes
     step_wire_bytes_ += wire;
     step_raw_bytes_ += wire;
-    requests.push_back(dp_.iall_gather_in_place(values));
+    requests.push_back(b.comm->iall_gather_in_place(values));
   }
   for (auto& r : requests) r.wait();
 }

@@ -13,6 +13,11 @@
 // finish()); with ZeRO-1 the compressed reduction leaves this rank's block in its shard. The
 // reduced gradient (the norm, clipping and the update see it) is then an approximation, so
 // layout invariance holds only for compression = none.
+//
+// Expert parallelism: the experts' parameters (ParamSpec::expert, aligned into runs of their
+// own by the ParamStore) differ between the ranks of an ep group; their buckets are reduced
+// (and ZeRO-sharded) over the expert-data-parallel group instead, and the gradient norm sums
+// their squares over the ep group too.
 #pragma once
 #include <memory>
 #include <vector>
@@ -40,8 +45,11 @@ class GradReducer {
   // model_parallel: the group whose ranks hold different parts of the model (tp x pp), over
   // which the gradient norm is summed (nullptr: none); tp_rank: parameters replicated over the
   // tensor-parallel group count in the norm on tp rank 0 only.
+  // expert_dp, ep (expert parallelism, both or neither): the groups over which expert
+  // gradients are reduced and over which ranks hold different experts.
   GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
-              dist::Communicator* model_parallel = nullptr, int tp_rank = 0);
+              dist::Communicator* model_parallel = nullptr, int tp_rank = 0,
+              dist::Communicator* expert_dp = nullptr, dist::Communicator* ep = nullptr);
   static int64_t pad_multiple(int dp_size) { return 16 * int64_t(dp_size); }
 
   bool overlap() const { return options_.overlap; }
@@ -83,6 +91,8 @@ class GradReducer {
  private:
   struct Bucket {
     int64_t begin = 0, end = 0;  // flat element range, length a multiple of dp
+    dist::Communicator* comm = nullptr;  // dp, or the expert-data-parallel group for experts
+    bool expert = false;
     Tensor shard_grad;           // ZeRO: this rank's block of the reduced gradient
     Tensor low, shard_low;       // comm.grad_dtype 16-bit: the bucket and its reduced block on the wire
     dist::CommRequest request;
@@ -92,10 +102,15 @@ class GradReducer {
   void make_compressor();
   // The gradient the norm counts, as few contiguous ranges as the segments allow: one
   // sum_squares each, so a GPU returns one number per range rather than per parameter.
-  std::vector<Tensor> norm_ranges() const;
-  // This rank's block of a bucket, as the communicator splits it.
-  int64_t block_begin(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).begin; }
-  int64_t block_end(const Bucket& b) const { return b.begin + dp_.block(b.end - b.begin, dp_.rank()).end; }
+  // Each range with whether it holds experts' gradients.
+  std::vector<std::pair<Tensor, bool>> norm_ranges() const;
+  // ZeRO-1 sharding of a bucket: over its group when that has more than one rank.
+  bool sharded(const Bucket& b) const { return options_.zero && b.comm->size() > 1; }
+  // This rank's block of a bucket, as its communicator splits it.
+  int64_t block_begin(const Bucket& b) const {
+    return b.begin + b.comm->block(b.end - b.begin, b.comm->rank()).begin;
+  }
+  int64_t block_end(const Bucket& b) const { return b.begin + b.comm->block(b.end - b.begin, b.comm->rank()).end; }
 
   model::ParamStore& params_;
   Ops& ops_;
@@ -103,8 +118,10 @@ class GradReducer {
   ReducerOptions options_;
   dist::Communicator* model_parallel_;
   int tp_rank_;
+  dist::Communicator* expert_dp_;
+  dist::Communicator* ep_;
   std::vector<OptimSegment> segments_;
-  std::vector<Tensor> norm_ranges_;
+  std::vector<std::pair<Tensor, bool>> norm_ranges_;
   std::vector<Bucket> buckets_;
   size_t next_to_start_ = 0;  // buckets start from the last one down
   std::unique_ptr<dist::GradCompressor> compressor_;
