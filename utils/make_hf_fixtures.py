@@ -6,6 +6,8 @@
                                          write the fixtures saved by transformers 5 (its
                                          rope_parameters form): llama3_rope, llama_linear,
                                          qwen3, mistral, qwen2_window
+  make_hf_fixtures.py --moe [OUT_DIR]    the mixture-of-experts fixtures (transformers 5):
+                                         mixtral, qwen2_moe, qwen3_moe
   make_hf_fixtures.py --bad tests/data/bad   the malformed *.hf model directories
   make_hf_fixtures.py --generation [OUT_DIR]   only (re)write every fixture's generate.json
   make_hf_fixtures.py --check-load DIR FIXTURE
@@ -236,6 +238,56 @@ def make_transformers5(out):
                           layer_types=None)
 
 
+def make_moe(out):
+    """Mixture-of-experts fixtures: Mixtral (4 experts, top-2 renormalised, every layer), Qwen2-MoE
+    (q/k/v biases, a shared expert twice an expert's width behind its sigmoid gate, raw top-k
+    weights, decoder_sparse_step 2: layer 0 dense, layer 1 MoE) and Qwen3-MoE (per-head q/k
+    norms, head_dim apart from hidden / heads, top-3 of 6 renormalised). The router's k-th and
+    (k+1)-th logits of every token are kept apart, so a rounding difference cannot change the
+    experts chosen."""
+    assert int(transformers.__version__.split(".")[0]) >= 5, transformers.__version__
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    common = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-6,
+                  attn_implementation="eager")
+    cases = [
+        ("mixtral", transformers.MixtralForCausalLM, transformers.MixtralConfig(
+            vocab_size=140, hidden_size=32, intermediate_size=40, max_position_embeddings=64, num_local_experts=4,
+            num_experts_per_tok=2, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            tie_word_embeddings=False, **common), torch.float32, 70),
+        ("qwen2_moe", transformers.Qwen2MoeForCausalLM, transformers.Qwen2MoeConfig(
+            vocab_size=130, hidden_size=32, intermediate_size=56, moe_intermediate_size=24,
+            shared_expert_intermediate_size=48, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False,
+            decoder_sparse_step=2, max_position_embeddings=64, use_sliding_window=False, tie_word_embeddings=True,
+            **common), torch.float32, 72),
+        ("qwen3_moe", transformers.Qwen3MoeForCausalLM, transformers.Qwen3MoeConfig(
+            vocab_size=150, hidden_size=32, intermediate_size=64, moe_intermediate_size=20, head_dim=16,
+            num_experts=6, num_experts_per_tok=3, norm_topk_prob=True, max_position_embeddings=64,
+            use_sliding_window=False, tie_word_embeddings=False, **common), torch.bfloat16, 74),
+    ]
+    for name, model_class, config, dtype, seed in cases:
+        for attempt in range(20):  # a seed whose routing has no near-ties
+            model = model_class(config)
+            randomize(model, seed + 100 * attempt)
+            gap = router_gap(model.to(dtype).float(), config.vocab_size, seed + 1)
+            if gap > 2e-3:
+                break
+        print(f"{name}: smallest gap between the k-th and (k+1)-th router logit {gap:.2e} (attempt {attempt})")
+        write_fixture(out, name, model, dtype, seed)
+
+
+def router_gap(model, vocab, seed):
+    ids, _ = fixed_inputs(vocab, seed)
+    with torch.no_grad():
+        out = model.eval()(input_ids=ids, output_router_logits=True)
+    k = model.config.num_experts_per_tok
+    gap = float("inf")
+    for logits in out.router_logits:
+        top = logits.float().reshape(-1, logits.shape[-1]).topk(k + 1, dim=-1).values
+        gap = min(gap, float((top[:, k - 1] - top[:, k]).min()))
+    return gap
+
+
 def assert_window_matters(d, config_class, **no_window):
     """The fixture's logits differ from the same weights attending over the whole sequence, so
     a model that ignored the window would fail the tests."""
@@ -337,6 +389,10 @@ if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--transformers5":
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         make_transformers5(sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "tests", "data", "hf"))
+        sys.exit(0)
+    if len(sys.argv) >= 2 and sys.argv[1] == "--moe":
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        make_moe(sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "tests", "data", "hf"))
         sys.exit(0)
     if len(sys.argv) == 4 and sys.argv[1] == "--check-load":
         sys.exit(check_load(sys.argv[2], sys.argv[3]))

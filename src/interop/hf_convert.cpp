@@ -21,12 +21,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The [model] section (and [moe] for a mixture of experts) of the checkpoint's config text.
 std::string model_section(const model::ModelConfig& m, const std::string& init_from) {
-  std::ostringstream os;
-  os << "[model]\n";
-  for (const auto& [key, value] : model::hf_model_keys({.config = m})) os << key.substr(6) << " = " << value << "\n";
-  os << "seq_len = " << m.seq_len << "\ninit_from = " << init_from << "\n";
-  return os.str();
+  std::ostringstream model, moe;
+  model << "[model]\n";
+  moe << "\n[moe]\n";
+  for (const auto& [key, value] : model::hf_model_keys({.config = m})) {
+    const size_t dot = key.find('.');
+    (key.substr(0, dot) == "moe" ? moe : model) << key.substr(dot + 1) << " = " << value << "\n";
+  }
+  model << "seq_len = " << m.seq_len << "\ninit_from = " << init_from << "\n";
+  return model.str() + moe.str();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "trident/model/hf_config.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -263,6 +264,35 @@ void read_sliding_window(const Keys& k, const Json& json, HfFamily family, Model
   (void)json;
 }
 
+// The experts of a Mixtral / Qwen2-MoE / Qwen3-MoE config (router_aux_loss_coef is a training
+// choice: moe.aux_loss_coef stays the run's).
+void read_moe(const Keys& k, HfFamily family, ModelConfig& m) {
+  MoeConfig& moe = m.moe;
+  TRIDENT_CONFIG_CHECK(k.number("router_jitter_noise", 0.0) == 0.0, k.where(),
+                       ": router_jitter_noise != 0 is not supported (trident's router has no noise)");
+  moe.top_k = to_int(k.integer("num_experts_per_tok", 2), k, "num_experts_per_tok");
+  if (family == HfFamily::kMixtral) {
+    moe.experts = to_int(k.integer("num_local_experts", 8), k, "num_local_experts");
+    moe.ffn_hidden = m.ffn_hidden;
+    moe.norm_topk_prob = true;  // Mixtral always renormalises the top k
+    return;
+  }
+  const char* experts = k.find("num_experts") ? "num_experts" : "num_local_experts";
+  moe.experts = to_int(k.integer(experts), k, experts);
+  moe.ffn_hidden = to_int(k.integer("moe_intermediate_size"), k, "moe_intermediate_size");
+  moe.every = to_int(k.integer("decoder_sparse_step", 1), k, "decoder_sparse_step");
+  moe.norm_topk_prob = k.boolean("norm_topk_prob", false);
+  if (const Json* dense = k.find("mlp_only_layers"))
+    TRIDENT_CONFIG_CHECK(dense->is_array() && dense->as_array().empty(), k.where(),
+                         ": mlp_only_layers = ", dense->dump(), " is not supported (only decoder_sparse_step picks the "
+                         "dense layers)");
+  const int64_t shared = family == HfFamily::kQwen2Moe ? k.integer("shared_expert_intermediate_size", 0) : 0;
+  TRIDENT_CONFIG_CHECK(shared % moe.ffn_hidden == 0, k.where(), ": shared_expert_intermediate_size ", shared,
+                       " is not a multiple of moe_intermediate_size ", moe.ffn_hidden,
+                       " (trident's shared MLP is moe.shared_experts experts wide)");
+  moe.shared_experts = static_cast<int>(shared / moe.ffn_hidden);
+}
+
 HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
   switch (family) {
     case HfFamily::kLlama:
@@ -290,6 +320,28 @@ HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
       TRIDENT_CONFIG_CHECK(family == HfFamily::kQwen3 || !k.find("attention_bias"), k.where(),
                            ": \"attention_bias\" is not a qwen2 setting (Qwen2 has q/k/v biases and no o bias)");
       break;
+    case HfFamily::kMixtral:
+      check_known_keys(json, k.where(), "mixtral",
+                       {"attention_dropout", "head_dim", "hidden_act", "hidden_size", "intermediate_size",
+                        "max_position_embeddings", "num_attention_heads", "num_hidden_layers", "num_key_value_heads",
+                        "rms_norm_eps", "rope_parameters", "rope_scaling", "rope_theta", "sliding_window",
+                        "vocab_size", "original_max_position_embeddings", "num_local_experts", "num_experts_per_tok",
+                        "router_aux_loss_coef", "router_jitter_noise", "output_router_logits"});
+      break;
+    case HfFamily::kQwen2Moe:
+    case HfFamily::kQwen3Moe:
+      check_known_keys(json, k.where(), hf_family_name(family),
+                       {"attention_bias", "attention_dropout", "head_dim", "hidden_act", "hidden_size",
+                        "intermediate_size", "layer_types", "max_position_embeddings", "max_window_layers",
+                        "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "rms_norm_eps",
+                        "rope_parameters", "rope_scaling", "rope_theta", "sliding_window", "use_sliding_window",
+                        "vocab_size", "original_max_position_embeddings", "decoder_sparse_step", "mlp_only_layers",
+                        "moe_intermediate_size", "norm_topk_prob", "num_experts", "num_local_experts",
+                        "num_experts_per_tok", "output_router_logits", "router_aux_loss_coef",
+                        "shared_expert_intermediate_size", "qkv_bias"});
+      TRIDENT_CONFIG_CHECK(family == HfFamily::kQwen3Moe || !k.find("attention_bias"), k.where(),
+                           ": \"attention_bias\" is not a qwen2_moe setting (it has qkv_bias)");
+      break;
     case HfFamily::kGPT2: break;
   }
   HfModelInfo info;
@@ -314,9 +366,10 @@ HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
                          " is not divisible by num_attention_heads ", m.heads, " (and no head_dim is given)");
   }
   const bool attention_bias = k.boolean("attention_bias", false);
-  m.qkv_bias = family == HfFamily::kQwen2 || attention_bias;
+  m.qkv_bias = family == HfFamily::kQwen2 || attention_bias ||
+               (family == HfFamily::kQwen2Moe && k.boolean("qkv_bias", true));
   m.o_bias = attention_bias;
-  m.qk_norm = family == HfFamily::kQwen3;
+  m.qk_norm = family == HfFamily::kQwen3 || family == HfFamily::kQwen3Moe;
   const std::string act = k.text("hidden_act", "silu");
   TRIDENT_CONFIG_CHECK(act == "silu", k.where(), ": hidden_act \"", act,
                        "\" is not supported (trident's Llama MLP is SwiGLU with silu)");
@@ -325,7 +378,9 @@ HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
                        ": attention_dropout != 0 is not supported (trident has no dropout on attention "
                        "probabilities; model.dropout applies to each branch)");
   read_rope(k, json, m);
-  read_sliding_window(k, json, family, m);
+  read_sliding_window(k, json, family == HfFamily::kMixtral ? HfFamily::kMistral : family, m);
+  if (family == HfFamily::kMixtral || family == HfFamily::kQwen2Moe || family == HfFamily::kQwen3Moe)
+    read_moe(k, family, m);
   return info;
 }
 
@@ -338,6 +393,9 @@ const char* hf_family_name(HfFamily family) {
     case HfFamily::kMistral: return "mistral";
     case HfFamily::kQwen2: return "qwen2";
     case HfFamily::kQwen3: return "qwen3";
+    case HfFamily::kMixtral: return "mixtral";
+    case HfFamily::kQwen2Moe: return "qwen2_moe";
+    case HfFamily::kQwen3Moe: return "qwen3_moe";
   }
   return "?";
 }
@@ -352,9 +410,12 @@ HfModelInfo parse_hf_config(const Json& json, const std::string& where) {
   else if (type == "mistral") info = parse_llama_like(k, json, HfFamily::kMistral);
   else if (type == "qwen2") info = parse_llama_like(k, json, HfFamily::kQwen2);
   else if (type == "qwen3") info = parse_llama_like(k, json, HfFamily::kQwen3);
+  else if (type == "mixtral") info = parse_llama_like(k, json, HfFamily::kMixtral);
+  else if (type == "qwen2_moe") info = parse_llama_like(k, json, HfFamily::kQwen2Moe);
+  else if (type == "qwen3_moe") info = parse_llama_like(k, json, HfFamily::kQwen3Moe);
   else
     throw ConfigError(where + ": model_type \"" + type + "\" is not supported (trident loads gpt2, llama, mistral, "
-                      "qwen2 and qwen3 models)");
+                      "qwen2, qwen3, mixtral, qwen2_moe and qwen3_moe models)");
   ModelConfig checked = info.config;
   checked.seq_len = int(std::min<int64_t>(checked.seq_len, checked.positions()));  // the run picks its own
   try {
@@ -398,13 +459,35 @@ HfModelInfo read_hf_config(const std::string& dir) {
   return info;
 }
 
+namespace {
+HfFamily hf_moe_family_for(const ModelConfig& cfg) {
+  const MoeConfig& moe = cfg.moe;
+  TRIDENT_CONFIG_CHECK(cfg.arch == Arch::kLlama, "a gpt2 mixture-of-experts model has no Hugging Face family "
+                       "(Mixtral, Qwen2-MoE and Qwen3-MoE are Llama-style)");
+  TRIDENT_CONFIG_CHECK(!cfg.o_bias, "model.o_bias in a mixture-of-experts model has no Hugging Face family");
+  if (cfg.qk_norm) {
+    TRIDENT_CONFIG_CHECK(moe.shared_experts == 0 && !cfg.qkv_bias, "model.qk_norm exports as Qwen3-MoE, which has no "
+                         "shared expert (moe.shared_experts) and no q/k/v biases");
+    TRIDENT_CONFIG_CHECK(cfg.sliding_window == 0, "a sliding window in a Qwen3-MoE export is not supported");
+    return HfFamily::kQwen3Moe;
+  }
+  if (moe.norm_topk_prob && moe.every == 1 && moe.shared_experts == 0 && !cfg.qkv_bias && moe.ffn_hidden == cfg.ffn_hidden &&
+      (cfg.sliding_window == 0 || cfg.window_from == 0))
+    return HfFamily::kMixtral;
+  TRIDENT_CONFIG_CHECK(moe.shared_experts > 0, "this mixture-of-experts model has no Hugging Face family: Mixtral "
+                       "renormalises (moe.norm_topk_prob) in every layer with expert size model.ffn_hidden and no "
+                       "biases; Qwen2-MoE has a shared expert (moe.shared_experts > 0)");
+  TRIDENT_CONFIG_CHECK(cfg.sliding_window == 0, "a sliding window in a Qwen2-MoE export is not supported");
+  return HfFamily::kQwen2Moe;
+}
+}  // namespace
+
 bool is_hf_model_dir(const std::string& path) {
   return fs::is_directory(path) && fs::is_regular_file(fs::path(path) / "config.json");
 }
 
 HfFamily hf_family_for(const ModelConfig& cfg) {
-  TRIDENT_CONFIG_CHECK(!cfg.moe.enabled(), "a mixture-of-experts model (moe.experts = ", cfg.moe.experts,
-                       ") has no Hugging Face export yet; keep it as a trident checkpoint");
+  if (cfg.moe.enabled()) return hf_moe_family_for(cfg);
   if (cfg.arch == Arch::kGPT2) return HfFamily::kGPT2;
   const bool windowed = cfg.sliding_window > 0;
   if (cfg.qk_norm) {
@@ -476,6 +559,9 @@ const char* architecture_name(HfFamily family) {
     case HfFamily::kMistral: return "MistralForCausalLM";
     case HfFamily::kQwen2: return "Qwen2ForCausalLM";
     case HfFamily::kQwen3: return "Qwen3ForCausalLM";
+    case HfFamily::kMixtral: return "MixtralForCausalLM";
+    case HfFamily::kQwen2Moe: return "Qwen2MoeForCausalLM";
+    case HfFamily::kQwen3Moe: return "Qwen3MoeForCausalLM";
   }
   return "?";
 }
@@ -513,11 +599,33 @@ Json hf_config_json(const ModelConfig& cfg, const std::string& torch_dtype) {
     j.set("rope_theta", Json(m.rope_theta));
     j.set("rope_parameters", rope_parameters_json(m, /*with_theta=*/true));
     j.set("rope_scaling", m.rope_scaling.none() ? Json() : rope_parameters_json(m, /*with_theta=*/false));
-    if (info.family == HfFamily::kLlama || info.family == HfFamily::kQwen3)
+    const HfFamily f = info.family;
+    if (f == HfFamily::kLlama || f == HfFamily::kQwen3 || f == HfFamily::kQwen3Moe)
       j.set("attention_bias", Json(m.qkv_bias));
-    if (info.family == HfFamily::kLlama) j.set("mlp_bias", Json(false));
-    if (info.family == HfFamily::kMistral) j.set("sliding_window", m.sliding_window > 0 ? Json(m.sliding_window) : Json());
-    if (info.family == HfFamily::kQwen2 || info.family == HfFamily::kQwen3) {
+    if (f == HfFamily::kLlama) j.set("mlp_bias", Json(false));
+    if (f == HfFamily::kMistral || f == HfFamily::kMixtral)
+      j.set("sliding_window", m.sliding_window > 0 ? Json(m.sliding_window) : Json());
+    if (f == HfFamily::kMixtral) j.set("num_local_experts", Json(m.moe.experts));  // router_jitter_noise: 0.0 default
+    if (f == HfFamily::kQwen2Moe || f == HfFamily::kQwen3Moe) {
+      // transformers 5 names the count num_local_experts in Qwen3-MoE, num_experts in Qwen2-MoE.
+      j.set(f == HfFamily::kQwen3Moe ? "num_local_experts" : "num_experts", Json(m.moe.experts));
+      j.set("moe_intermediate_size", Json(m.moe.ffn_hidden));
+      j.set("decoder_sparse_step", Json(m.moe.every));
+      j.set("mlp_only_layers", Json::array());
+      j.set("norm_topk_prob", Json(m.moe.norm_topk_prob));
+    }
+    if (f == HfFamily::kQwen2Moe) {
+      j.set("shared_expert_intermediate_size", Json(int64_t(m.moe.shared_experts) * m.moe.ffn_hidden));
+      j.set("qkv_bias", Json(m.qkv_bias));
+    }
+    if (m.moe.enabled()) {
+      j.set("num_experts_per_tok", Json(m.moe.top_k));
+      // transformers types it float: an integral value (which Json writes as "0") keeps its default.
+      if (m.moe.aux_loss_coef != std::floor(m.moe.aux_loss_coef))
+        j.set("router_aux_loss_coef", Json(m.moe.aux_loss_coef));
+      j.set("output_router_logits", Json(false));
+    }
+    if (f == HfFamily::kQwen2 || f == HfFamily::kQwen3 || f == HfFamily::kQwen2Moe || f == HfFamily::kQwen3Moe) {
       const bool windowed = m.sliding_window > 0;
       j.set("use_sliding_window", Json(windowed));
       j.set("sliding_window", windowed ? Json(m.sliding_window) : Json());

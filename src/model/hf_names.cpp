@@ -54,6 +54,36 @@ HfSource gpt2_source(const HfModelInfo& info, const std::string& name) {
   throw ConfigError("parameter " + name + " has no place in a Hugging Face gpt2 model");
 }
 
+// An MoE layer's tensors ("moe.router.weight", "moe.experts.3.up.weight", "moe.shared...") under
+// layer prefix l: Mixtral's block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)},
+// the Qwen MoE families' mlp.{gate, experts.E.*_proj, shared_expert.*_proj, shared_expert_gate}.
+HfSource moe_source(const HfModelInfo& info, const std::string& l, const std::string& rest) {
+  const ModelConfig& m = info.config;
+  const int64_t c = m.hidden, f = m.moe.ffn_hidden, fs = int64_t(m.moe.shared_experts) * f;
+  const bool mixtral = info.family == HfFamily::kMixtral;
+  const std::string moe = l + (mixtral ? "block_sparse_moe." : "mlp.");
+  if (rest == "moe.router.weight") return {moe + "gate.weight", {m.moe.experts, c}};
+  if (rest == "moe.shared_gate.weight" && fs > 0) return {moe + "shared_expert_gate.weight", {1, c}};
+  // "<mlp>.<proj>.weight": an expert's or the shared MLP's projection.
+  const std::string experts = "moe.experts.", shared = "moe.shared.";
+  std::string mlp, proj;
+  int64_t width = f;
+  if (rest.rfind(experts, 0) == 0) {
+    const size_t dot = rest.find('.', experts.size());
+    mlp = "experts." + rest.substr(experts.size(), dot - experts.size()) + ".";
+    proj = rest.substr(dot + 1);
+  } else if (rest.rfind(shared, 0) == 0 && fs > 0) {
+    mlp = "shared_expert.";
+    proj = rest.substr(shared.size());
+    width = fs;
+  }
+  if (proj == "gate.weight") return {moe + mlp + (mixtral ? "w1.weight" : "gate_proj.weight"), {width, c}};
+  if (proj == "up.weight") return {moe + mlp + (mixtral ? "w3.weight" : "up_proj.weight"), {width, c}};
+  if (proj == "down.weight") return {moe + mlp + (mixtral ? "w2.weight" : "down_proj.weight"), {c, width}};
+  throw ConfigError(detail::concat("parameter ", l, rest, " has no place in a Hugging Face ",
+                                   hf_family_name(info.family), " model"));
+}
+
 HfSource llama_source(const HfModelInfo& info, const std::string& name) {
   const ModelConfig& m = info.config;
   const int64_t c = m.hidden, f = m.ffn_hidden, v = m.vocab, hs = m.head_size();
@@ -81,6 +111,7 @@ HfSource llama_source(const HfModelInfo& info, const std::string& name) {
       if (rest == "attn.q_norm.weight") return {l + "self_attn.q_norm.weight", {hs}};
       if (rest == "attn.k_norm.weight") return {l + "self_attn.k_norm.weight", {hs}};
     }
+    if (rest.rfind("moe.", 0) == 0) return moe_source(info, l, rest);
     if (rest == "mlp.gate.weight") return {l + "mlp.gate_proj.weight", {f, c}};
     if (rest == "mlp.up.weight") return {l + "mlp.up_proj.weight", {f, c}};
     if (rest == "mlp.down.weight") return {l + "mlp.down_proj.weight", {c, f}};

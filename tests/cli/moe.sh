@@ -3,7 +3,8 @@
 # parallelism (dp = ep = 2, 4 experts each) train the single rank's loss curve; the run reports
 # its experts and logs each layer's expert load and the MoE metrics; a checkpoint resumes
 # bitwise, and one written under ep = 2 resumes on one rank onto the same curve; eval and
-# inspect read it; LoRA trains adapters on the experts; bad MoE settings are clear errors.
+# inspect read it; it exports as Hugging Face Mixtral and reads back to the same perplexity;
+# LoRA trains adapters on the experts; bad MoE settings are clear errors.
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -55,7 +56,8 @@ assert abs(one[10]["loss"] - moved[10]["loss"]) <= 1e-5 * one[10]["loss"], (one[
 PY
 
 ckpt="$work/dp2/checkpoints/step_00000010.h5"
-"$trident" eval --checkpoint "$ckpt" --data.valid=input/data/pystdlib-valid --log.eval_batches=2 > "$work/eval.log"
+"$trident" eval --checkpoint "$ckpt" --model.seq_len=32 --data.valid=input/data/pystdlib-valid --log.eval_batches=2 \
+  > "$work/eval.log"
 grep -q "perplexity" "$work/eval.log" || fail "eval of an MoE checkpoint: $(cat "$work/eval.log")"
 "$trident" inspect "$ckpt" > "$work/inspect.txt"
 grep -q "blocks.3.moe.experts.7.down.weight" "$work/inspect.txt" || fail "inspect lists no expert weights"
@@ -92,8 +94,12 @@ rc=0
 rc=0
 "$trident" train "${moe[@]}" --train.steps=1 --moe.experts=0 --log.run_dir="$work/bad" > "$work/bad.log" 2>&1 || rc=$?
 [[ $rc -eq 2 ]] && grep -q "parallel.ep = 2 needs a mixture-of-experts model" "$work/bad.log" || fail "ep on dense: exit $rc"
-rc=0
-"$trident" convert --to hf --input "$ckpt" --output "$work/hf" > "$work/convert.log" 2>&1 || rc=$?
-[[ $rc -eq 2 ]] && grep -q "mixture-of-experts model" "$work/convert.log" || fail "convert --to hf of MoE: exit $rc"
-[[ ! -e "$work/hf" ]] || fail "a refused convert left $work/hf"
+# The ep = 2 checkpoint as a Hugging Face Mixtral directory, read back: the same perplexity.
+"$trident" convert --to hf --input "$ckpt" --output "$work/hf" > /dev/null
+python3 -c "import json,sys; c=json.load(open('$work/hf/config.json')); assert c['model_type']=='mixtral' and c['num_local_experts']==8, c"
+"$trident" eval --model.init_from="$work/hf" --model.seq_len=32 --data.valid=input/data/pystdlib-valid \
+  --log.eval_batches=2 > "$work/eval_hf.log"
+ppl() { grep -o "perplexity [0-9.]*" "$1"; }
+[[ "$(ppl "$work/eval.log")" == "$(ppl "$work/eval_hf.log")" ]] \
+  || fail "exported Mixtral: $(ppl "$work/eval_hf.log") vs the checkpoint's $(ppl "$work/eval.log")"
 echo "moe: OK"

@@ -133,5 +133,30 @@ TEST_P(HfParallel, ConvertRoundTrip) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfParallel, ::testing::ValuesIn(testing::hf_fixture_names()));
 
+// The mixtures of experts with their experts split over the two ranks (ep = 2): each rank
+// loads only its experts, routes the whole batch and trades tokens with the other; every rank's
+// logits equal transformers'.
+class HfExpertParallel : public HfParallel {};
+
+TEST_P(HfExpertParallel, ExpertParallelLogits) {
+  const testing::HfFixture f = testing::load_hf_fixture(GetParam());
+  dist::Communicator world(MPI_COMM_WORLD);
+  model::GPTModel model(f.config, *ops_, DType::kF32, int(f.batch), 1, {}, {}, std::nullopt,
+                        model::ExpertParallel{.comm = &world});
+  int experts = 0;
+  for (const auto& p : model.params().all()) experts += p->spec.expert && p->spec.name.ends_with("up.weight");
+  EXPECT_EQ(experts, f.config.moe_layers() * f.config.moe.experts / 2) << "each rank holds half the experts";
+  load_hf_model(model.params(), *ops_, f.config, f.dir);
+  const Tensor& logits = model.forward_logits(f.tokens, f.positions);
+  const std::vector<float> mine(logits.data<float>(), logits.data<float>() + logits.numel());
+  const double err = testing::logits_error(mine, logits.dim(1), f.logits, f.vocab);
+  if (world_rank() == 0) std::cout << "[hf] " << GetParam() << " ep=2: max relative logits error " << err << "\n";
+  EXPECT_LT(err, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfExpertParallel,
+                         ::testing::ValuesIn(std::vector<std::string>(std::begin(testing::kHfMoeFixtures),
+                                                                      std::end(testing::kHfMoeFixtures))));
+
 }  // namespace
 }  // namespace trident::train

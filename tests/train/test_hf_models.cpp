@@ -209,5 +209,47 @@ TEST(HfConfig, ExportedConfigReadsBack) {
   }
 }
 
+// Which family a trident MoE model exports as, and what none describes.
+TEST(HfConfig, MixtureOfExpertsFamilies) {
+  model::ModelConfig m;
+  m.arch = model::Arch::kLlama;
+  m.layers = 2;
+  m.hidden = 32;
+  m.heads = 4;
+  m.ffn_hidden = 48;
+  m.moe = {.experts = 4, .top_k = 2, .ffn_hidden = 48};
+  m.resolve();
+  auto family = [](model::ModelConfig c) {
+    c.resolve();
+    return model::hf_family_name(model::hf_family_for(c));
+  };
+  EXPECT_STREQ(family(m), "mixtral");
+  model::ModelConfig qwen2 = m;
+  qwen2.qkv_bias = true;
+  qwen2.moe.shared_experts = 2;
+  qwen2.moe.every = 2;
+  qwen2.moe.norm_topk_prob = false;
+  EXPECT_STREQ(family(qwen2), "qwen2_moe");
+  model::ModelConfig qwen3 = m;
+  qwen3.qk_norm = true;
+  EXPECT_STREQ(family(qwen3), "qwen3_moe");
+  auto refused = [&](model::ModelConfig c, const std::string& why) {
+    c.resolve();
+    try {
+      model::hf_family_for(c);
+      ADD_FAILURE() << "exported: " << why;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  model::ModelConfig raw = m;
+  raw.moe.norm_topk_prob = false;  // neither Mixtral (renormalises) nor Qwen2-MoE (a shared expert)
+  refused(raw, "has no Hugging Face family");
+  model::ModelConfig gpt2 = m;
+  gpt2.arch = model::Arch::kGPT2;
+  gpt2.kv_heads = 0;
+  refused(gpt2, "a gpt2 mixture-of-experts model has no Hugging Face family");
+}
+
 }  // namespace
 }  // namespace trident::train

@@ -15,7 +15,11 @@
 
 namespace trident::model {
 
-enum class HfFamily { kGPT2, kLlama, kMistral, kQwen2, kQwen3 };
+// Mixture of experts: Mixtral (Mistral blocks, every MLP 8 experts of intermediate_size, top-k
+// renormalised), Qwen2-MoE (Qwen2 blocks, experts of moe_intermediate_size every
+// decoder_sparse_step layers, a shared expert behind a sigmoid gate, norm_topk_prob) and
+// Qwen3-MoE (Qwen3 blocks, no shared expert).
+enum class HfFamily { kGPT2, kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen2Moe, kQwen3Moe };
 const char* hf_family_name(HfFamily family);  // its config.json model_type
 
 struct HfModelInfo {
@@ -31,8 +35,9 @@ HfModelInfo read_hf_config(const std::string& dir);
 bool is_hf_model_dir(const std::string& path);
 
 // The HF family a trident model exports as: gpt2; qwen3 with qk_norm; qwen2 with q/k/v biases
-// but none on o; mistral with a window on every layer; else llama. ConfigError for a model no
-// family describes.
+// but none on o; mistral with a window on every layer; else llama. MoE models: qwen3_moe with
+// qk_norm, mixtral with renormalised weights in every layer and no biases or shared expert,
+// else qwen2_moe. ConfigError for a model no family describes.
 HfFamily hf_family_for(const ModelConfig& cfg);
 // That family, with max_positions filled (seq_len when the model has none of its own).
 HfModelInfo hf_info_for(const ModelConfig& cfg);
