@@ -8,6 +8,11 @@ token), or one JSON object with --json.
     /usr/bin/python3 utils/bench_torch.py --config input/configs/bench-gpt2-124m.ini --threads 2
 
 Uses Debian's python3-torch (or any PyTorch); fp32, or bf16 autocast with --precision bf16.
+
+A mixture-of-experts config (arch = llama with [moe] experts > 0, e.g. bench-moe.ini) is timed
+with transformers' MixtralForCausalLM of the same shapes (the model users would pick; needs
+transformers >= 5, e.g. /opt/ref/bin/python), with its default experts implementation or
+--experts-implementation NAME; FLOPs count the k active experts per token, as trident does.
 """
 import argparse
 import configparser
@@ -40,9 +45,52 @@ def read_config(path):
         "weight_decay": t.getfloat("weight_decay", fallback=0.1),
         "threads": t.getint("threads", fallback=0),
     }
-    if cfg["arch"] != "gpt2":
-        raise SystemExit("bench_torch.py: only arch = gpt2 configs are supported")
+    moe = ini["moe"] if ini.has_section("moe") else {}
+    cfg["experts"] = int(moe.get("experts", 0))
+    if cfg["experts"]:
+        if cfg["arch"] != "llama":
+            raise SystemExit("bench_torch.py: mixture-of-experts configs must be arch = llama (Mixtral)")
+        cfg["kv_heads"] = m.getint("kv_heads", fallback=cfg["heads"])
+        cfg["top_k"] = int(moe.get("top_k", 2))
+        cfg["expert_ffn"] = int(moe.get("ffn_hidden", 0)) or cfg["ffn"]
+        cfg["tied"] = m.getboolean("tie_embeddings", fallback=True)
+    elif cfg["arch"] != "gpt2":
+        raise SystemExit("bench_torch.py: only arch = gpt2 configs, or llama mixtures of experts, are supported")
     return cfg
+
+
+def mixtral(cfg, experts_implementation):
+    """transformers' MixtralForCausalLM with the config's shapes; forward(tokens, targets) -> loss."""
+    import transformers
+    c = cfg["hidden"]
+    kwargs = {"experts_implementation": experts_implementation} if experts_implementation else {}
+    config = transformers.MixtralConfig(
+        vocab_size=cfg["vocab"], hidden_size=c, intermediate_size=cfg["expert_ffn"], num_hidden_layers=cfg["layers"],
+        num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"], max_position_embeddings=cfg["seq_len"],
+        num_local_experts=cfg["experts"], num_experts_per_tok=cfg["top_k"], tie_word_embeddings=cfg["tied"],
+        attn_implementation="sdpa", **kwargs)
+    model = transformers.MixtralForCausalLM(config)
+
+    class Wrapped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, tokens, targets):
+            logits = self.model(input_ids=tokens).logits
+            return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), targets.reshape(-1))
+
+    return Wrapped()
+
+
+def matmul_params(cfg):
+    c, L = cfg["hidden"], cfg["layers"]
+    if not cfg["experts"]:
+        return L * (4 * c * c + 2 * c * cfg["ffn"]) + cfg["vocab"] * c
+    hs = c // cfg["heads"]
+    attention = c * c + 2 * c * cfg["kv_heads"] * hs + c * c
+    moe = c * cfg["experts"] + cfg["top_k"] * 3 * c * cfg["expert_ffn"]
+    return L * (attention + moe) + cfg["vocab"] * c
 
 
 class Block(nn.Module):
@@ -99,6 +147,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="0: the config's train.threads, else all cores")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--experts-implementation", default=None,
+                    help="mixtures of experts: transformers' experts_implementation (default: its own default)")
     ap.add_argument("--profile", action="store_true",
                     help="after timing, profile --steps more steps and print the time per phase and per operator "
                          "(torch.profiler self time), in trident bench step's phases")
@@ -108,9 +158,10 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(1234)
 
-    model = GPT(cfg)
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and "wte" not in n and "wpe" not in n]
-    no_decay = [p for n, p in model.named_parameters() if not (p.dim() == 2 and "wte" not in n and "wpe" not in n)]
+    model = mixtral(cfg, args.experts_implementation) if cfg["experts"] else GPT(cfg)
+    embedding = ("wte", "wpe", "embed_tokens")
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not any(e in n for e in embedding)]
+    no_decay = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and not any(e in n for e in embedding))]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg["weight_decay"]},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=cfg["lr"])
     B, T, G = cfg["micro_batch"], cfg["seq_len"], cfg["global_batch"]
@@ -138,8 +189,7 @@ def main():
     seconds = (time.perf_counter() - start) / args.steps
 
     c, L = cfg["hidden"], cfg["layers"]
-    matmul_params = L * (4 * c * c + 2 * c * cfg["ffn"]) + cfg["vocab"] * c
-    flops_per_token = 6 * matmul_params + 12 * L * T * c
+    flops_per_token = 6 * matmul_params(cfg) + 12 * L * T * c
     tokens_per_s = G * T / seconds
     result = {"engine": "pytorch " + torch.__version__, "threads": threads, "precision": args.precision,
               "step_s": seconds, "tokens_per_s": tokens_per_s, "tflops": tokens_per_s * flops_per_token / 1e12,

@@ -40,6 +40,7 @@ of N ranks, drops those that do not fit in device memory, and prints the best; -
 
   --model SPEC          a trident config file, or layers=L,hidden=H,heads=A,vocab=V[,ffn=F]
                         [,arch=gpt2|llama][,kv_heads=K][,tied=0|1][,dropout=0|1]
+                        [,experts=E,top_k=K,moe_ffn=F,moe_every=N,shared_ffn=F] (mixture of experts)
   --ranks N             devices (default: the config's dp*tp*pp, or the layout's)
   --cluster PRESET      a100-80g | h100-sxm | h200 | local        (default a100-80g)
   --global-batch B      sequences per step (default: the config's train.global_batch)
@@ -48,6 +49,8 @@ of N ranks, drops those that do not fit in device memory, and prints the best; -
   --layout dp,tp,pp,mb[,v]   score this layout (mb = sequences per micro-batch, v = virtual
                         stages: v > 1 selects the interleaved schedule)
   --schedule NAME       gpipe | 1f1b for --layout with pp > 1 and v = 1 (default 1f1b)
+  --ep N                expert parallelism for --layout (a divisor of dp; default 1; the search
+                        tries every divisor of dp that divides the experts)
   --sp on|off           sequence parallelism (default: --layout off, search on where tp > 1)
   --zero 0|1            ZeRO-1 optimizer sharding (default: --layout 0, search 1 where dp > 1)
   --dp-overlap on|off   gradient all-reduce overlapped with the last backward (default on)
@@ -64,7 +67,7 @@ of N ranks, drops those that do not fit in device memory, and prints the best; -
 struct Options {
   std::string model, cluster = "a100-80g", layout, schedule, sp, zero, dp_overlap, attention, precision, recompute;
   std::string calibration;
-  long ranks = 0, global_batch = 0, seq = 0;
+  long ranks = 0, global_batch = 0, seq = 0, ep = 1;
   int top = 5;
   bool json = false, calibrate = false, help = false;
 };
@@ -115,6 +118,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--ranks") o.ranks = positive(arg, value);
     else if (arg == "--global-batch") o.global_batch = positive(arg, value);
     else if (arg == "--seq") o.seq = positive(arg, value);
+    else if (arg == "--ep") o.ep = positive(arg, value);
     else if (arg == "--top") o.top = static_cast<int>(positive(arg, value));
     else throw ConfigError(detail::concat("unknown option '", arg, "' (see trident plan --help)"));
   }
@@ -202,6 +206,7 @@ Json layout_json(const plan::StepEstimate& e) {
   j.set("dp", Json(l.dp));
   j.set("tp", Json(l.tp));
   j.set("pp", Json(l.pp));
+  j.set("ep", Json(l.ep));
   j.set("micro_batch", Json(l.micro_batch));
   j.set("micro_batches", Json(e.micro_batches));
   j.set("schedule", Json(l.pp > 1 ? plan::schedule_name(l.schedule) : "none"));
@@ -229,7 +234,8 @@ Json estimate_json(const plan::StepEstimate& e, const plan::Cluster& c) {
   const plan::TimeBreakdown& t = e.time;
   Json tj = Json::object();
   for (auto [k, v] : {std::pair<const char*, double>{"forward", t.forward}, {"backward", t.backward},
-                      {"recompute", t.recompute}, {"tp_comm", t.tp_comm}, {"p2p", t.p2p}, {"bubble", t.bubble},
+                      {"recompute", t.recompute}, {"tp_comm", t.tp_comm}, {"p2p", t.p2p}, {"ep_comm", t.ep_comm},
+                      {"bubble", t.bubble},
                       {"dp_comm", t.dp_comm}, {"dp_exposed", t.dp_exposed}, {"embedding_sync", t.embedding_sync},
                       {"optimizer", t.optimizer}})
     tj.set(k, Json(v));
@@ -270,6 +276,7 @@ void print_breakdown(const plan::StepEstimate& e, const plan::Cluster& c) {
   line("recompute", t.recompute, "forward work redone in backward");
   line("tp comm", t.tp_comm, "tensor-parallel all-reduces (or SP reduce-scatter + all-gather)");
   line("p2p", t.p2p, "activations and gradients between pipeline stages");
+  if (t.ep_comm > 0) line("ep comm", t.ep_comm, "MoE token all-to-alls (dispatch and combine, forward and backward)");
   line("bubble", t.bubble, "(pp - 1) / v micro-batch times of pipeline fill and drain");
   line("dp exposed", t.dp_exposed, detail::concat("gradient reduction not hidden (all of it: ", t.dp_comm, " s)").c_str());
   line("embedding sync", t.embedding_sync, "tied embedding all-reduce between first and last stage");
@@ -305,6 +312,7 @@ int plan_main(const Options& o) {
   std::string header;
   if (!o.layout.empty()) {
     plan::Layout l = parse_layout(o.layout);
+    l.ep = int(o.ep);
     TRIDENT_CONFIG_CHECK(!o.ranks || o.ranks == l.ranks(), "--ranks ", o.ranks, " differs from the layout's dp*tp*pp = ", l.ranks());
     if (!o.schedule.empty()) {
       l.schedule = plan::schedule_from_name(o.schedule);
@@ -321,6 +329,7 @@ int plan_main(const Options& o) {
   } else {
     const long ranks = o.ranks;
     TRIDENT_CONFIG_CHECK(ranks >= 1, "--ranks is required without --layout");
+    TRIDENT_CONFIG_CHECK(o.ep == 1, "--ep goes with --layout (the search tries every ep)");
     cluster = make_cluster(o, int(ranks), precision);
     plan::SearchSpace space;
     space.ranks = int(ranks);
@@ -351,6 +360,12 @@ int plan_main(const Options& o) {
   std::printf("model: %s, %d layers, hidden %d, %d heads (%d kv), ffn %d, vocab %d, seq %d: %.3g B parameters\n",
               plan::model_arch_name(model.arch), model.layers, model.hidden, model.heads, model.kv(), model.ffn,
               model.vocab, model.seq, model.total_params() / 1e9);
+  if (model.experts > 0)
+    std::printf("mixture of experts: %d of %d layers with %d experts of ffn %d, top-%d%s; %.3g B matmul parameters "
+                "active per token\n",
+                model.moe_layers(), model.layers, model.experts, model.moe_ffn, model.top_k,
+                model.shared_ffn > 0 ? detail::concat(", a shared MLP of ffn ", model.shared_ffn).c_str() : "",
+                (model.layers * model.block_gemm_flops_per_token() / 2 + double(model.vocab) * model.hidden) / 1e9);
   std::printf("cluster: %s, %.4g TFLOP/s peak per device, %.0f GB usable, %d per node; global batch %ld (%ld tokens)\n",
               cluster.name.c_str(), cluster.peak_flops / 1e12, cluster.memory_bytes * cluster.memory_usable_fraction / 1e9,
               cluster.devices_per_node,

@@ -204,6 +204,10 @@ plan::ModelShape ModelConfig::plan_shape() const {
   s.layers = layers, s.hidden = hidden, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn_hidden;
   s.head_dim = head_dim;
   s.vocab = vocab, s.seq = seq_len, s.tied = tie_embeddings, s.dropout = dropout > 0;
+  if (moe.enabled()) {
+    s.experts = moe.experts, s.top_k = moe.top_k, s.moe_ffn = moe.ffn_hidden, s.moe_every = moe.every;
+    s.shared_ffn = moe.shared_experts * moe.ffn_hidden;
+  }
   return s;
 }
 

@@ -31,7 +31,9 @@ Recompute recompute_from_name(const std::string& name) {
 
 std::string Layout::describe() const {
   std::ostringstream os;
-  os << "dp=" << dp << " tp=" << tp << " pp=" << pp << " mb=" << micro_batch;
+  os << "dp=" << dp << " tp=" << tp << " pp=" << pp;
+  if (ep > 1) os << " ep=" << ep;
+  os << " mb=" << micro_batch;
   if (pp > 1) os << " " << schedule_name(schedule) << (schedule == Schedule::kInterleaved ? detail::concat(" v=", virtual_stages) : "");
   if (sequence_parallel) os << " sp";
   os << " recompute=" << recompute_name(recompute);

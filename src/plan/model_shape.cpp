@@ -20,12 +20,36 @@ void ModelShape::resolve() {
   TRIDENT_CONFIG_CHECK(ffn >= 1, "model: ffn must be >= 1");
   TRIDENT_CONFIG_CHECK(vocab >= 1, "model: vocab must be >= 1 (got ", vocab, ")");
   TRIDENT_CONFIG_CHECK(seq >= 1, "model: seq must be >= 1 (give --seq; got ", seq, ")");
+  if (experts > 0) {
+    if (top_k == 0) top_k = 2;
+    if (moe_ffn == 0) moe_ffn = ffn;
+    TRIDENT_CONFIG_CHECK(experts >= 2 && top_k >= 1 && top_k <= experts, "model: top_k (", top_k,
+                         ") must be in [1, experts = ", experts, "] and experts >= 2");
+    TRIDENT_CONFIG_CHECK(moe_every >= 1 && moe_every <= layers, "model: moe_every must be in [1, layers]");
+  }
+}
+
+int ModelShape::moe_layers() const {
+  int n = 0;
+  for (int l = 0; l < layers; ++l) n += moe_layer(l);
+  return n;
+}
+
+double ModelShape::mlp_params(double f) const {
+  return (gated() ? 3 : 2) * double(hidden) * f + (arch == ModelArch::kGPT2 ? f + hidden : 0.0);
+}
+
+double ModelShape::block_expert_params() const {
+  return experts > 0 ? moe_fraction() * experts * mlp_params(moe_ffn) : 0.0;
 }
 
 double ModelShape::block_params() const {
-  const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size(), f = ffn;
-  double p = h * q + 2 * h * kvw + q * h + (gated() ? 3 : 2) * h * f;
-  p += arch == ModelArch::kGPT2 ? 4 * h + (q + 2 * kvw + h + f + h) : 2 * h;  // norms (+ biases)
+  const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size();
+  double p = h * q + 2 * h * kvw + q * h;
+  p += arch == ModelArch::kGPT2 ? 4 * h + (q + 2 * kvw + h) : 2 * h;  // norms (+ attention biases)
+  const double moe = experts > 0 ? moe_fraction() : 0.0;
+  p += (1 - moe) * mlp_params(ffn);
+  if (moe > 0) p += moe * (h * experts + (shared_ffn > 0 ? mlp_params(shared_ffn) + h : 0.0)) + block_expert_params();
   return p;
 }
 
@@ -39,9 +63,17 @@ double ModelShape::total_params() const {
   return layers * block_params() + embedding_params() + head_params() + (arch == ModelArch::kGPT2 ? 2.0 : 1.0) * hidden;
 }
 
+double ModelShape::layer_gemm_flops_per_token(int l) const {
+  const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size();
+  const double attention = h * (q + 2 * kvw) + q * h, mlp = (gated() ? 3 : 2) * h;
+  if (!moe_layer(l)) return 2.0 * (attention + mlp * ffn);
+  return 2.0 * (attention + h * experts + top_k * mlp * moe_ffn + (shared_ffn > 0 ? mlp * shared_ffn + h : 0.0));
+}
+
 double ModelShape::block_gemm_flops_per_token() const {
-  const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size(), f = ffn;
-  return 2.0 * (h * (q + 2 * kvw) + q * h + (gated() ? 3 : 2) * h * f);
+  double sum = 0;
+  for (int l = 0; l < layers; ++l) sum += layer_gemm_flops_per_token(l);
+  return sum / layers;
 }
 
 double ModelShape::block_attention_flops_per_token() const { return 4.0 * double(seq) * double(heads) * head_size(); }
@@ -85,9 +117,15 @@ ModelShape parse_model_spec(const std::string& spec) {
     else if (key == "seq" || key == "seq_len") m.seq = n;
     else if (key == "tied") m.tied = n != 0;
     else if (key == "dropout") m.dropout = n != 0;
+    else if (key == "experts") m.experts = n;
+    else if (key == "top_k") m.top_k = n;
+    else if (key == "moe_ffn") m.moe_ffn = n;
+    else if (key == "moe_every") m.moe_every = n;
+    else if (key == "shared_ffn") m.shared_ffn = n;
     else
       throw ConfigError(detail::concat("--model: unknown key '", key,
-                                       "' (expected layers, hidden, heads, vocab, ffn, arch, kv_heads, seq, tied, dropout)"));
+                                       "' (expected layers, hidden, heads, vocab, ffn, arch, kv_heads, seq, tied, dropout, "
+                                       "experts, top_k, moe_ffn, moe_every, shared_ffn)"));
   }
   return m;
 }

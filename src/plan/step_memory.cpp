@@ -14,6 +14,7 @@ struct BlockActivationBytes {
   double replicated = 0;  // norm inputs and outputs, residual-branch masks: / t only with SP
   double split = 0;       // QKV, attention output, MLP intermediates: / t
   double core = 0;        // attention core (score matrix or flash statistics): / t
+  double whole = 0;       // MoE rows in expert order: never divided
 };
 
 BlockActivationBytes block_activation_bytes(const ModelShape& m, const Cluster& c) {
@@ -22,7 +23,14 @@ BlockActivationBytes block_activation_bytes(const ModelShape& m, const Cluster& 
   const bool masks = m.dropout && c.stores_dropout_masks;
   BlockActivationBytes b;
   b.replicated = 4 * h * e + (masks ? 2 * h : 0);  // norm1 in/out, norm2 in/out, two branch masks
-  b.split = (h + 2 * kvw + h) * e + (m.gated() ? 3 : 2) * f * e;  // q, k, v, attention out; MLP
+  b.split = (h + 2 * kvw + h) * e;  // q, k, v, attention out
+  // The MLP intermediates: dense layers', or an MoE layer's k experts' per token, its shared
+  // MLP's, and the expert-ordered inputs and outputs (T*k rows of h, whole on every tp rank);
+  // mixed by the share of MoE layers.
+  const double act = (m.gated() ? 3 : 2) * e;
+  const double q_moe = m.experts > 0 ? m.moe_fraction() : 0.0;
+  b.split += (1 - q_moe) * act * f + q_moe * act * (double(m.top_k) * m.moe_ffn + m.shared_ffn);
+  b.whole = q_moe * 2.0 * m.top_k * h * e;
   if (c.flash_attention) {
     b.core = a * 4;  // log-sum-exp per head, fp32
   } else {
@@ -55,12 +63,14 @@ MemoryBreakdown estimate_memory(const ModelShape& m, const Layout& l, const Clus
   const double rep_div = l.sequence_parallel ? t : 1.0;
 
   // Parameters of an end stage: its blocks plus the embedding (first) or the head (last).
-  const double blocks = layers_per_stage * m.block_params() / t;
+  // Experts split over ep; under ZeRO-1 their state over the dp / ep ranks that share them.
+  const double experts = layers_per_stage * m.block_expert_params() / l.ep / t;
+  const double blocks = layers_per_stage * (m.block_params() - m.block_expert_params()) / t;
   const double embedding = m.embedding_params() / t;
   const double head = (m.tied ? double(m.vocab) * m.hidden : m.head_params()) / t + m.hidden;
 
   const BlockActivationBytes b = block_activation_bytes(m, c);
-  const double full_layer = tokens * (b.replicated / rep_div + (b.split + b.core) / t);
+  const double full_layer = tokens * (b.replicated / rep_div + (b.split + b.core) / t + b.whole);
   double per_layer = full_layer, working = 0;
   if (l.recompute == Recompute::kFull) {
     per_layer = tokens * m.hidden * e / rep_div;  // the block input only
@@ -79,11 +89,12 @@ MemoryBreakdown estimate_memory(const ModelShape& m, const Layout& l, const Clus
   double buffers = tokens * (m.hidden + double(m.ffn) / t) * e * 2;
   if (l.pp > 1) buffers += 2.0 * tokens * m.hidden / t * e;
 
-  auto stage = [&](double params, double flight, bool has_logits) {
+  auto stage = [&](double dense, double flight, bool has_logits) {
     MemoryBreakdown r;
+    const double params = dense + experts, state = 8.0 + (c.master_weights ? 4.0 : 0.0);
     r.weights = params * c.weight_bytes;
     r.grads = params * c.grad_bytes;
-    r.optimizer = params * (8.0 + (c.master_weights ? 4.0 : 0.0)) / (l.zero ? l.dp : 1);
+    r.optimizer = dense * state / (l.zero ? l.dp : 1) + experts * state / (l.zero ? l.dp / l.ep : 1);
     r.activations = flight * layers_per_chunk * per_layer + working;
     r.logits = has_logits ? logits : 0.0;
     r.buffers = buffers;

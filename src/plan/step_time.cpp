@@ -16,8 +16,33 @@ struct BlockTimes {
   double recompute = 0;          // extra forward work in backward
   double tp_forward = 0;         // tensor-parallel collectives of one forward
   double tp_recompute = 0;
+  double ep_forward = 0;         // expert all-to-alls of one forward (MoE layers)
+  double ep_recompute = 0;
   double recompute_flops = 0;    // executed FLOPs the recompute adds, per micro-batch
 };
+
+// An MLP of f features over `rows` rows, split over t: forward and backward GEMM seconds, and
+// the bytes of its activation pass (GELU or SwiGLU).
+struct MlpTimes {
+  double forward = 0, backward = 0, elementwise_bytes = 0;
+};
+MlpTimes mlp_times(const ModelShape& m, const Cluster& c, double rows, double f, double t, double batch = 1) {
+  const double h = m.hidden, in = (m.gated() ? 2 : 1) * f / t;
+  MlpTimes r;
+  r.forward = gemm_seconds(c, rows, in, h, batch) + gemm_seconds(c, rows, h, f / t, batch);
+  r.backward = gemm_seconds(c, rows, h, in, batch) + gemm_seconds(c, h, in, rows, batch) +
+               gemm_seconds(c, rows, f / t, h, batch) + gemm_seconds(c, f / t, h, rows, batch);
+  r.elementwise_bytes = batch * rows * f / t * (m.gated() ? 3 : 2) * c.activation_bytes;
+  return r;
+}
+
+// All-to-all among `ranks` devices: each sends (ranks - 1) / ranks of `bytes` to the others.
+double all_to_all_seconds(const Cluster& c, double bytes, int ranks, bool intra) {
+  if (ranks <= 1) return 0;
+  const double bandwidth = intra ? c.intra_bandwidth : c.inter_bandwidth;
+  const double latency = intra ? c.intra_latency_s : c.inter_latency_s;
+  return bytes * (ranks - 1) / ranks / bandwidth + (ranks - 1) * latency;
+}
 
 BlockTimes block_times(const ModelShape& m, const Layout& l, const Cluster& c) {
   const double t = l.tp, b = l.micro_batch, s = m.seq, tokens = b * s, e = c.activation_bytes;
@@ -28,13 +53,31 @@ BlockTimes block_times(const ModelShape& m, const Layout& l, const Cluster& c) {
   // GEMMs of one forward: [T, in] x [in, out/t] (column parallel) or [T, in/t] x [in/t, out] (row).
   const double qkv = gemm_seconds(c, tokens, (h + 2 * kvw) / t, h);
   const double proj = gemm_seconds(c, tokens, h, h / t);
-  const double up = gemm_seconds(c, tokens, (m.gated() ? 2 : 1) * f / t, h);
-  const double down = gemm_seconds(c, tokens, h, f / t);
+  // The MLP: dense layers', and MoE layers' (router, local experts, shared MLP), mixed by the
+  // share of MoE layers (the planner costs the mean block).
+  const double q_moe = m.experts > 0 ? m.moe_fraction() : 0.0;
+  const MlpTimes dense = mlp_times(m, c, tokens, f, t);
+  MlpTimes moe;
+  double moe_elem = 0, a2a = 0;
+  if (q_moe > 0) {
+    const double local = double(m.experts) / l.ep, rows = tokens * m.top_k * l.ep / m.experts;
+    moe = mlp_times(m, c, rows, m.moe_ffn, t, local);
+    moe.forward += gemm_seconds(c, tokens, m.experts, h);
+    moe.backward += gemm_seconds(c, tokens, h, m.experts) + gemm_seconds(c, h, m.experts, tokens);
+    if (m.shared_ffn > 0) {
+      const MlpTimes shared = mlp_times(m, c, tokens, m.shared_ffn, t);
+      moe.forward += shared.forward, moe.backward += shared.backward;
+      moe.elementwise_bytes += shared.elementwise_bytes;
+    }
+    moe_elem = tokens * m.top_k * h * e * 4;  // gather into expert order and combine back
+    const bool intra = l.ep * l.tp <= c.devices_per_node;
+    a2a = 2 * all_to_all_seconds(c, tokens * m.top_k * h * e, l.ep, intra);
+  }
+  const double mlp_f = (1 - q_moe) * dense.forward + q_moe * moe.forward;
+  const double mlp_b = (1 - q_moe) * dense.backward + q_moe * moe.backward;
   // Backward: the input gradient (same shape) and the weight gradient ([in, T] x [T, out]).
   const double qkv_b = gemm_seconds(c, tokens, h, (h + 2 * kvw) / t) + gemm_seconds(c, h, (h + 2 * kvw) / t, tokens);
   const double proj_b = gemm_seconds(c, tokens, h / t, h) + gemm_seconds(c, h / t, h, tokens);
-  const double up_b = gemm_seconds(c, tokens, h, (m.gated() ? 2 : 1) * f / t) + gemm_seconds(c, h, (m.gated() ? 2 : 1) * f / t, tokens);
-  const double down_b = gemm_seconds(c, tokens, f / t, h) + gemm_seconds(c, f / t, h, tokens);
 
   // Attention core.
   double core_f = 0, core_b = 0;
@@ -61,7 +104,7 @@ BlockTimes block_times(const ModelShape& m, const Layout& l, const Cluster& c) {
   // RoPE on q and k (llama). Backward moves about twice the bytes.
   const double masks = m.dropout && c.stores_dropout_masks ? 1.0 : 0.0;
   double elem = 2 * rows * h * 2 * e + 2 * rows * h * (3 * e + masks);
-  elem += tokens * f / t * (m.gated() ? 3 : 2) * e;
+  elem += (1 - q_moe) * dense.elementwise_bytes + q_moe * (moe.elementwise_bytes + moe_elem);
   if (m.gated()) elem += tokens * (h + kvw) / t * 2 * e;
   const double elem_f = memory_seconds(c, elem, 8), elem_b = memory_seconds(c, 2 * elem, 12);
 
@@ -70,12 +113,14 @@ BlockTimes block_times(const ModelShape& m, const Layout& l, const Cluster& c) {
   const double tp_one = all_reduce_seconds(c, tokens * h * e, l.tp, true);
 
   BlockTimes r;
-  r.forward = qkv + proj + up + down + core_f + elem_f;
-  r.backward = qkv_b + proj_b + up_b + down_b + core_b + elem_b;
+  r.forward = qkv + proj + mlp_f + core_f + elem_f;
+  r.backward = qkv_b + proj_b + mlp_b + core_b + elem_b;
   r.tp_forward = 2 * tp_one;
+  r.ep_forward = q_moe * a2a;
   if (l.recompute == Recompute::kFull) {
     r.recompute = r.forward;
     r.tp_recompute = r.tp_forward;
+    r.ep_recompute = r.ep_forward;
     r.recompute_flops = tokens * (m.block_gemm_flops_per_token() + m.block_attention_flops_per_token()) / t;
   } else if (l.recompute == Recompute::kSelective) {
     // Flash stacks rebuild q, k, v (one GEMM) and the attention; unfused ones the attention core.
@@ -91,6 +136,11 @@ std::string layout_problem(const ModelShape& m, const Layout& l, const Cluster& 
   if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.micro_batch < 1) return "dp, tp, pp and the micro-batch must be >= 1";
   if (m.heads % l.tp || m.kv() % l.tp || m.ffn % l.tp)
     return detail::concat("tp=", l.tp, " must divide heads (", m.heads, "), kv_heads (", m.kv(), ") and ffn (", m.ffn, ")");
+  if (l.ep < 1 || l.dp % l.ep) return detail::concat("ep=", l.ep, " must divide dp=", l.dp);
+  if (l.ep > 1 && (m.experts == 0 || m.experts % l.ep))
+    return detail::concat("ep=", l.ep, " must divide the experts (", m.experts, ")");
+  if (m.experts > 0 && (m.moe_ffn % l.tp || m.shared_ffn % l.tp))
+    return detail::concat("tp=", l.tp, " must divide the experts' ffn (", m.moe_ffn, ") and the shared one (", m.shared_ffn, ")");
   if (l.tp > c.devices_per_node) return detail::concat("tp=", l.tp, " spans more than one node of ", c.devices_per_node, " devices");
   if (l.pp > m.layers) return detail::concat("pp=", l.pp, " exceeds the ", m.layers, " layers");
   const long per_replica = global_batch / l.dp;
@@ -135,12 +185,16 @@ StepEstimate estimate_step(const ModelShape& m, const Layout& l, const Cluster& 
   const double blocks_f = layers_per_stage * blk.forward, blocks_b = layers_per_stage * blk.backward;
   const double blocks_r = layers_per_stage * blk.recompute;
   const double blocks_tp = layers_per_stage * (2 * blk.tp_forward + blk.tp_recompute);
+  const double blocks_ep = layers_per_stage * (2 * blk.ep_forward + blk.ep_recompute);
   const double p2p_bytes = tokens * m.hidden * e / t;  // scatter/gather or SP: each tp rank sends its 1/t
   const double p2p = l.pp > 1 ? 2 * v * p2p_seconds(c, p2p_bytes, pp_intra) : 0;
-  struct StageTime { double f, b, r, tp, p2p; double total() const { return f + b + r + tp + p2p; } };
-  StageTime first{blocks_f + emb_f, blocks_b + emb_b, blocks_r, blocks_tp + 2 * emb_tp, p2p};
-  StageTime last{blocks_f + head_f, blocks_b + head_b, blocks_r, blocks_tp + head_tp, p2p};
-  StageTime slow = l.pp == 1 ? StageTime{first.f + head_f, first.b + head_b, first.r, first.tp + head_tp, 0}
+  struct StageTime {
+    double f, b, r, tp, p2p, ep;
+    double total() const { return f + b + r + tp + p2p + ep; }
+  };
+  StageTime first{blocks_f + emb_f, blocks_b + emb_b, blocks_r, blocks_tp + 2 * emb_tp, p2p, blocks_ep};
+  StageTime last{blocks_f + head_f, blocks_b + head_b, blocks_r, blocks_tp + head_tp, p2p, blocks_ep};
+  StageTime slow = l.pp == 1 ? StageTime{first.f + head_f, first.b + head_b, first.r, first.tp + head_tp, 0, blocks_ep}
                              : (first.total() >= last.total() ? first : last);
 
   StepEstimate r;
@@ -153,27 +207,34 @@ StepEstimate estimate_step(const ModelShape& m, const Layout& l, const Cluster& 
   tb.recompute = mb_count * slow.r;
   tb.tp_comm = mb_count * slow.tp;
   tb.p2p = mb_count * slow.p2p;
+  tb.ep_comm = mb_count * slow.ep;
   tb.bubble = bubble_units * slow.total();
 
   // Data parallel: the stage's fp32 gradients all-reduced (ZeRO-1: reduce-scattered, then the
   // updated weights all-gathered), overlapped with the last micro-batch's backward when allowed.
-  const double stage_params = layers_per_stage * m.block_params() / t +
+  // Expert weights are split over ep and reduced over the dp / ep ranks holding the same ones.
+  const double expert_params = layers_per_stage * m.block_expert_params() / l.ep / t;
+  const double dense_params = layers_per_stage * (m.block_params() - m.block_expert_params()) / t +
                               (l.pp == 1 ? (m.embedding_params() + m.head_params()) / t
                                          : std::max(m.embedding_params(), double(m.vocab) * m.hidden) / t);
-  tb.dp_comm = l.zero ? all_gather_seconds(c, stage_params * c.grad_bytes, l.dp, dp_intra) +
-                            all_gather_seconds(c, stage_params * c.weight_bytes, l.dp, dp_intra)
-                      : all_reduce_seconds(c, stage_params * c.grad_bytes, l.dp, dp_intra);
+  const double stage_params = dense_params + expert_params;
+  auto reduction = [&](double params, int ranks) {
+    return l.zero ? all_gather_seconds(c, params * c.grad_bytes, ranks, dp_intra) +
+                        all_gather_seconds(c, params * c.weight_bytes, ranks, dp_intra)
+                  : all_reduce_seconds(c, params * c.grad_bytes, ranks, dp_intra);
+  };
+  tb.dp_comm = reduction(dense_params, l.dp) + (expert_params > 0 ? reduction(expert_params, l.dp / l.ep) : 0.0);
   const double window = l.dp_overlap ? slow.b + slow.r : 0.0;
   tb.dp_exposed = std::max(0.0, tb.dp_comm - window);
   if (l.pp > 1 && m.tied) tb.embedding_sync = all_reduce_seconds(c, double(m.vocab) * m.hidden / t * c.grad_bytes, 2, pp_intra);
   // AdamW reads the gradient and m, v (and the fp32 master), writes them and the weights; the
   // gradient norm reads the gradients once more.
-  const double opt_params = stage_params / (l.zero ? l.dp : 1);
+  const double opt_params = dense_params / (l.zero ? l.dp : 1) + expert_params / (l.zero ? l.dp / l.ep : 1);
   const double opt_bytes = opt_params * (c.grad_bytes + 16 + (c.master_weights ? 8 + c.weight_bytes : 2 * c.weight_bytes)) +
                            stage_params * c.grad_bytes * 2;  // norm, zeroing
   tb.optimizer = memory_seconds(c, opt_bytes, 3);
 
-  r.step_s = tb.forward + tb.backward + tb.recompute + tb.tp_comm + tb.p2p + tb.bubble + tb.dp_exposed +
+  r.step_s = tb.forward + tb.backward + tb.recompute + tb.tp_comm + tb.p2p + tb.ep_comm + tb.bubble + tb.dp_exposed +
              tb.embedding_sync + tb.optimizer;
   r.bubble_fraction = tb.bubble / r.step_s;
   const double step_tokens = double(global_batch) * m.seq;
@@ -191,8 +252,8 @@ StepEstimate estimate_step(const ModelShape& m, const Layout& l, const Cluster& 
 
 PartitionCosts partition_costs(const ModelShape& m) {
   PartitionCosts p;
-  const double block = 3.0 * (m.block_gemm_flops_per_token() + m.block_attention_flops_per_token());
-  p.layers.assign(static_cast<size_t>(m.layers), block);
+  for (int l = 0; l < m.layers; ++l)  // MoE layers count their router, k experts and shared MLP
+    p.layers.push_back(3.0 * (m.layer_gemm_flops_per_token(l) + m.block_attention_flops_per_token()));
   p.first_extra = 0.0;  // a gather: no FLOPs worth counting
   // Logits forward and both backward GEMMs, plus the softmax / cross-entropy passes.
   p.last_extra = 3.0 * m.head_flops_per_token() + 10.0 * m.vocab;

@@ -38,6 +38,37 @@ TEST(PlanStepModel, ModelFlopsAreSixNPlusAttention) {
   EXPECT_NEAR(m.train_flops_per_token(), 6 * matmul + 12.0 * 12 * 1024 * 768, 1.0);
 }
 
+// Mixtral 8x7B: its published sizes, FLOPs by the active experts, partition costs per layer,
+// and what expert parallelism changes.
+TEST(PlanStepModel, MixtureOfExperts) {
+  ModelShape m = parse_model_spec(
+      "layers=32,hidden=4096,heads=32,kv_heads=8,ffn=14336,vocab=32000,arch=llama,experts=8,top_k=2,seq=4096");
+  m.resolve();
+  EXPECT_NEAR(m.total_params() / 1e9, 46.70, 0.05);  // Mixtral 8x7B
+  const double active = m.layers * m.block_gemm_flops_per_token() / 2 + 32000.0 * 4096;
+  EXPECT_NEAR(active / 1e9, 12.75, 0.05);  // "12.9B active" counts the embedding too
+  // Every second layer MoE: the partitioner sees the difference.
+  ModelShape half = m;
+  half.moe_every = 2;
+  const PartitionCosts costs = partition_costs(half);
+  EXPECT_GT(costs.layers[1], costs.layers[0]);
+  EXPECT_DOUBLE_EQ(costs.layers[1], costs.layers[3]);
+  // ep splits the expert weights (and their state) and adds all-to-all time.
+  const Cluster c = cluster_preset("h100-sxm");
+  Layout l;
+  l.dp = 8, l.tp = 1, l.pp = 4, l.micro_batch = 1, l.zero = true;
+  Layout ep = l;
+  ep.ep = 8;
+  const StepEstimate a = estimate_step(m, l, c, 64), b = estimate_step(m, ep, c, 64);
+  EXPECT_LT(b.memory.weights, a.memory.weights / 4);
+  EXPECT_EQ(a.time.ep_comm, 0);
+  EXPECT_GT(b.time.ep_comm, 0);
+  EXPECT_DOUBLE_EQ(b.model_flops, a.model_flops);
+  Layout bad = l;
+  bad.ep = 3;
+  EXPECT_NE(layout_problem(m, bad, c, 64).find("ep=3 must divide dp=8"), std::string::npos);
+}
+
 TEST(PlanStepModel, MemorySaversSaveMemory) {
   const ModelShape m = gpt2_small();
   const Cluster c = cluster_preset("h100-sxm");

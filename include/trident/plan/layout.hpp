@@ -10,6 +10,7 @@ enum class Recompute { kNone, kSelective, kFull };
 
 struct Layout {
   int dp = 1, tp = 1, pp = 1;
+  int ep = 1;               // expert parallelism: a divisor of dp (MoE models)
   int micro_batch = 1;      // sequences per micro-batch
   int virtual_stages = 1;   // v: model chunks per pipeline rank (interleaved only)
   Schedule schedule = Schedule::kOneFOneB;

@@ -9,6 +9,11 @@
 //   tensor-parallel all-reduces (2 per block forward, 2 backward, 2 more when recomputed) and
 //   point-to-point sends (activations T*h/t per chunk boundary, forward and backward);
 //   the first stage adds the embedding, the last the head and the loss.
+//   Mixture of experts: an MoE layer's MLP is the router GEMM, the local experts' GEMMs over
+//   T*k rows (balanced load: E/ep GEMMs of T*k*ep/E rows each), the shared MLP, gather and
+//   combine passes, and four all-to-alls (dispatch and combine, forward and backward) of
+//   T*k*h*(ep-1)/ep bytes per rank, inside a node when ep*tp ranks fit one. Expert weights are
+//   split over ep; their gradients reduce over dp/ep ranks.
 //   step = (m + (pp - 1) / v) * slowest stage per micro-batch      (the bubble is the second term)
 //        + data-parallel gradient reduction not hidden behind the last micro-batch's backward
 //        + tied-embedding all-reduce + optimizer (memory-bound).
@@ -30,6 +35,7 @@ namespace trident::plan {
 struct TimeBreakdown {  // seconds per step on the critical path
   double forward = 0, backward = 0, recompute = 0;  // compute of the slowest stage, all micro-batches
   double tp_comm = 0, p2p = 0, bubble = 0;
+  double ep_comm = 0;  // MoE: the experts' token all-to-alls (dispatch and combine, both passes)
   double dp_comm = 0, dp_exposed = 0;  // gradient reduction: all of it, and the part not overlapped
   double embedding_sync = 0, optimizer = 0;
 };

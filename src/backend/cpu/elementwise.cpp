@@ -130,9 +130,18 @@ double sum_squares(const Tensor& x) {
       const int64_t at = c * kChunk, len = std::min(kChunk, n - at);
       alignas(64) T buf[kChunk];
       const T* p = xa.read(at, len, buf);
+      // kLanes independent double accumulators (4 AVX-512 registers): one chain of adds would
+      // hold the loop to one vector per add latency, half of what memory delivers.
+      constexpr int64_t kLanes = 32;
+      double lanes[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= len; i += kLanes) {
+#pragma omp simd
+        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += double(p[i + l]) * double(p[i + l]);
+      }
+      for (; i < len; ++i) lanes[0] += double(p[i]) * double(p[i]);
       double part = 0.0;
-#pragma omp simd reduction(+ : part)
-      for (int64_t i = 0; i < len; ++i) part += double(p[i]) * double(p[i]);
+      for (int64_t l = 0; l < kLanes; ++l) part += lanes[l];
       acc += part;
     }
     total = acc;
