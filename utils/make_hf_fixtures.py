@@ -7,7 +7,7 @@
                                          rope_parameters form): llama3_rope, llama_linear,
                                          qwen3, mistral, qwen2_window
   make_hf_fixtures.py --moe [OUT_DIR]    the mixture-of-experts fixtures (transformers 5):
-                                         mixtral, qwen2_moe, qwen3_moe
+                                         mixtral, qwen2_moe, qwen3_moe, olmoe
   make_hf_fixtures.py --bad tests/data/bad   the malformed *.hf model directories
   make_hf_fixtures.py --generation [OUT_DIR]   only (re)write every fixture's generate.json
   make_hf_fixtures.py --check-load DIR FIXTURE
@@ -242,7 +242,8 @@ def make_moe(out):
     """Mixture-of-experts fixtures: Mixtral (4 experts, top-2 renormalised, every layer), Qwen2-MoE
     (q/k/v biases, a shared expert twice an expert's width behind its sigmoid gate, raw top-k
     weights, decoder_sparse_step 2: layer 0 dense, layer 1 MoE) and Qwen3-MoE (per-head q/k
-    norms, head_dim apart from hidden / heads, top-3 of 6 renormalised). The router's k-th and
+    norms, head_dim apart from hidden / heads, top-3 of 6 renormalised) and OLMoE (q/k norms over
+    the whole projections, raw top-2 weights, q/k/v/o biases). The router's k-th and
     (k+1)-th logits of every token are kept apart, so a rounding difference cannot change the
     experts chosen."""
     assert int(transformers.__version__.split(".")[0]) >= 5, transformers.__version__
@@ -264,6 +265,10 @@ def make_moe(out):
             vocab_size=150, hidden_size=32, intermediate_size=64, moe_intermediate_size=20, head_dim=16,
             num_experts=6, num_experts_per_tok=3, norm_topk_prob=True, max_position_embeddings=64,
             use_sliding_window=False, tie_word_embeddings=False, **common), torch.bfloat16, 74),
+        ("olmoe", transformers.OlmoeForCausalLM, transformers.OlmoeConfig(
+            vocab_size=120, hidden_size=32, intermediate_size=28, num_experts=4, num_experts_per_tok=2,
+            norm_topk_prob=False, attention_bias=True, max_position_embeddings=64, tie_word_embeddings=False,
+            pad_token_id=None, eos_token_id=None, **common), torch.float32, 76),
     ]
     for name, model_class, config, dtype, seed in cases:
         for attempt in range(20):  # a seed whose routing has no near-ties

@@ -19,6 +19,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"model.o_bias", "false", "llama: a bias on the attention output projection"},
       {"model.head_dim", "0", "llama: attention head size (0 = hidden / heads)"},
       {"model.qk_norm", "false", "llama: RMSNorm over each query and key head before RoPE (Qwen3)"},
+      {"model.qk_norm_scope", "head", "with model.qk_norm: head (each head, Qwen3) | proj (the whole q and k projections, OLMoE; tp = 1)"},
       {"model.norm_eps", "1e-5", "epsilon of LayerNorm (gpt2) / RMSNorm (llama)"},
       {"model.rope_theta", "10000", "base of the rotary embedding's frequencies (llama)"},
       {"model.rope_scaling", "none", "llama: RoPE scaling, none | linear:factor=F | llama3:factor=F,low_freq_factor=L,high_freq_factor=H,original_max_positions=P | yarn:factor=F[,original_max_positions=P,beta_fast=,beta_slow=,attention_factor=,mscale=,mscale_all_dim=,truncate=]"},

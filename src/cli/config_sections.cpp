@@ -60,6 +60,10 @@ model::ModelConfig read_model_section(const Values& v) {
   m.o_bias = v.boolean("model.o_bias");
   m.head_dim = v.int32("model.head_dim");
   m.qk_norm = v.boolean("model.qk_norm");
+  const std::string scope = v.str("model.qk_norm_scope");
+  TRIDENT_CONFIG_CHECK(scope == "head" || scope == "proj", "model.qk_norm_scope must be head or proj (got '", scope, "')");
+  TRIDENT_CONFIG_CHECK(scope == "head" || m.qk_norm, "model.qk_norm_scope = proj needs model.qk_norm = true");
+  m.qk_norm_whole = scope == "proj";
   m.norm_eps = v.number("model.norm_eps");
   m.rope_theta = v.number("model.rope_theta");
   m.rope_scaling = model::parse_rope_scaling(v.str("model.rope_scaling"));

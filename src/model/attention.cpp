@@ -11,10 +11,11 @@ double output_init_std(const ModelConfig& cfg) { return 0.02 / std::sqrt(2.0 * c
 bool qkv_bias(const ModelConfig& cfg) { return cfg.has_bias() || cfg.qkv_bias; }
 bool o_bias(const ModelConfig& cfg) { return cfg.has_bias() || cfg.o_bias; }
 
-// t [..., heads*HS] seen as one row per head: [numel / HS, HS].
+// t [..., heads*HS] seen as one row per norm statistic: [numel / W, W], W a head's HS features
+// (or the whole projection's, qk_norm_scope = proj).
 Tensor per_head(const Tensor& t, int64_t hs) { return t.view(Shape{t.numel() / hs, hs}); }
 
-// RMSNorm of every head of raw into out (qk_norm); rstd [rows * heads].
+// RMSNorm of every head (or whole row) of raw into out (qk_norm); rstd [rows * heads] ([rows]).
 void norm_heads(Ops& ops, const Norm& norm, const Tensor& raw, Tensor& out, const Tensor& rstd, int64_t hs) {
   NormActivations a{per_head(out, hs), Tensor(), rstd};
   norm.forward(ops, per_head(raw, hs), a);
@@ -39,8 +40,8 @@ Attention::Attention(ParamStore& store, const std::string& prefix, const ModelCo
          Split::kRow, tp, cfg.lora.rank_for("o"), cfg.lora.scale()) {
   cfg.check_tensor_parallel(tp.size());
   if (cfg.qk_norm) {  // replicated over the tensor-parallel group: every head shares them
-    q_norm_.emplace(store, prefix + ".q_norm", cfg.head_size(), /*layernorm=*/false, cfg.norm_eps);
-    k_norm_.emplace(store, prefix + ".k_norm", cfg.head_size(), /*layernorm=*/false, cfg.norm_eps);
+    q_norm_.emplace(store, prefix + ".q_norm", cfg.qk_norm_width(cfg.heads), /*layernorm=*/false, cfg.norm_eps);
+    k_norm_.emplace(store, prefix + ".k_norm", cfg.qk_norm_width(cfg.kv_heads), /*layernorm=*/false, cfg.norm_eps);
   }
 }
 
@@ -57,8 +58,8 @@ AttentionActivations Attention::make_activations(Ops& ops, int64_t batch, DType 
   if (cfg_.qk_norm) {
     a.q_raw = ops.zeros(a.q.shape(), s);
     a.k_raw = ops.zeros(a.k.shape(), s);
-    a.q_rstd = ops.zeros(Shape{batch * t * heads_}, dtype);
-    a.k_rstd = ops.zeros(Shape{batch * t * kv_heads_}, dtype);
+    a.q_rstd = ops.zeros(Shape{batch * t * heads_ * hs / cfg_.qk_norm_width(heads_)}, dtype);
+    a.k_rstd = ops.zeros(Shape{batch * t * kv_heads_ * hs / cfg_.qk_norm_width(kv_heads_)}, dtype);
   }
   return a;
 }
@@ -84,8 +85,8 @@ void Attention::project(Ops& ops, const Tensor& x, const Tensor& positions, Buff
   if (cfg_.qk_norm) {
     q_.forward(ops, x, b.q_raw, false, lora);
     k_.forward(ops, x, b.k_raw, false, lora);
-    norm_heads(ops, *q_norm_, b.q_raw, b.q, b.q_rstd, hs);
-    norm_heads(ops, *k_norm_, b.k_raw, b.k, b.k_rstd, hs);
+    norm_heads(ops, *q_norm_, b.q_raw, b.q, b.q_rstd, cfg_.qk_norm_width(heads_));
+    norm_heads(ops, *k_norm_, b.k_raw, b.k, b.k_rstd, cfg_.qk_norm_width(kv_heads_));
   } else {
     q_.forward(ops, x, b.q, false, lora);
     k_.forward(ops, x, b.k, false, lora);
@@ -124,9 +125,10 @@ void Attention::backward(Ops& ops, const Tensor& x, const TokenPositions& positi
   if (cfg_.qk_norm) {  // through the per-head norms (their backward accumulates into dx)
     ops.fill(s.dq_raw, 0.0);
     ops.fill(s.dk_raw, 0.0);
-    Tensor dq_heads = per_head(s.dq_raw, hs), dk_heads = per_head(s.dk_raw, hs);
-    q_norm_->backward(ops, per_head(a.q_raw, hs), {Tensor(), Tensor(), a.q_rstd}, per_head(s.dq, hs), dq_heads);
-    k_norm_->backward(ops, per_head(a.k_raw, hs), {Tensor(), Tensor(), a.k_rstd}, per_head(s.dk, hs), dk_heads);
+    const int64_t wq = cfg_.qk_norm_width(heads_), wk = cfg_.qk_norm_width(kv_heads_);
+    Tensor dq_heads = per_head(s.dq_raw, wq), dk_heads = per_head(s.dk_raw, wk);
+    q_norm_->backward(ops, per_head(a.q_raw, wq), {Tensor(), Tensor(), a.q_rstd}, per_head(s.dq, wq), dq_heads);
+    k_norm_->backward(ops, per_head(a.k_raw, wk), {Tensor(), Tensor(), a.k_rstd}, per_head(s.dk, wk), dk_heads);
     dq = &s.dq_raw;
     dk = &s.dk_raw;
   }
@@ -157,8 +159,8 @@ DecodeAttention Attention::make_decode_scratch(Ops& ops, int64_t rows, DType dty
   if (cfg_.qk_norm) {
     s.q_raw = ops.zeros(s.q.shape(), dtype);
     s.k_raw = ops.zeros(s.k.shape(), dtype);
-    s.q_rstd = ops.zeros(Shape{rows * heads_}, dtype);
-    s.k_rstd = ops.zeros(Shape{rows * kv_heads_}, dtype);
+    s.q_rstd = ops.zeros(Shape{rows * heads_ * hs / cfg_.qk_norm_width(heads_)}, dtype);
+    s.k_rstd = ops.zeros(Shape{rows * kv_heads_ * hs / cfg_.qk_norm_width(kv_heads_)}, dtype);
   }
   return s;
 }

@@ -277,6 +277,12 @@ void read_moe(const Keys& k, HfFamily family, ModelConfig& m) {
     moe.norm_topk_prob = true;  // Mixtral always renormalises the top k
     return;
   }
+  if (family == HfFamily::kOlmoe) {  // every layer: experts of intermediate_size
+    moe.experts = to_int(k.integer("num_experts"), k, "num_experts");
+    moe.ffn_hidden = m.ffn_hidden;
+    moe.norm_topk_prob = k.boolean("norm_topk_prob", false);
+    return;
+  }
   const char* experts = k.find("num_experts") ? "num_experts" : "num_local_experts";
   moe.experts = to_int(k.integer(experts), k, experts);
   moe.ffn_hidden = to_int(k.integer("moe_intermediate_size"), k, "moe_intermediate_size");
@@ -342,6 +348,15 @@ HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
       TRIDENT_CONFIG_CHECK(family == HfFamily::kQwen3Moe || !k.find("attention_bias"), k.where(),
                            ": \"attention_bias\" is not a qwen2_moe setting (it has qkv_bias)");
       break;
+    case HfFamily::kOlmoe:
+      check_known_keys(json, k.where(), "olmoe",
+                       {"attention_bias", "attention_dropout", "clip_qkv", "hidden_act", "hidden_size",
+                        "intermediate_size", "max_position_embeddings", "norm_topk_prob", "num_attention_heads",
+                        "num_experts", "num_experts_per_tok", "num_hidden_layers", "num_key_value_heads",
+                        "output_router_logits", "rms_norm_eps", "rope_parameters", "rope_scaling", "rope_theta",
+                        "router_aux_loss_coef", "vocab_size", "original_max_position_embeddings"});
+      k.require("clip_qkv", Json(), "trident does not clamp q, k and v");
+      break;
     case HfFamily::kGPT2: break;
   }
   HfModelInfo info;
@@ -369,7 +384,8 @@ HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
   m.qkv_bias = family == HfFamily::kQwen2 || attention_bias ||
                (family == HfFamily::kQwen2Moe && k.boolean("qkv_bias", true));
   m.o_bias = attention_bias;
-  m.qk_norm = family == HfFamily::kQwen3 || family == HfFamily::kQwen3Moe;
+  m.qk_norm = family == HfFamily::kQwen3 || family == HfFamily::kQwen3Moe || family == HfFamily::kOlmoe;
+  m.qk_norm_whole = family == HfFamily::kOlmoe;  // OlmoeRMSNorm over all heads of q (and of k)
   const std::string act = k.text("hidden_act", "silu");
   TRIDENT_CONFIG_CHECK(act == "silu", k.where(), ": hidden_act \"", act,
                        "\" is not supported (trident's Llama MLP is SwiGLU with silu)");
@@ -379,7 +395,8 @@ HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
                        "probabilities; model.dropout applies to each branch)");
   read_rope(k, json, m);
   read_sliding_window(k, json, family == HfFamily::kMixtral ? HfFamily::kMistral : family, m);
-  if (family == HfFamily::kMixtral || family == HfFamily::kQwen2Moe || family == HfFamily::kQwen3Moe)
+  if (family == HfFamily::kMixtral || family == HfFamily::kQwen2Moe || family == HfFamily::kQwen3Moe ||
+      family == HfFamily::kOlmoe)
     read_moe(k, family, m);
   return info;
 }
@@ -396,6 +413,7 @@ const char* hf_family_name(HfFamily family) {
     case HfFamily::kMixtral: return "mixtral";
     case HfFamily::kQwen2Moe: return "qwen2_moe";
     case HfFamily::kQwen3Moe: return "qwen3_moe";
+    case HfFamily::kOlmoe: return "olmoe";
   }
   return "?";
 }
@@ -413,9 +431,10 @@ HfModelInfo parse_hf_config(const Json& json, const std::string& where) {
   else if (type == "mixtral") info = parse_llama_like(k, json, HfFamily::kMixtral);
   else if (type == "qwen2_moe") info = parse_llama_like(k, json, HfFamily::kQwen2Moe);
   else if (type == "qwen3_moe") info = parse_llama_like(k, json, HfFamily::kQwen3Moe);
+  else if (type == "olmoe") info = parse_llama_like(k, json, HfFamily::kOlmoe);
   else
     throw ConfigError(where + ": model_type \"" + type + "\" is not supported (trident loads gpt2, llama, mistral, "
-                      "qwen2, qwen3, mixtral, qwen2_moe and qwen3_moe models)");
+                      "qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe and olmoe models)");
   ModelConfig checked = info.config;
   checked.seq_len = int(std::min<int64_t>(checked.seq_len, checked.positions()));  // the run picks its own
   try {
@@ -464,7 +483,15 @@ HfFamily hf_moe_family_for(const ModelConfig& cfg) {
   const MoeConfig& moe = cfg.moe;
   TRIDENT_CONFIG_CHECK(cfg.arch == Arch::kLlama, "a gpt2 mixture-of-experts model has no Hugging Face family "
                        "(Mixtral, Qwen2-MoE and Qwen3-MoE are Llama-style)");
-  TRIDENT_CONFIG_CHECK(!cfg.o_bias, "model.o_bias in a mixture-of-experts model has no Hugging Face family");
+  if (cfg.qk_norm_whole) {
+    TRIDENT_CONFIG_CHECK(moe.shared_experts == 0 && moe.every == 1 && moe.ffn_hidden == cfg.ffn_hidden &&
+                             cfg.qkv_bias == cfg.o_bias && cfg.sliding_window == 0 && cfg.head_dim == 0,
+                         "model.qk_norm_scope = proj exports as OLMoE: experts of model.ffn_hidden in every layer, no "
+                         "shared expert or window, head size hidden / heads, attention_bias on q, k, v and o alike");
+    return HfFamily::kOlmoe;
+  }
+  TRIDENT_CONFIG_CHECK(!cfg.o_bias, "model.o_bias in this mixture-of-experts model has no Hugging Face family (OLMoE "
+                       "has one, with q/k norms over the whole projections)");
   if (cfg.qk_norm) {
     TRIDENT_CONFIG_CHECK(moe.shared_experts == 0 && !cfg.qkv_bias, "model.qk_norm exports as Qwen3-MoE, which has no "
                          "shared expert (moe.shared_experts) and no q/k/v biases");
@@ -562,6 +589,7 @@ const char* architecture_name(HfFamily family) {
     case HfFamily::kMixtral: return "MixtralForCausalLM";
     case HfFamily::kQwen2Moe: return "Qwen2MoeForCausalLM";
     case HfFamily::kQwen3Moe: return "Qwen3MoeForCausalLM";
+    case HfFamily::kOlmoe: return "OlmoeForCausalLM";
   }
   return "?";
 }
@@ -593,15 +621,20 @@ Json hf_config_json(const ModelConfig& cfg, const std::string& torch_dtype) {
     j.set("num_hidden_layers", Json(m.layers));
     j.set("num_attention_heads", Json(m.heads));
     j.set("num_key_value_heads", Json(m.kv_heads));
-    j.set("head_dim", Json(m.head_size()));
+    if (info.family != HfFamily::kOlmoe) j.set("head_dim", Json(m.head_size()));  // OLMoE: hidden / heads
     j.set("hidden_act", Json("silu"));
     j.set("rms_norm_eps", Json(m.norm_eps));
     j.set("rope_theta", Json(m.rope_theta));
     j.set("rope_parameters", rope_parameters_json(m, /*with_theta=*/true));
     j.set("rope_scaling", m.rope_scaling.none() ? Json() : rope_parameters_json(m, /*with_theta=*/false));
     const HfFamily f = info.family;
-    if (f == HfFamily::kLlama || f == HfFamily::kQwen3 || f == HfFamily::kQwen3Moe)
+    if (f == HfFamily::kLlama || f == HfFamily::kQwen3 || f == HfFamily::kQwen3Moe || f == HfFamily::kOlmoe)
       j.set("attention_bias", Json(m.qkv_bias));
+    if (f == HfFamily::kOlmoe) {
+      j.set("num_experts", Json(m.moe.experts));
+      j.set("norm_topk_prob", Json(m.moe.norm_topk_prob));
+      j.set("clip_qkv", Json());
+    }
     if (f == HfFamily::kLlama) j.set("mlp_bias", Json(false));
     if (f == HfFamily::kMistral || f == HfFamily::kMixtral)
       j.set("sliding_window", m.sliding_window > 0 ? Json(m.sliding_window) : Json());
@@ -680,6 +713,7 @@ std::map<std::string, std::string> hf_model_keys(const HfModelInfo& info) {
           {"model.qkv_bias", m.qkv_bias ? "true" : "false"},
           {"model.o_bias", m.o_bias ? "true" : "false"},
           {"model.qk_norm", m.qk_norm ? "true" : "false"},
+          {"model.qk_norm_scope", m.qk_norm_whole ? "proj" : "head"},
           {"model.sliding_window", std::to_string(m.sliding_window)},
           {"model.window_from", std::to_string(m.window_from)},
           {"model.bos_token_id", std::to_string(m.bos_token_id)},

@@ -108,8 +108,8 @@ HfSource llama_source(const HfModelInfo& info, const std::string& name) {
     }
     if (m.o_bias && rest == "attn.o.bias") return {l + "self_attn.o_proj.bias", {c}};
     if (m.qk_norm) {
-      if (rest == "attn.q_norm.weight") return {l + "self_attn.q_norm.weight", {hs}};
-      if (rest == "attn.k_norm.weight") return {l + "self_attn.k_norm.weight", {hs}};
+      if (rest == "attn.q_norm.weight") return {l + "self_attn.q_norm.weight", {m.qk_norm_width(m.heads)}};
+      if (rest == "attn.k_norm.weight") return {l + "self_attn.k_norm.weight", {m.qk_norm_width(m.kv_heads)}};
     }
     if (rest.rfind("moe.", 0) == 0) return moe_source(info, l, rest);
     if (rest == "mlp.gate.weight") return {l + "mlp.gate_proj.weight", {f, c}};

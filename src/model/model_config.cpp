@@ -97,6 +97,8 @@ void ModelConfig::check_tensor_parallel(int tp) const {
   TRIDENT_CONFIG_CHECK(kv_heads % tp == 0, "model.kv_heads = ", kv_heads, " must be divisible by parallel.tp = ", tp,
                        " (each tensor-parallel rank holds whole key/value heads)");
   TRIDENT_CONFIG_CHECK(ffn_hidden % tp == 0, "model.ffn_hidden = ", ffn_hidden, " must be divisible by parallel.tp = ", tp);
+  TRIDENT_CONFIG_CHECK(!qk_norm_whole || tp == 1, "model.qk_norm_scope = proj (a norm over all heads) with parallel.tp = ",
+                       tp, " is not supported: its statistic would span the tensor-parallel ranks; use tp = 1");
   TRIDENT_CONFIG_CHECK(!moe.enabled() || moe.ffn_hidden % tp == 0, "moe.ffn_hidden = ", moe.ffn_hidden,
                        " must be divisible by parallel.tp = ", tp);
 }
@@ -143,7 +145,7 @@ int64_t ModelConfig::block_params() const {
   if (has_bias()) per_layer += q + 2 * kv + c;                       // attention biases
   else if (qkv_bias) per_layer += q + 2 * kv;                        // q, k, v biases
   if (!has_bias() && o_bias) per_layer += c;                         // o bias (Llama's attention_bias)
-  if (qk_norm) per_layer += 2 * int64_t(head_size());                // per-head q and k norm weights
+  if (qk_norm) per_layer += qk_norm_width(heads) + qk_norm_width(kv_heads);  // q and k norm weights
   return per_layer;
 }
 

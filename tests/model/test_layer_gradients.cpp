@@ -136,6 +136,36 @@ TEST(AttentionVariantGradients, QkNormHeadDimBiasesRopeScalingAndWindow) {
   EXPECT_EQ(store.all().size(), 10u);  // q, k, v, o weights and biases, q_norm, k_norm
 }
 
+// OLMoE / OLMo 2: one RMSNorm over the whole q projection (all heads) and one over k.
+TEST(AttentionVariantGradients, QkNormOverTheWholeProjection) {
+  std::unique_ptr<Ops> ops = make_cpu_ops(1);
+  ModelConfig cfg = tiny_config(Arch::kLlama);
+  cfg.qk_norm = cfg.qk_norm_whole = true;
+  cfg.qkv_bias = cfg.o_bias = true;
+  cfg.resolve();
+  ParamStore store;
+  Attention attn(store, "attn", cfg, {}, /*layer=*/0);
+  store.allocate(*ops, DType::kF64);
+  randomize(store, 27);
+  ASSERT_EQ(store.at("attn.q_norm.weight").local_shape.numel(), cfg.heads * cfg.head_size());
+  ASSERT_EQ(store.at("attn.k_norm.weight").local_shape.numel(), cfg.kv_heads * cfg.head_size());
+  constexpr int64_t kBatch = 2;
+  const int64_t rows = kBatch * cfg.seq_len;
+  AttentionActivations a = attn.make_activations(*ops, kBatch, DType::kF64);
+  AttentionScratch s = attn.make_scratch(*ops, kBatch, DType::kF64);
+  Tensor pos = Tensor::zeros(Shape{rows}, DType::kI32);
+  for (int64_t i = 0; i < rows; ++i) pos.data<int32_t>()[i] = static_cast<int32_t>(i % cfg.seq_len);
+  Tensor x = Tensor::zeros(Shape{rows, cfg.hidden}, DType::kF64), dx = Tensor::zeros(x.shape(), DType::kF64);
+  fill_uniform(x, 28);
+  Tensor r = Tensor::zeros(x.shape(), DType::kF64), out = Tensor::zeros(x.shape(), DType::kF64);
+  fill_uniform(r, 29);
+  check_gradients(*ops, store, {{x, dx}}, [&](bool backward) {
+    attn.forward(*ops, x, pos, a, out, /*accumulate=*/false);
+    if (backward) attn.backward(*ops, x, pos, a, r, s, dx);
+    return testing::dot(out, r);
+  });
+}
+
 TEST_P(LayerGradients, Mlp) {
   ParamStore store;
   Mlp mlp(store, "mlp", cfg_);

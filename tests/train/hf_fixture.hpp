@@ -93,12 +93,12 @@ inline HfGeneration load_hf_generation(const std::string& name) {
 }
 
 // Written by transformers 4.44 (gpt2 .. qwen2) and 5.24 (llama3_rope ..): both config forms; the
-// last three are mixtures of experts.
-inline const char* const kHfFixtures[] = {"gpt2",    "llama",        "llama_sharded", "qwen2",
-                                          "llama3_rope", "llama_linear", "qwen3",     "mistral",
-                                          "qwen2_window", "mixtral",   "qwen2_moe",     "qwen3_moe"};
+// last four are mixtures of experts.
+inline const char* const kHfFixtures[] = {"gpt2",         "llama",   "llama_sharded", "qwen2",     "llama3_rope",
+                                          "llama_linear", "qwen3",   "mistral",       "qwen2_window", "mixtral",
+                                          "qwen2_moe",    "qwen3_moe", "olmoe"};
 // The mixtures of experts among them.
-inline const char* const kHfMoeFixtures[] = {"mixtral", "qwen2_moe", "qwen3_moe"};
+inline const char* const kHfMoeFixtures[] = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe"};
 inline std::vector<std::string> hf_fixture_names() { return {std::begin(kHfFixtures), std::end(kHfFixtures)}; }
 
 }  // namespace trident::testing

@@ -282,7 +282,10 @@ TEST_F(LayoutInvariance, ExpertParallelMatchesSingleRank) {
   };
   const std::vector<Layout4> all = {{2, 1, 1, 2}, {2, 1, 2, 2}, {2, 2, 1, 2}, {4, 1, 1, 4}, {4, 1, 1, 2},
                                     {4, 1, 2, 2}, {4, 2, 1, 4}, {2, 2, 2, 2}, {8, 1, 1, 4}};
-  for (const bool llama : {true, false}) {
+  // Llama (shared expert, z-loss), GPT-2 (every second layer, capacity 1), and Llama with LoRA
+  // on attention and the experts' projections (the adapters of each expert live with it).
+  for (const std::string variant : {"llama", "gpt2", "lora"}) {
+    const bool llama = variant != "gpt2";
     RunConfig ref_cfg = tiny_run(1, ref_dir());
     ref_cfg.model.arch = llama ? model::Arch::kLlama : model::Arch::kGPT2;
     ref_cfg.model.layers = 4;
@@ -292,8 +295,9 @@ TEST_F(LayoutInvariance, ExpertParallelMatchesSingleRank) {
     ref_cfg.model.moe = {.experts = 4, .top_k = 2, .ffn_hidden = 48, .every = llama ? 1 : 2,
                          .shared_experts = llama ? 1 : 0, .norm_topk_prob = llama, .aux_loss_coef = 0.1,
                          .z_loss_coef = llama ? 0.01 : 0.0, .capacity_factor = llama ? 0.0 : 1.0};
+    if (variant == "lora") ref_cfg.model.lora = {.r = 4, .alpha = 8, .targets = "q,v,gate,up,down"};
     ref_cfg.model.resolve();
-    ref_cfg.train.steps = 12;
+    ref_cfg.train.steps = variant == "lora" ? 8 : 12;
     const Curve reference = train(ref_cfg, MPI_COMM_SELF);
     for (const Layout4& L : all) {
       if (L.dp * L.tp * L.pp != world) continue;
@@ -303,7 +307,7 @@ TEST_F(LayoutInvariance, ExpertParallelMatchesSingleRank) {
       cfg.comm.bucket_mb = 0.05;  // several buckets of each kind in flight
       const Curve got = train(cfg, MPI_COMM_WORLD);
       std::ostringstream what;
-      what << "MoE " << (llama ? "llama" : "gpt2") << " (dp, tp, pp, ep) = (" << L.dp << ", " << L.tp << ", " << L.pp
+      what << "MoE " << variant << " (dp, tp, pp, ep) = (" << L.dp << ", " << L.tp << ", " << L.pp
            << ", " << L.ep << ")";
       for (size_t s = 0; s < reference.losses.size(); ++s) {
         EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what.str() << " step " << s + 1;

@@ -18,8 +18,9 @@ namespace trident::model {
 // Mixture of experts: Mixtral (Mistral blocks, every MLP 8 experts of intermediate_size, top-k
 // renormalised), Qwen2-MoE (Qwen2 blocks, experts of moe_intermediate_size every
 // decoder_sparse_step layers, a shared expert behind a sigmoid gate, norm_topk_prob) and
-// Qwen3-MoE (Qwen3 blocks, no shared expert).
-enum class HfFamily { kGPT2, kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen2Moe, kQwen3Moe };
+// Qwen3-MoE (Qwen3 blocks, no shared expert) and OLMoE (q/k norms over the whole projections,
+// every MLP experts of intermediate_size).
+enum class HfFamily { kGPT2, kLlama, kMistral, kQwen2, kQwen3, kMixtral, kQwen2Moe, kQwen3Moe, kOlmoe };
 const char* hf_family_name(HfFamily family);  // its config.json model_type
 
 struct HfModelInfo {

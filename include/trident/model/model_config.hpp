@@ -59,6 +59,11 @@ struct ModelConfig {
   bool o_bias = false;    // llama: the o projection with a bias (Llama's attention_bias)
   int head_dim = 0;       // attention head size (0: hidden / heads; Qwen3 and Gemma set their own)
   bool qk_norm = false;   // llama: RMSNorm of each query and key head before RoPE (Qwen3)
+  // ... or of the whole q and k projections, all heads together (OLMoE, OLMo 2): weights
+  // [heads * HS] and [kv_heads * HS] (model.qk_norm_scope = proj).
+  bool qk_norm_whole = false;
+  // The width one q/k norm statistic spans: a head, or the whole projection of `heads` heads.
+  int qk_norm_width(int heads_in_projection) const { return qk_norm_whole ? heads_in_projection * head_size() : head_size(); }
   RopeScaling rope_scaling;
   // The positions the model was built for (config.json's n_positions / max_position_embeddings;
   // 0: seq_len): GPT-2's position table has this many rows, RoPE scaling may read it.
