@@ -227,6 +227,44 @@ TEST_F(CudaKernelTest, GeluAndSwiglu) {
       }
 }
 
+// Mixture-of-experts token movement: gather into expert order (with and without row scales),
+// combine back with weights (dropped slots, accumulate), and the per-choice dot products.
+TEST_F(CudaKernelTest, MoeGatherCombineAndRowDots) {
+  SKIP_WITHOUT_GPU();
+  init();
+  const int64_t N = 53, K = 2, C = 300, M = N * K - 3;  // three assignments dropped
+  std::vector<int32_t> slots(N * K, -1), rows(M);
+  for (int64_t i = 0, m = 0; i < N * K; ++i)
+    if (i % 37 != 5 && m < M) slots[size_t(i)] = int32_t((m * 7) % M), ++m;
+  for (int64_t i = 0; i < N * K; ++i)
+    if (slots[size_t(i)] >= 0) rows[size_t(slots[size_t(i)])] = int32_t(i / K);
+  const Tensor hslots = host_i32(slots).view(Shape{N, K}), hrows = host_i32(rows);
+  const Tensor dslots = to_gpu(hslots), drows = to_gpu(hrows);
+  const Tensor hw = host_randn(Shape{N, K}, 50, DType::kF32), hscale = host_randn(Shape{M}, 51, DType::kF32);
+  const Tensor dw = to_gpu(hw), dscale = to_gpu(hscale);
+  for (DType dt : kActTypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor hx = host_randn(Shape{N, C}, 52, dt), dx = to_gpu(hx);
+    for (const bool scaled : {false, true}) {
+      Tensor hg = Tensor::zeros(Shape{M, C}, dt), dg = gpu_->zeros(Shape{M, C}, dt);
+      cpu_->gather_rows(hx, hrows, scaled ? hscale : Tensor(), hg);
+      gpu_->gather_rows(dx, drows, scaled ? dscale : Tensor(), dg);
+      expect_close(dg, hg, scaled ? "gather_rows scaled" : "gather_rows");
+    }
+    const Tensor hy = host_randn(Shape{M, C}, 53, dt), dy = to_gpu(hy);
+    for (const bool accumulate : {false, true}) {
+      Tensor hout = host_randn(Shape{N, C}, 54, DType::kF32), dout = to_gpu(hout);
+      cpu_->combine_rows(hy, hslots, hw, hout, accumulate);
+      gpu_->combine_rows(dy, dslots, dw, dout, accumulate);
+      expect_close(dout, hout, accumulate ? "combine_rows +=" : "combine_rows");
+    }
+    Tensor hd = Tensor::zeros(Shape{N, K}, DType::kF32), dd = gpu_->zeros(Shape{N, K}, DType::kF32);
+    cpu_->row_dots(hx, hy, hslots, hd);
+    gpu_->row_dots(dx, dy, dslots, dd);
+    expect_close(dd, hd, "row_dots");
+  }
+}
+
 TEST_F(CudaKernelTest, ActivationsInPlaceAndOnUnalignedViews) {
   SKIP_WITHOUT_GPU();
   init();

@@ -112,6 +112,23 @@ std::vector<Layout3> small_layouts(int world) {
   return out;
 }
 
+// The tiny model with 4 MoE layers' worth of experts: Llama (every layer MoE, a shared expert,
+// renormalised weights, both auxiliary losses, dropless) or GPT-2 (every second layer, GELU
+// experts with biases, raw weights, capacity 1).
+RunConfig moe_run(bool llama, const std::string& run_dir) {
+  RunConfig c = tiny_run(1, run_dir);
+  c.model.arch = llama ? model::Arch::kLlama : model::Arch::kGPT2;
+  c.model.layers = 4;
+  c.model.kv_heads = llama ? 2 : 4;
+  c.model.tie_embeddings = !llama;
+  c.model.ffn_hidden = 0;
+  c.model.moe = {.experts = 4, .top_k = 2, .ffn_hidden = 48, .every = llama ? 1 : 2,
+                 .shared_experts = llama ? 1 : 0, .norm_topk_prob = llama, .aux_loss_coef = 0.1,
+                 .z_loss_coef = llama ? 0.01 : 0.0, .capacity_factor = llama ? 0.0 : 1.0};
+  c.model.resolve();
+  return c;
+}
+
 // ref moved to layout L (ZeRO-1 when there is data parallelism), run in run_dir.
 RunConfig in_layout(RunConfig cfg, const Layout3& L, const std::string& run_dir) {
   cfg.log.run_dir = run_dir;
@@ -243,17 +260,7 @@ TEST_F(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
 // losses; GPT-2: every second layer, GELU experts with biases, capacity 1.
 TEST_F(LayoutInvariance, MixtureOfExpertsMatchesSingleRank) {
   for (model::Arch arch : {model::Arch::kLlama, model::Arch::kGPT2}) {
-    RunConfig ref_cfg = tiny_run(1, ref_dir());
-    ref_cfg.model.arch = arch;
-    ref_cfg.model.layers = 4;
-    ref_cfg.model.kv_heads = arch == model::Arch::kLlama ? 2 : 4;
-    ref_cfg.model.tie_embeddings = arch == model::Arch::kGPT2;
-    ref_cfg.model.ffn_hidden = 0;
-    const bool llama = arch == model::Arch::kLlama;
-    ref_cfg.model.moe = {.experts = 4, .top_k = 2, .ffn_hidden = 48, .every = llama ? 1 : 2,
-                         .shared_experts = llama ? 1 : 0, .norm_topk_prob = llama, .aux_loss_coef = 0.1,
-                         .z_loss_coef = llama ? 0.01 : 0.0, .capacity_factor = llama ? 0.0 : 1.0};
-    ref_cfg.model.resolve();
+    const RunConfig ref_cfg = moe_run(arch == model::Arch::kLlama, ref_dir());
     const Curve reference = train(ref_cfg, MPI_COMM_SELF);
     std::vector<Layout3> layouts = small_layouts(world);
     if (world == 4) layouts.push_back({1, 1, 4});
@@ -285,16 +292,7 @@ TEST_F(LayoutInvariance, ExpertParallelMatchesSingleRank) {
   // Llama (shared expert, z-loss), GPT-2 (every second layer, capacity 1), and Llama with LoRA
   // on attention and the experts' projections (the adapters of each expert live with it).
   for (const std::string variant : {"llama", "gpt2", "lora"}) {
-    const bool llama = variant != "gpt2";
-    RunConfig ref_cfg = tiny_run(1, ref_dir());
-    ref_cfg.model.arch = llama ? model::Arch::kLlama : model::Arch::kGPT2;
-    ref_cfg.model.layers = 4;
-    ref_cfg.model.kv_heads = llama ? 2 : 4;
-    ref_cfg.model.tie_embeddings = !llama;
-    ref_cfg.model.ffn_hidden = 0;
-    ref_cfg.model.moe = {.experts = 4, .top_k = 2, .ffn_hidden = 48, .every = llama ? 1 : 2,
-                         .shared_experts = llama ? 1 : 0, .norm_topk_prob = llama, .aux_loss_coef = 0.1,
-                         .z_loss_coef = llama ? 0.01 : 0.0, .capacity_factor = llama ? 0.0 : 1.0};
+    RunConfig ref_cfg = moe_run(variant != "gpt2", ref_dir());
     if (variant == "lora") ref_cfg.model.lora = {.r = 4, .alpha = 8, .targets = "q,v,gate,up,down"};
     ref_cfg.model.resolve();
     ref_cfg.train.steps = variant == "lora" ? 8 : 12;

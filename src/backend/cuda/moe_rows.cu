@@ -4,19 +4,13 @@
 // (deterministic, no atomics). Activations fp32 / bf16 / fp16; scale, weights, dots fp32.
 #include "device_access.cuh"
 #include "kernels.cuh"
+#include "reduce.cuh"
 
 namespace trident::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 
-void check_f32(const Tensor& t, const char* op, const char* arg) {
-  TRIDENT_CHECK(t.dtype() == DType::kF32, op, ": ", arg, " is ", dtype_name(t.dtype()),
-                "; the CUDA backend takes fp32 here");
-}
-void check_i32(const Tensor& t, const char* op, const char* arg) {
-  TRIDENT_CHECK(t.dtype() == DType::kI32, op, ": ", arg, " is ", dtype_name(t.dtype()), ", expected int32");
-}
 int64_t features(const Tensor& t) { return t.ndim() == 0 ? 1 : t.dim(-1); }
 
 __global__ void gather_rows_kernel(const void* x, Elem ex, const int32_t* index, const float* scale, void* out,
