@@ -2,7 +2,8 @@
 # Mixture of experts end to end (input/configs/moe.ini, shortened): 2 ranks with expert
 # parallelism (dp = ep = 2, 4 experts each) train the single rank's loss curve; the run reports
 # its experts and logs each layer's expert load and the MoE metrics; a checkpoint resumes
-# bitwise, and one written under ep = 2 resumes on one rank onto the same curve; eval and
+# bitwise, and ones written under ep = 2 (2 and 4 ranks, ZeRO-1) resume on one rank onto the
+# same curve; eval and
 # inspect read it; it exports as Hugging Face Mixtral and reads back to the same perplexity;
 # LoRA trains adapters on the experts; bad MoE settings are clear errors.
 set -euo pipefail
@@ -49,10 +50,19 @@ mkdir -p "$work/moved/checkpoints"
 cp "$work/dp2/checkpoints/step_00000005.h5" "$work/moved/checkpoints/"
 "$trident" train "${short[@]}" --train.steps=10 --checkpoint.resume="$work/moved/checkpoints/step_00000005.h5" \
   --log.run_dir="$work/moved" > /dev/null
-python3 - "$work/one/metrics.jsonl" "$work/moved/metrics.jsonl" <<'PY'
+# ... and one written by 4 ranks (dp = 4, ep = 2, ZeRO-1: expert moments sharded over the
+# expert-data-parallel pairs) likewise.
+mpirun -np 4 "$trident" train "${moe[@]}" --parallel.dp=4 --parallel.zero=1 --train.steps=10 \
+  --checkpoint.interval=5 --log.run_dir="$work/dp4" > /dev/null
+mkdir -p "$work/moved4/checkpoints"
+cp "$work/dp4/checkpoints/step_00000005.h5" "$work/moved4/checkpoints/"
+"$trident" train "${short[@]}" --train.steps=10 --checkpoint.resume="$work/moved4/checkpoints/step_00000005.h5" \
+  --log.run_dir="$work/moved4" > /dev/null
+python3 - "$work/one/metrics.jsonl" "$work/moved/metrics.jsonl" "$work/moved4/metrics.jsonl" "$work/dp4/metrics.jsonl" <<'PY'
 import json, sys
-one, moved = ({json.loads(l)["step"]: json.loads(l) for l in open(p)} for p in sys.argv[1:])
-assert abs(one[10]["loss"] - moved[10]["loss"]) <= 1e-5 * one[10]["loss"], (one[10]["loss"], moved[10]["loss"])
+one, moved, moved4, dp4 = ({json.loads(l)["step"]: json.loads(l) for l in open(p)} for p in sys.argv[1:])
+for run in (moved, moved4, dp4):
+    assert abs(one[10]["loss"] - run[10]["loss"]) <= 1e-5 * one[10]["loss"], (one[10]["loss"], run[10]["loss"])
 PY
 
 ckpt="$work/dp2/checkpoints/step_00000010.h5"
