@@ -276,6 +276,8 @@ void check_across_sections(train::RunConfig& c, int world_size) {
     TRIDENT_CONFIG_CHECK(c.comm.compression == dist::CompressionKind::kNone,
                          "comm.compression with parallel.ep > 1 is not supported (expert gradients reduce over their "
                          "own group)");
+    TRIDENT_CONFIG_CHECK(c.eval.task.empty(), "eval.task (generation) with parallel.ep > 1 is not supported yet: each "
+                         "rank decodes its own prompts; evaluate the task with parallel.ep = 1");
   }
   TRIDENT_CONFIG_CHECK(c.virtual_stages >= 1, "parallel.virtual_stages must be >= 1");
   TRIDENT_CONFIG_CHECK(c.virtual_stages == 1 || c.schedule == train::ScheduleKind::kInterleaved,

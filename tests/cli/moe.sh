@@ -102,6 +102,11 @@ rc=0
 "$trident" train "${moe[@]}" --train.steps=1 --parallel.dp=1 --log.run_dir="$work/bad" > "$work/bad.log" 2>&1 || rc=$?
 [[ $rc -eq 2 ]] && grep -q "parallel.ep = 2 must divide parallel.dp = 1" "$work/bad.log" || fail "ep > dp: exit $rc"
 rc=0
+"$trident" train "${moe[@]}" --train.steps=1 --eval.task=tests/data/hf/gpt2/task.jsonl --eval.max_new_tokens=8 \
+  --log.run_dir="$work/bad" \
+  > "$work/bad.log" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q "eval.task (generation) with parallel.ep > 1" "$work/bad.log" || fail "eval.task with ep: exit $rc"
+rc=0
 "$trident" train "${moe[@]}" --train.steps=1 --moe.experts=0 --log.run_dir="$work/bad" > "$work/bad.log" 2>&1 || rc=$?
 [[ $rc -eq 2 ]] && grep -q "parallel.ep = 2 needs a mixture-of-experts model" "$work/bad.log" || fail "ep on dense: exit $rc"
 # The ep = 2 checkpoint as a Hugging Face Mixtral directory, read back: the same perplexity.
