@@ -2,8 +2,9 @@
 # Training on the GPU end to end (train.backend = cuda), checked against the CPU backend:
 #  - one rank: 30 steps of the tiny model on the GPU follow the CPU run's losses (fp32; the
 #    GPU's fp32 GEMMs use TF32, hence the 2% tolerance) and write a checkpoint that resumes;
+#  - a mixture of experts (moe.ini, one rank) follows the CPU run's losses (2%);
 #  - with 2 or more GPUs: dp=2 and pp=2 (NCCL gradient all-reduce, pipeline lanes, tied
-#    embeddings) follow the single-GPU run (layout invariance on the GPU, 0.5%).
+#    embeddings), and moe.ini's ep=2 (NCCL all-to-all), follow the single-GPU run (0.5%).
 # Skipped (exit 77) where no GPU can be used.
 # usage: gpu_train.sh TRIDENT SOURCE_DIR
 set -uo pipefail
@@ -60,12 +61,26 @@ print(f"resumed from step 15: worst relative loss difference {worst:.2e}")
 assert worst < 1e-5
 PY
 
+# A mixture of experts (input/configs/moe.ini on one rank): routing staged through the host,
+# the MoE row kernels on the GPU; the CPU's losses within TF32's tolerance.
+cfg=input/configs/moe.ini
+moe=(--model.seq_len=32 --log.eval_interval=0)
+run moe_cpu 1 --train.backend=cpu --parallel.dp=1 --parallel.ep=1 "${moe[@]}"
+run moe_gpu 1 --train.backend=cuda --parallel.dp=1 --parallel.ep=1 "${moe[@]}"
+compare moe_cpu moe_gpu 2e-2
+cfg=input/configs/tiny.ini
+
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 if [[ ${gpus:-0} -ge 2 ]]; then
   run dp2 2 --train.backend=cuda --parallel.dp=2
   compare gpu dp2 5e-3
   run pp2 2 --train.backend=cuda --parallel.pp=2
   compare gpu pp2 5e-3
+  # Expert parallelism over NCCL: the all-to-all as grouped sends and receives.
+  cfg=input/configs/moe.ini
+  run moe_ep2 2 --train.backend=cuda "${moe[@]}"
+  compare moe_gpu moe_ep2 5e-3
+  cfg=input/configs/tiny.ini
 else
   echo "one GPU: the multi-rank layouts need a GPU per rank (NCCL), not checked here"
 fi
