@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <vector>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -91,7 +92,7 @@ bool is_bookkeeping_key(const std::string& key) {
 // Every key of the file is bookkeeping or one the family's parser reads: anything else could
 // change what the model computes, so it is an error naming the key.
 void check_known_keys(const Json& json, const std::string& where, const std::string& family,
-                      std::initializer_list<const char*> model_keys) {
+                      const std::vector<const char*>& model_keys) {
   std::set<std::string> known(model_keys.begin(), model_keys.end());
   for (const auto& [key, value] : json.as_object()) {
     if (is_bookkeeping_key(key) || known.count(key)) continue;
@@ -299,6 +300,22 @@ void read_moe(const Keys& k, HfFamily family, ModelConfig& m) {
   moe.shared_experts = static_cast<int>(shared / moe.ffn_hidden);
 }
 
+// The config.json keys of the Mistral and Qwen2/Qwen3 blocks, which their MoE families extend.
+const std::vector<const char*> kMistralKeys = {
+    "attention_dropout", "head_dim", "hidden_act", "hidden_size", "intermediate_size", "max_position_embeddings",
+    "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "rms_norm_eps", "rope_parameters",
+    "rope_scaling", "rope_theta", "sliding_window", "vocab_size", "original_max_position_embeddings"};
+const std::vector<const char*> kQwenKeys = {
+    "attention_bias", "attention_dropout", "head_dim", "hidden_act", "hidden_size", "intermediate_size",
+    "layer_types", "max_position_embeddings", "max_window_layers", "num_attention_heads", "num_hidden_layers",
+    "num_key_value_heads", "rms_norm_eps", "rope_parameters", "rope_scaling", "rope_theta", "sliding_window",
+    "use_sliding_window", "vocab_size", "original_max_position_embeddings"};
+
+std::vector<const char*> with(std::vector<const char*> keys, std::initializer_list<const char*> more) {
+  keys.insert(keys.end(), more);
+  return keys;
+}
+
 HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
   switch (family) {
     case HfFamily::kLlama:
@@ -309,42 +326,26 @@ HfModelInfo parse_llama_like(const Keys& k, const Json& json, HfFamily family) {
                         "rope_scaling", "rope_theta", "vocab_size", "original_max_position_embeddings"});
       break;
     case HfFamily::kMistral:
-      check_known_keys(json, k.where(), "mistral",
-                       {"attention_dropout", "head_dim", "hidden_act", "hidden_size", "intermediate_size",
-                        "max_position_embeddings", "num_attention_heads", "num_hidden_layers", "num_key_value_heads",
-                        "rms_norm_eps", "rope_parameters", "rope_scaling", "rope_theta", "sliding_window",
-                        "vocab_size", "original_max_position_embeddings"});
+      check_known_keys(json, k.where(), "mistral", kMistralKeys);
       break;
     case HfFamily::kQwen2:
     case HfFamily::kQwen3:
-      check_known_keys(json, k.where(), hf_family_name(family),
-                       {"attention_bias", "attention_dropout", "head_dim", "hidden_act", "hidden_size",
-                        "intermediate_size", "layer_types", "max_position_embeddings", "max_window_layers",
-                        "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "rms_norm_eps",
-                        "rope_parameters", "rope_scaling", "rope_theta", "sliding_window", "use_sliding_window",
-                        "vocab_size", "original_max_position_embeddings"});
+      check_known_keys(json, k.where(), hf_family_name(family), kQwenKeys);
       TRIDENT_CONFIG_CHECK(family == HfFamily::kQwen3 || !k.find("attention_bias"), k.where(),
                            ": \"attention_bias\" is not a qwen2 setting (Qwen2 has q/k/v biases and no o bias)");
       break;
     case HfFamily::kMixtral:
       check_known_keys(json, k.where(), "mixtral",
-                       {"attention_dropout", "head_dim", "hidden_act", "hidden_size", "intermediate_size",
-                        "max_position_embeddings", "num_attention_heads", "num_hidden_layers", "num_key_value_heads",
-                        "rms_norm_eps", "rope_parameters", "rope_scaling", "rope_theta", "sliding_window",
-                        "vocab_size", "original_max_position_embeddings", "num_local_experts", "num_experts_per_tok",
-                        "router_aux_loss_coef", "router_jitter_noise", "output_router_logits"});
+                       with(kMistralKeys, {"num_local_experts", "num_experts_per_tok", "router_aux_loss_coef",
+                                           "router_jitter_noise", "output_router_logits"}));
       break;
     case HfFamily::kQwen2Moe:
     case HfFamily::kQwen3Moe:
       check_known_keys(json, k.where(), hf_family_name(family),
-                       {"attention_bias", "attention_dropout", "head_dim", "hidden_act", "hidden_size",
-                        "intermediate_size", "layer_types", "max_position_embeddings", "max_window_layers",
-                        "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "rms_norm_eps",
-                        "rope_parameters", "rope_scaling", "rope_theta", "sliding_window", "use_sliding_window",
-                        "vocab_size", "original_max_position_embeddings", "decoder_sparse_step", "mlp_only_layers",
-                        "moe_intermediate_size", "norm_topk_prob", "num_experts", "num_local_experts",
-                        "num_experts_per_tok", "output_router_logits", "router_aux_loss_coef",
-                        "shared_expert_intermediate_size", "qkv_bias"});
+                       with(kQwenKeys, {"decoder_sparse_step", "mlp_only_layers", "moe_intermediate_size",
+                                        "norm_topk_prob", "num_experts", "num_local_experts", "num_experts_per_tok",
+                                        "output_router_logits", "router_aux_loss_coef",
+                                        "shared_expert_intermediate_size", "qkv_bias"}));
       TRIDENT_CONFIG_CHECK(family == HfFamily::kQwen3Moe || !k.find("attention_bias"), k.where(),
                            ": \"attention_bias\" is not a qwen2_moe setting (it has qkv_bias)");
       break;

@@ -197,7 +197,10 @@ void MoeLayer::dispatch_forward(Ops& ops, MoeActivations& a) const {
   const int ep = ep_.size(), El = local_experts_;
   // Rows per (destination, local expert): this rank's rows are in global expert order, so each
   // destination's rows are contiguous. The receivers learn their counts first.
-  std::vector<int64_t> counts(size_t(options_.experts)), arrived(size_t(options_.experts));
+  std::vector<int64_t>& counts = x.sent_counts;
+  std::vector<int64_t>& arrived = x.arrived_counts;
+  counts.resize(size_t(options_.experts));
+  arrived.resize(size_t(options_.experts));
   for (int e = 0; e < options_.experts; ++e) counts[size_t(e)] = r.count(e);
   ep_.comm->all_to_all_bytes(counts.data(), arrived.data(), int64_t(El) * int64_t(sizeof(int64_t)));
   x.send_rows.assign(size_t(ep), 0);
@@ -213,7 +216,10 @@ void MoeLayer::dispatch_forward(Ops& ops, MoeActivations& a) const {
   // Arrival order is by source rank, then local expert; the experts want expert-major rows.
   std::vector<int64_t> source_start(size_t(ep) + 1, 0);
   for (int src = 0; src < ep; ++src) source_start[size_t(src) + 1] = source_start[size_t(src)] + x.recv_rows[size_t(src)];
-  std::vector<int32_t> to_expert(static_cast<size_t>(R)), to_source(static_cast<size_t>(R));
+  std::vector<int32_t>& to_expert = x.to_expert_host;
+  std::vector<int32_t>& to_source = x.to_source_host;
+  to_expert.resize(size_t(R));
+  to_source.resize(size_t(R));
   x.offsets.assign(size_t(El) + 1, 0);
   int64_t at = 0;
   for (int e = 0; e < El; ++e) {
@@ -258,9 +264,8 @@ void MoeLayer::forward(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out
   const int64_t N = x.dim(0), E = options_.experts, k = options_.top_k;
   Routing& r = *a.routing;
   router_.forward(ops, x, a.logits);
-  std::vector<double> logits;
-  download(ops, a.logits, N * E, logits);
-  route(logits.data(), N, options_, r);
+  download(ops, a.logits, N * E, r.logits);
+  route(r.logits.data(), N, options_, r);
   r.aux_scale = tp_.rank() == 0 ? step.aux_scale * cfg_.moe.aux_loss_coef : 0.0;
   r.z_scale = tp_.rank() == 0 ? step.aux_scale * cfg_.moe.z_loss_coef : 0.0;
   if (step.stats) {
@@ -289,10 +294,9 @@ void MoeLayer::forward(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out
   shared_->forward(ops, x, a.shared, a.shared_y, /*accumulate=*/false);
   if (tp_.size() > 1 && tp_.rank() == 0) shared_->add_output_bias(ops, a.shared_y);
   shared_gate_->forward(ops, x, a.shared_logit);
-  std::vector<double> gate;
-  download(ops, a.shared_logit, N, gate);
-  for (double& g : gate) g = sigmoid(g);
-  upload(ops, gate.data(), N, a.shared_scale);
+  download(ops, a.shared_logit, N, r.gate);
+  for (double& g : r.gate) g = sigmoid(g);  // kept for backward
+  upload(ops, r.gate.data(), N, a.shared_scale);
   ops.combine_rows(a.shared_y, a.identity.view(Shape{N, 1}), a.shared_scale, out, /*accumulate=*/true);
 }
 
@@ -306,17 +310,16 @@ void MoeLayer::decode(Ops& ops, const Tensor& x, MoeActivations& a, Tensor& out)
 
 void MoeLayer::backward(Ops& ops, const Tensor& x, const MoeActivations& a, const Tensor& dout, MoeScratch& s,
                         Tensor& dx) const {
-  const Routing& r = *a.routing;
+  Routing& r = *a.routing;
   const int64_t N = x.dim(0), E = options_.experts, k = options_.top_k, M = r.kept();
   bool written = false;
   if (shared_) {
     // out += sigma(g) * shared(x): d shared = sigma * dout, dg = sigma' * (dout . shared(x)).
     const Tensor& identity = a.identity;
     ops.row_dots(dout, a.shared_y, identity.view(Shape{N, 1}), s.dshared_logit);
-    std::vector<double> dot, scale;
+    std::vector<double>& dot = r.dweight;  // free until the routing weights' turn below
     download(ops, s.dshared_logit, N, dot);
-    download(ops, a.shared_scale, N, scale);
-    for (int64_t n = 0; n < N; ++n) dot[size_t(n)] *= scale[size_t(n)] * (1.0 - scale[size_t(n)]);
+    for (int64_t n = 0; n < N; ++n) dot[size_t(n)] *= r.gate[size_t(n)] * (1.0 - r.gate[size_t(n)]);
     upload(ops, dot.data(), N, s.dshared_logit);
     ops.gather_rows(dout, identity, a.shared_scale.view(Shape{N}), s.dshared);
     shared_->backward(ops, x, a.shared, s.dshared, s.shared, dx);
@@ -331,10 +334,10 @@ void MoeLayer::backward(Ops& ops, const Tensor& x, const MoeActivations& a, cons
   else backward_experts(ops, r.offsets, a.x.narrow(0, M), a.experts, dy, s.experts, dxe);
   ops.combine_rows(dxe, a.slots, Tensor(), dx, /*accumulate=*/written);
   // The router: through the routing weights and the auxiliary losses.
-  std::vector<double> dweights, dlogits(static_cast<size_t>(N * E));
-  download(ops, s.dweights, N * k, dweights);
-  route_backward(r, dweights.data(), dlogits.data());
-  upload(ops, dlogits.data(), N * E, s.dlogits);
+  download(ops, s.dweights, N * k, r.dweight);
+  r.dlogits.resize(size_t(N * E));
+  route_backward(r, r.dweight.data(), r.dlogits.data());
+  upload(ops, r.dlogits.data(), N * E, s.dlogits);
   router_.backward(ops, x, s.dlogits.narrow(0, N), &dx, /*accumulate_dx=*/true);
 }
 

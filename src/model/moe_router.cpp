@@ -17,7 +17,8 @@ void route(const double* logits, int64_t tokens, const RouterOptions& options, R
   out.weight.resize(size_t(N * k));
   out.slot.assign(size_t(N * k), -1);
   out.assigned.assign(size_t(E), 0);
-  std::vector<int32_t> order(static_cast<size_t>(E));
+  std::vector<int32_t>& order = out.order;
+  order.resize(size_t(E));
   double z = 0;
   for (int64_t n = 0; n < N; ++n) {
     const double* l = logits + n * E;
@@ -45,11 +46,13 @@ void route(const double* logits, int64_t tokens, const RouterOptions& options, R
 
   // Capacity: assignments claim places in order of choice rank, then token (all first choices
   // before any second choice, as GShard), so what is dropped depends on the micro-batch only.
-  std::vector<int64_t> count(static_cast<size_t>(E), 0);
+  std::vector<int64_t>& count = out.fill;  // places taken per expert, then rows filled
+  count.assign(size_t(E), 0);
   const int64_t capacity = options.capacity_factor > 0
                                ? static_cast<int64_t>(std::ceil(options.capacity_factor * double(N * k) / E))
                                : N * k;
-  std::vector<char> kept(static_cast<size_t>(N * k), 0);
+  std::vector<char>& kept = out.kept_flags;
+  kept.assign(size_t(N * k), 0);
   out.dropped = 0;
   for (int j = 0; j < k; ++j)
     for (int64_t n = 0; n < N; ++n) {
@@ -64,7 +67,8 @@ void route(const double* logits, int64_t tokens, const RouterOptions& options, R
   const int64_t M = out.offsets[size_t(E)];
   out.rows.resize(size_t(M));
   out.row_weight.resize(size_t(M));
-  std::vector<int64_t> fill(out.offsets.begin(), out.offsets.end() - 1);
+  std::vector<int64_t>& fill = out.fill;
+  fill.assign(out.offsets.begin(), out.offsets.end() - 1);
   for (int64_t n = 0; n < N; ++n)
     for (int j = 0; j < k; ++j) {
       const size_t i = size_t(n * k + j);

@@ -43,7 +43,6 @@ class Mlp {
   // partial output of one tensor-parallel rank (MoE experts, whose outputs are weighted before
   // the group sums them).
   void add_output_bias(Ops& ops, Tensor& out) const { down_.add_bias(ops, out); }
-  int hidden_features() const { return ffn_; }  // on this rank
   // dx = d(x) from dout (overwritten; under tensor parallelism this rank's partial sum);
   // parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const MlpActivations& a, const Tensor& dout, MlpScratch& s,

@@ -43,6 +43,10 @@ struct ExpertRows {
   MlpActivations experts;                    // [R, F]
   Tensor y;                                  // [R, C] expert-major outputs
   Tensor leaving;                            // [R, C] outputs as they leave (rank-major)
+  // Host buffers of the exchange, reused: rows per global expert sent and per (source, local
+  // expert) received, and the two permutations before they go to the device.
+  std::vector<int64_t> sent_counts, arrived_counts;
+  std::vector<int32_t> to_expert_host, to_source_host;
   int64_t capacity() const { return x.defined() ? x.dim(0) : 0; }
 };
 // ... and the backward's temporaries, shared by all layers and slots.

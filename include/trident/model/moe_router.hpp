@@ -35,6 +35,14 @@ struct Routing {
   double z = 0;                  // z-loss: mean_n lse[n]^2
   double aux_scale = 0, z_scale = 0;  // their weights in the objective (set by the layer)
 
+  // Host buffers reused by every call (no allocation once they have grown): the logits as read
+  // back, the gradients of the weights and logits, the shared expert gate's sigmoid [N], and
+  // route()'s own temporaries.
+  std::vector<double> logits, dweight, dlogits, gate;
+  std::vector<int32_t> order;
+  std::vector<int64_t> fill;
+  std::vector<char> kept_flags;
+
   int64_t kept() const { return static_cast<int64_t>(rows.size()); }  // M
   int64_t count(int e) const { return offsets[e + 1] - offsets[e]; }
 };
