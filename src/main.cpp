@@ -16,7 +16,8 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"train", trident::cli::run_train, "train or fine-tune a model from an INI config"},
     {"prep", trident::cli::run_prep, "turn text / JSONL files into memory-mapped token shards"},
-    {"eval", trident::cli::run_eval, "evaluate a trained model on data.valid: perplexity, token accuracy"},
+    {"eval", trident::cli::run_eval, "evaluate a model: perplexity, tasks (generation, multiple choice, rolling), robustness, OOD"},
+    {"evalgen", trident::cli::run_evalgen, "generate evaluation suites (arithmetic, dates, lookups, ...) as JSONL"},
     {"inspect", trident::cli::run_inspect, "print statistics of token shards, decode documents"},
     {"plan", trident::cli::run_plan, "predict step time and memory of layouts, pick the best"},
     {"convert", trident::cli::run_convert, "Hugging Face model directory <-> trident checkpoint"},
