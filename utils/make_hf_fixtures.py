@@ -39,8 +39,9 @@ from safetensors.torch import save_file
 B, T = 2, 16  # the fixed input: 2 sequences of 16 tokens (trident tests use seq_len = 16)
 
 
-def randomize(model, seed):
-    """Every parameter random (biases and norm weights too), so a wrong mapping shows."""
+def randomize(model, seed, scale=0.08):
+    """Every parameter random (biases and norm weights too), so a wrong mapping shows; the
+    matrices N(0, scale^2)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -48,7 +49,7 @@ def randomize(model, seed):
             if "norm" in name or "ln_" in name:
                 p.copy_(1.0 + 0.1 * noise if name.endswith("weight") else 0.05 * noise)
             else:
-                p.copy_(0.08 * noise)
+                p.copy_(scale * noise)
 
 
 def fixed_inputs(vocab, seed):

@@ -10,10 +10,14 @@ Reads RUN_DIR/metrics.jsonl (one object per logged step) and, if present, RUN_DI
   throughput.png   tokens/s and MFU
   eval.png         validation perplexity, token accuracy and exact match (those present)
   report.md        the summary: run configuration, first/last/best figures, the plots
+  report.html      one self-contained page (inline SVG, no network, no script): training curves,
+                   evaluation per task and level, robustness, OOD metrics and the ROC curve of the
+                   latest RUN_DIR/ood/step_*.json, throughput and memory (utils/report_html.py)
+Malformed lines are skipped with a warning on stderr; a run directory with only eval.jsonl gets
+the evaluation parts. Writes nothing outside DIR.
 Needs matplotlib (Debian: python3-matplotlib); nothing else beyond the standard library.
 """
 import argparse
-import json
 import math
 import pathlib
 import sys
@@ -23,19 +27,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-
-def read_jsonl(path):
-    rows = []
-    if not path.exists():
-        return rows
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            sys.exit(f"run_report: {path}:{number}: not JSON ({e})")
-    return rows
+import report_data  # noqa: E402  (utils/, beside this script)
+import report_html  # noqa: E402
 
 
 def series(rows, key):
@@ -60,12 +53,32 @@ def main():
     ap.add_argument("--output", type=pathlib.Path)
     args = ap.parse_args()
     run = args.run_dir
-    metrics = read_jsonl(run / "metrics.jsonl")
-    if not metrics:
-        sys.exit(f"run_report: {run / 'metrics.jsonl'} is missing or empty: is {run} a trident run directory?")
-    evals = read_jsonl(run / "eval.jsonl")
+    metrics = report_data.read_metrics(run / "metrics.jsonl")
+    evals = report_data.read_evals(run / "eval.jsonl")
+    ood = report_data.read_latest_ood(run)
+    if not metrics and not evals:
+        sys.exit(f"run_report: {run / 'metrics.jsonl'} and {run / 'eval.jsonl'} are missing or empty: "
+                 f"is {run} a trident run directory?")
     out = args.output or run / "report"
+    if not report_data.output_dir_is_safe(run, out):
+        sys.exit(f"run_report: refusing to write into {out}: the report gets its own folder (default RUN_DIR/report)")
     out.mkdir(parents=True, exist_ok=True)
+    config = run / "config.ini"
+    html_plots = report_html.write_html(out / "report.html", run, metrics, evals, ood,
+                                        config.read_text(errors="replace") if config.is_file() else "")
+    plain = [e for e in evals if not (e["level"] or e["perturbation"] or e["score"])]  # report.md: clean lines
+    plots = write_pngs(metrics, plain, out) if metrics else []
+    if metrics:
+        lines = summary_lines(run, metrics, plain, plots)
+    else:
+        lines = [f"# Run report: {run.name}", "", f"No training metrics ({run / 'metrics.jsonl'}): "
+                 "evaluation only, see report.html.", ""]
+    (out / "report.md").write_text("\n".join(lines))
+    print(f"run_report: wrote {out / 'report.md'}, {len(plots)} plots and {out / 'report.html'} ({html_plots} plots)")
+
+
+def write_pngs(metrics, evals, out):
+    """The PNG plots of report.md: [(title, file name)]."""
     plots = []
 
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -102,7 +115,7 @@ def main():
     save(fig, out / "throughput.png")
     plots.append(("Throughput", "throughput.png"))
 
-    eval_metrics = [m for m in ("perplexity", "accuracy", "exact_match", "f1") if eval_series(evals, m)[0]]
+    eval_metrics = markdown_eval_metrics(evals)
     if eval_metrics:
         fig, axes = plt.subplots(1, len(eval_metrics), figsize=(3.6 * len(eval_metrics), 3.2), squeeze=False)
         for ax, metric in zip(axes[0], eval_metrics):
@@ -112,14 +125,24 @@ def main():
             ax.grid(alpha=0.3)
         save(fig, out / "eval.png")
         plots.append(("Evaluation", "eval.png"))
+    return plots
 
+
+def markdown_eval_metrics(evals):
+    return [m for m in ("perplexity", "accuracy", "exact_match", "f1") if eval_series(evals, m)[0]]
+
+
+def summary_lines(run, metrics, evals, plots):
+    """The markdown of report.md."""
+    eval_metrics = markdown_eval_metrics(evals)
     last = metrics[-1]
     finite = [m["loss"] for m in metrics if m.get("loss") is not None and math.isfinite(m["loss"])]
+    with_loss = [m for m in metrics if "loss" in m]
     lines = [f"# Run report: {run.name}", ""]
-    config = run / "config.ini"
     lines += ["| | |", "|---|---|",
               f"| steps logged | {len(metrics)} (last step {last['step']}) |",
-              f"| training loss | {metrics[0]['loss']:.4f} at step {metrics[0]['step']} -> {last['loss']:.4f}"
+              f"| training loss | {with_loss[0]['loss']:.4f} at step {with_loss[0]['step']} ->"
+              f" {with_loss[-1]['loss']:.4f}"
               f" (best {min(finite):.4f}) |" if finite else "| training loss | none finite |",
               f"| tokens seen | {last.get('tokens', 0):.0f} |",
               f"| elapsed | {last.get('elapsed_s', 0):.1f} s |"]
@@ -135,13 +158,14 @@ def main():
     for metric in eval_metrics + (["loss"] if eval_series(evals, "loss")[0] else []):
         s, v = eval_series(evals, metric)
         lines.append(f"| validation {metric.replace('_', ' ')} | {v[0]:.4f} at step {s[0]} -> {v[-1]:.4f} at step {s[-1]} |")
-    lines.append("")
+    lines += ["", "All sections, with evaluation per task and level, robustness and OOD: "
+              "[report.html](report.html).", ""]
     for title, png in plots:
         lines += [f"## {title}", "", f"![{title}]({png})", ""]
+    config = run / "config.ini"
     if config.exists():
         lines += ["## Configuration", "", "```ini", config.read_text().strip(), "```", ""]
-    (out / "report.md").write_text("\n".join(lines))
-    print(f"run_report: wrote {out / 'report.md'} and {len(plots)} plots")
+    return lines
 
 
 if __name__ == "__main__":

@@ -12,9 +12,11 @@ packages=(
   libgtest-dev googletest                    # unit and MPI tests
   libbenchmark-dev                           # Google Benchmark: kernel micro-benchmarks (tests/bench)
   python3                                    # demo corpus lives in the Python stdlib sources
+  python3-venv                               # /opt/trident-tools: PyPI tools (tensorboard, scikit-learn), below
   python3-h5py python3-numpy                 # utils/read_checkpoint.py: checkpoints read without trident
   slurm-wlm munge                            # jobs/*.sbatch tested on a local Slurm (utils/slurm-local.sh)
   python3-matplotlib                         # utils/scaling_report.py plots
+  chromium                                   # headless (--no-sandbox as root): tests/cli/report_html.sh opens report.html
 )
 
 missing=()
@@ -30,4 +32,20 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all system dependencies present"
+fi
+
+# --- Python tools from PyPI, not packaged by Debian -------------------------------------------
+# A virtual environment at /opt/trident-tools (tests/cli/tensorboard.sh reads event files with
+# tensorboard's EventAccumulator; scikit-learn serves other tests). Pinned versions; the stamp
+# file holds the pins installed, so a re-run with the same pins returns at once.
+tools=/opt/trident-tools
+tool_pins=(tensorboard==2.20.0 scikit-learn==1.7.2)
+if [[ -x $tools/bin/python && $(cat "$tools/.pins" 2>/dev/null) == "${tool_pins[*]}" ]]; then
+  echo "setup: $tools present (${tool_pins[*]})"
+else
+  echo "setup: installing ${tool_pins[*]} into $tools"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO /usr/bin/python3 -m venv "$tools"
+  $SUDO "$tools/bin/python" -m pip install --quiet --disable-pip-version-check "${tool_pins[@]}"
+  echo "${tool_pins[*]}" | $SUDO tee "$tools/.pins" > /dev/null
 fi

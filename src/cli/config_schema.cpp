@@ -103,13 +103,20 @@ const std::vector<ConfigKey>& config_schema() {
       {"log.interval", "1", "steps between metrics lines"},
       {"log.eval_interval", "0", "steps between evaluations on data.valid (0 = none); also after the last step"},
       {"log.eval_batches", "8", "batches per evaluation"},
-      {"log.overwrite", "false", "a fresh start (no checkpoint resumed) in a run directory holding an earlier run's metrics.jsonl: false refuses (exit 2); true moves that record aside as metrics.jsonl.N, config.ini.N, eval.jsonl.N"},
-      {"eval.task", "", "JSONL task (input/output or chat lines): greedy generation scored by exact match and token F1 at each evaluation"},
+      {"log.overwrite", "false", "a fresh start (no checkpoint resumed) in a run directory holding an earlier run's metrics.jsonl: false refuses (exit 2); true moves that record aside as metrics.jsonl.N, config.ini.N, eval.jsonl.N, tensorboard.N"},
+      {"log.tensorboard", "true", "TensorBoard event files in <run_dir>/tensorboard/ (world rank 0): every metrics.jsonl key as a scalar, config.ini as text (tag config); a new file each start"},
+      {"eval.task", "", "JSONL task scored at each evaluation by its eval.kind: greedy generation (exact match, token F1), multiple choice (acc, acc_norm) or rolling perplexity"},
       {"eval.template", "auto", "prompt template of eval.task lines (plain | alpaca | chatml | model: the chat template of eval.tokenizer's directory | custom; auto: the one data.train's prep.json names, else plain)"},
       {"eval.tokenizer", "auto", "tokenizer for eval.task (auto: model.init_from's tokenizer.json, else the one data.train's prep.json names, else byte)"},
       {"eval.max_new_tokens", "32", "most tokens generated per answer"},
       {"eval.examples", "0", "eval.task lines used (0 = all)"},
       {"eval.batch", "8", "prompts generated together per data-parallel rank"},
+      {"eval.kind", "auto", "eval.task's kind: generate (input/output or chat lines) | choice ({context, choices, gold}: acc, acc_norm) | rolling ({text}: word/byte perplexity, bits per byte) | auto (from the first line's keys)"},
+      {"eval.perturb", "", "robustness: comma-separated perturbations scored besides the clean task (typo, case, whitespace, shuffle_choices, distractor)"},
+      {"eval.perturb_rate", "0.05", "per-character probability of a typo, case flip or whitespace change"},
+      {"eval.perturb_seed", "1234", "seed of the perturbations"},
+      {"eval.ood", "", "shard prefix scored as out-of-distribution against data.valid (AUROC, AUPR, FPR at 95% TPR of mean token NLL and max softmax probability); `trident eval --ood`"},
+      {"eval.ood_samples", "512", "samples scored on each side of the OOD comparison: pieces of seq_len + 1 tokens of the documents, spread evenly over each set"},
   };
   return keys;
 }

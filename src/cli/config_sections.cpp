@@ -5,6 +5,8 @@
 
 #include "config_values.hpp"
 #include "trident/cli/config_parser.hpp"
+#include "trident/train/eval/likelihood_task.hpp"
+#include "trident/train/eval/perturb.hpp"
 #include "trident/train/optim/loss_scaler.hpp"
 
 namespace trident::cli {
@@ -203,7 +205,7 @@ void read_io_sections(const Values& v, train::RunConfig& c) {
   c.checkpoint.warn_on_error = on_error == "warn";
   c.log = {.run_dir = v.str("log.run_dir"), .interval = v.int32("log.interval"),
            .eval_interval = v.int32("log.eval_interval"), .eval_batches = v.int32("log.eval_batches"),
-           .overwrite = v.boolean("log.overwrite")};
+           .overwrite = v.boolean("log.overwrite"), .tensorboard = v.boolean("log.tensorboard")};
   TRIDENT_CONFIG_CHECK(c.log.eval_interval >= 0, "log.eval_interval must be >= 0 (0: no evaluation)");
   TRIDENT_CONFIG_CHECK(c.log.eval_batches >= 1, "log.eval_batches must be >= 1");
   TRIDENT_CONFIG_CHECK(c.log.interval >= 1, "log.interval must be >= 1");
@@ -225,13 +227,28 @@ void read_io_sections(const Values& v, train::RunConfig& c) {
 train::EvalConfig read_eval_section(const Values& v, const model::ModelConfig& m) {
   train::EvalConfig e = {.task = v.str("eval.task"), .prompt_template = v.str("eval.template"),
                          .tokenizer = v.str("eval.tokenizer"), .max_new_tokens = v.int32("eval.max_new_tokens"),
-                         .examples = v.int32("eval.examples"), .batch = v.int32("eval.batch")};
+                         .examples = v.int32("eval.examples"), .batch = v.int32("eval.batch"),
+                         .kind = v.str("eval.kind"), .perturb = train::parse_perturbations(v.str("eval.perturb")),
+                         .perturb_rate = v.number("eval.perturb_rate"),
+                         .perturb_seed = static_cast<uint64_t>(v.integer("eval.perturb_seed")),
+                         .ood = v.str("eval.ood"), .ood_samples = v.int32("eval.ood_samples")};
   TRIDENT_CONFIG_CHECK(e.examples >= 0, "eval.examples must be >= 0 (0: all)");
+  TRIDENT_CONFIG_CHECK(e.kind == "auto" || e.kind == "generate" || e.kind == "choice" || e.kind == "rolling",
+                       "eval.kind must be auto, generate, choice or rolling (got '", e.kind, "')");
+  TRIDENT_CONFIG_CHECK(e.perturb_rate > 0 && e.perturb_rate <= 1, "eval.perturb_rate must be in (0, 1] (got ",
+                       e.perturb_rate, ")");
+  TRIDENT_CONFIG_CHECK(e.ood_samples >= 2, "eval.ood_samples must be >= 2");
+  TRIDENT_CONFIG_CHECK(e.perturb.empty() || !e.task.empty(), "eval.perturb needs eval.task (the examples it perturbs)");
   TRIDENT_CONFIG_CHECK(e.batch >= 1, "eval.batch must be >= 1");
   if (!e.task.empty()) {
     TRIDENT_CONFIG_CHECK(path_kind("eval.task", e.task) == PathKind::kFile, "eval.task: no such file '", e.task, "'");
-    TRIDENT_CONFIG_CHECK(e.max_new_tokens >= 1 && e.max_new_tokens < m.seq_len, "eval.max_new_tokens must be in [1, ",
-                         "model.seq_len = ", m.seq_len, ") (got ", e.max_new_tokens, ")");
+    const train::TaskKind kind = train::resolve_task_kind(e.kind, e.task);
+    e.kind = train::task_kind_name(kind);
+    TRIDENT_CONFIG_CHECK(kind != train::TaskKind::kGenerate || (e.max_new_tokens >= 1 && e.max_new_tokens < m.seq_len),
+                         "eval.max_new_tokens must be in [1, model.seq_len = ", m.seq_len, ") (got ", e.max_new_tokens,
+                         ")");
+    TRIDENT_CONFIG_CHECK(e.perturb.empty() || kind != train::TaskKind::kRolling,
+                         "eval.perturb applies to choice and generate tasks, not to rolling perplexity");
   }
   return e;
 }
@@ -276,7 +293,7 @@ void check_across_sections(train::RunConfig& c, int world_size) {
     TRIDENT_CONFIG_CHECK(c.comm.compression == dist::CompressionKind::kNone,
                          "comm.compression with parallel.ep > 1 is not supported (expert gradients reduce over their "
                          "own group)");
-    TRIDENT_CONFIG_CHECK(c.eval.task.empty(), "eval.task (generation) with parallel.ep > 1 is not supported yet: each "
+    TRIDENT_CONFIG_CHECK(c.eval.task.empty() || c.eval.kind != "generate", "eval.task (generation) with parallel.ep > 1 is not supported yet: each "
                          "rank decodes its own prompts; evaluate the task with parallel.ep = 1");
   }
   TRIDENT_CONFIG_CHECK(c.virtual_stages >= 1, "parallel.virtual_stages must be >= 1");

@@ -20,20 +20,24 @@ namespace trident::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: trident eval --config FILE [--checkpoint PATH] [--section.key=value ...]\n"
+    "usage: trident eval --config FILE [--checkpoint PATH] [--ood DATA] [--section.key=value ...]\n"
     "       mpirun -np N trident eval --config FILE --parallel.dp=N ...\n"
     "Evaluates the weights of --checkpoint (the model its own [model] and [lora] sections\n"
     "describe, whatever its step), else of the latest checkpoint under log.run_dir\n"
     "(checkpoint.resume = auto), else of model.init_from: perplexity and token accuracy on\n"
     "data.valid (log.eval_batches global batches) and/or exact match and F1 of greedy generation\n"
-    "on eval.task (JSONL prompt/answer or chat lines); appends the results to\n"
+    "on eval.task (JSONL prompt/answer or chat lines; {context, choices, gold} lines: acc and\n"
+    "acc_norm as lm-evaluation-harness; {text} lines: rolling word/byte perplexity), with\n"
+    "eval.perturb also on perturbed copies; --ood DATA (eval.ood): AUROC, AUPR and FPR at 95%\n"
+    "TPR of telling DATA's documents from data.valid's by mean token NLL and max softmax\n"
+    "probability (scores in <log.run_dir>/ood/step_N.json); appends the results to\n"
     "<log.run_dir>/eval.jsonl and changes nothing else there (no optimizer state is built).";
 
 }  // namespace
 
 int run_eval(int argc, char** argv) {
   std::vector<char*> args{argv[0]};
-  std::string checkpoint_override, checkpoint;
+  std::string checkpoint_override, checkpoint, ood_override;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -42,10 +46,13 @@ int run_eval(int argc, char** argv) {
     }
     if (arg == "--checkpoint" && i + 1 < argc) checkpoint = argv[++i];
     else if (arg.rfind("--checkpoint=", 0) == 0) checkpoint = arg.substr(13);
+    else if (arg == "--ood" && i + 1 < argc) ood_override = std::string("--eval.ood=") + argv[++i];
+    else if (arg.rfind("--ood=", 0) == 0) ood_override = "--eval.ood=" + arg.substr(6);
     else args.push_back(argv[i]);
   }
   if (!checkpoint.empty()) checkpoint_override = "--checkpoint.resume=" + checkpoint;
   if (!checkpoint_override.empty()) args.push_back(checkpoint_override.data());
+  if (!ood_override.empty()) args.push_back(ood_override.data());
   dist::MpiSession mpi(&argc, &argv);
   Logger log(mpi.world_rank());
   train::RunConfig cfg;
@@ -60,6 +67,8 @@ int run_eval(int argc, char** argv) {
     cfg.data.train.clear();
     TRIDENT_CONFIG_CHECK(!cfg.data.valid.empty() || !cfg.eval.task.empty(),
                          "evaluation needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");
+    TRIDENT_CONFIG_CHECK(cfg.eval.ood.empty() || !cfg.data.valid.empty(),
+                         "--ood / eval.ood needs data.valid: the in-distribution documents it is compared with");
   } catch (const ConfigError& e) {
     if (mpi.world_rank() == 0) std::fprintf(stderr, "trident eval: error: %s\n", e.what());
     return 2;

@@ -337,12 +337,12 @@ void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
 }
 
 EvalSums GPTModel::evaluate(int chunk, int slot, const Tensor& tokens, const Tensor& targets,
-                            const Tensor& positions) {
+                            const Tensor& positions, TokenScores* per_token) {
   load_micro_batch(chunk, slot, tokens, targets, positions);
   const LengthScope scope(*this, chunk, slot);
   Slot& s = slots_[chunk][slot];
   run_forward(chunk, slot, /*train=*/false, 0.0, nullptr);
-  return chunks_[chunk].predicts ? head_->evaluate(ops_, s.targets, head_buffers_) : EvalSums{};
+  return chunks_[chunk].predicts ? head_->evaluate(ops_, s.targets, head_buffers_, per_token) : EvalSums{};
 }
 
 double GPTModel::forward_backward(const Tensor& tokens, const Tensor& targets, const Tensor& positions,

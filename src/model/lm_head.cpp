@@ -98,10 +98,15 @@ const int32_t* host_targets(Ops& ops, const Tensor& targets, HeadBuffers& b) {
 }
 }  // namespace
 
-EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const {
+EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b, TokenScores* per_token) const {
   const int64_t n = normed(b).dim(0), k = b.row_max.numel();
   const int32_t* all_targets = host_targets(ops, targets, b);
   EvalSums sums;
+  if (per_token) {
+    per_token->logprob.assign(size_t(n), 0.0);
+    per_token->max_prob.assign(size_t(n), 0.0);
+    per_token->greedy.assign(size_t(n), 0);
+  }
   for (int64_t r0 = 0; r0 < n; r0 += k) {
     const int64_t r1 = std::min(n, r0 + k);
     const Tensor logits = chunk_logits(ops, b, r0, r1);
@@ -112,9 +117,15 @@ EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const
     const int32_t* t = all_targets + r0;
     for (int64_t i = 0; i < r1 - r0; ++i) {
       if (t[i] < 0) continue;
-      sums.loss_sum += mx[i] + std::log(sum[i]) - tl[i];
+      const double loss = mx[i] + std::log(sum[i]) - tl[i];
+      sums.loss_sum += loss;
       sums.correct += tl[i] >= mx[i];
       ++sums.count;
+      if (per_token) {  // sum is relative to the row's maximum: p_max = 1 / sum
+        per_token->logprob[size_t(r0 + i)] = -loss;
+        per_token->max_prob[size_t(r0 + i)] = 1.0 / sum[i];
+        per_token->greedy[size_t(r0 + i)] = tl[i] >= mx[i];
+      }
     }
   }
   return sums;

@@ -119,16 +119,46 @@ void sign_lock(int fd) {
   }
 }
 
+// A new events file for this start, whose first step is first_step: a SessionLog START there
+// (readers drop the steps from it on that earlier files hold: logged after the resumed
+// checkpoint by a job that died), and the configuration as text. nullptr when switched off.
+std::unique_ptr<io::TensorBoardWriter> open_tensorboard(const RunConfig& cfg, const fs::path& dir, int64_t first_step,
+                                                        const Logger& log) {
+  if (!cfg.log.tensorboard) return nullptr;
+  auto writer = std::make_unique<io::TensorBoardWriter>(dir.string(), log);
+  writer->add_session_start(first_step);
+  // A Markdown code block: the text plugin renders Markdown, which would join the INI's lines.
+  const std::string& ini = cfg.resolved_ini;
+  const bool ends_line = ini.empty() || ini.back() == '\n';
+  writer->add_text("config", first_step, "```ini\n" + ini + (ends_line ? "" : "\n") + "```\n");
+  writer->flush();
+  return writer;
+}
+
 }  // namespace
 
 RunRecord::Lock::~Lock() {
   if (fd >= 0) ::close(fd);  // releases the flock
 }
 
-RunRecord::RunRecord(int lock_fd, const std::string& metrics_path, double last_elapsed)
-    : lock_{lock_fd}, metrics_(metrics_path), last_elapsed_(last_elapsed) {}
+RunRecord::RunRecord(int lock_fd, const std::string& metrics_path, double last_elapsed,
+                     std::unique_ptr<io::TensorBoardWriter> tensorboard)
+    : lock_{lock_fd}, metrics_(metrics_path), last_elapsed_(last_elapsed), tensorboard_(std::move(tensorboard)) {}
 
 RunRecord::~RunRecord() = default;
+
+void RunRecord::write(const io::MetricsRecord& record) {
+  metrics_.append(io::metrics_json(record));
+  if (!tensorboard_) return;
+  int64_t step = 0;
+  io::MetricsRecord scalars;
+  for (const auto& [key, value] : record) {
+    if (key == "step") step = int64_t(value);
+    else scalars.emplace_back(key, value);
+  }
+  tensorboard_->add_scalars(step, scalars);
+  tensorboard_->flush();
+}
 
 std::unique_ptr<RunRecord> RunRecord::open(const RunConfig& cfg, int64_t resumed_step, dist::Communicator& world,
                                            const Logger& log) {
@@ -159,12 +189,13 @@ std::unique_ptr<RunRecord> RunRecord::open(const RunConfig& cfg, int64_t resumed
                              metrics.string(), ": ", lines.size(), " lines, up to step ", last,
                              ") and this start resumes no checkpoint (checkpoint.resume = ", cfg.checkpoint.resume,
                              "): pass --log.overwrite=true to start a new run there (the old record is kept as "
-                             "metrics.jsonl.N, config.ini.N, eval.jsonl.N), or choose another log.run_dir");
-        const int n = free_suffix(dir, {"metrics.jsonl", "config.ini", "eval.jsonl"});
-        for (const char* name : {"metrics.jsonl", "config.ini", "eval.jsonl"})
+                             "metrics.jsonl.N, config.ini.N, eval.jsonl.N, tensorboard.N), or choose another "
+                             "log.run_dir");
+        const int n = free_suffix(dir, {"metrics.jsonl", "config.ini", "eval.jsonl", "tensorboard"});
+        for (const char* name : {"metrics.jsonl", "config.ini", "eval.jsonl", "tensorboard"})
           if (fs::exists(dir / name)) fs::rename(dir / name, dir / (std::string(name) + "." + std::to_string(n)));
         log.info("log.overwrite: the earlier run's record in ", cfg.log.run_dir, " moved to metrics.jsonl.", n,
-                 ", config.ini.", n, " and eval.jsonl.", n);
+                 ", config.ini.", n, ", eval.jsonl.", n, " and tensorboard.", n);
       } else if (resumed_step > 0) {
         // Lines past the resumed step were logged after that checkpoint by a job that died:
         // the resumed run logs those steps again, so they move aside (kept, not deleted).
@@ -184,7 +215,8 @@ std::unique_ptr<RunRecord> RunRecord::open(const RunConfig& cfg, int64_t resumed
       }
       replace_file(dir / "config.ini", cfg.resolved_ini, "the resolved configuration");
       sign_lock(lock.fd);
-      record.reset(new RunRecord(std::exchange(lock.fd, -1), metrics.string(), last_elapsed));
+      record.reset(new RunRecord(std::exchange(lock.fd, -1), metrics.string(), last_elapsed,
+                                 open_tensorboard(cfg, dir / "tensorboard", resumed_step + 1, log)));
     } catch (...) {
       error = std::current_exception();
     }

@@ -48,6 +48,7 @@ Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
   TRIDENT_CONFIG_CHECK(start_step_ <= cfg_.train.steps, "the checkpoint has ", start_step_,
                        " steps done, more than train.steps = ", cfg_.train.steps);
   record_ = RunRecord::open(cfg_, start_step_, topology_.world(), log_);
+  run.evaluation().set_tensorboard(record_ ? record_->tensorboard() : nullptr);  // evaluations as scalars too
   // Checkpoints carry the run's training time; older ones do not: then the record's last line.
   elapsed_ = start_elapsed_ =
       checkpointer_.restored_elapsed() > 0 ? checkpointer_.restored_elapsed() : record_ ? record_->last_elapsed() : 0.0;

@@ -58,7 +58,8 @@ expect_error() {  # expect_error PATTERN ARGS...: exit 2 and PATTERN in the mess
 }
 expect_error "eval.task: no such file" --eval.task="$work/missing.jsonl" --eval.max_new_tokens=6
 echo '{"text": "no answer here"}' > "$work/text.jsonl"
-expect_error "text.jsonl:1: a task line needs an answer" --eval.task="$work/text.jsonl" --eval.max_new_tokens=6
+expect_error "text.jsonl:1: a task line needs an answer" --eval.task="$work/text.jsonl" --eval.kind=generate \
+  --eval.max_new_tokens=6
 printf '%s\n' '{"input": "a", "output": "b"}' '{"input": "a", "output": ' > "$work/cut.jsonl"
 expect_error "cut.jsonl:2:" --eval.task="$work/cut.jsonl" --eval.max_new_tokens=6
 expect_error "eval.max_new_tokens must be in" "${task[0]}" --eval.max_new_tokens=0

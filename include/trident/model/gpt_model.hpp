@@ -84,8 +84,10 @@ class GPTModel {
   Tensor& grad(int chunk, int slot) { return slots_[chunk][slot].dres; }
 
   // Forward of one chunk without dropout or gradients (evaluation), micro-batch in `slot`; the
-  // last virtual stage returns the loss and accuracy sums, the others empty sums.
-  EvalSums evaluate(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions);
+  // last virtual stage returns the loss and accuracy sums, the others empty sums; per_token:
+  // also each row's scores there (left untouched elsewhere).
+  EvalSums evaluate(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
+                    TokenScores* per_token = nullptr);
 
   // Whole-model shortcuts (one chunk holding everything): forward, loss and backward of one
   // micro-batch; returns the unscaled sum of token losses.

@@ -49,6 +49,14 @@ struct EvalSums {
   }
 };
 
+// Per-target scores of a micro-batch's B*L rows (log-likelihood tasks, OOD detection), row-major;
+// rows without a target (-1) hold zeros. logprob: log p(target); max_prob: the largest softmax
+// probability of the row; greedy: 1 when the target has the highest logit (ties count as right).
+struct TokenScores {
+  std::vector<double> logprob, max_prob;
+  std::vector<uint8_t> greedy;
+};
+
 // Generation: the head's buffers for B rows (one per sequence).
 struct GreedyBuffers {
   NormActivations norm;  // [B, C]
@@ -74,8 +82,8 @@ class LMHead {
                        Tensor& dx) const;
 
   // Loss and accuracy sums after forward(), no gradient (evaluation); the same on every rank
-  // of the tensor-parallel group.
-  EvalSums evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b) const;
+  // of the tensor-parallel group. per_token: also every row's scores (sized to the rows).
+  EvalSums evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b, TokenScores* per_token = nullptr) const;
   // After forward(): every row's logits, [N, V/tp] in b.full_logits (memory for all of them).
   const Tensor& logits(Ops& ops, HeadBuffers& b) const;
 

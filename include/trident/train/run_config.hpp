@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "trident/core/dtype.hpp"
 #include "trident/dist/compression.hpp"
@@ -51,10 +52,12 @@ struct LogConfig {
   int eval_interval = 0;
   int eval_batches = 8;
   bool overwrite = false;  // a fresh start may move an earlier run's record aside (RunRecord)
+  bool tensorboard = true;  // <run_dir>/tensorboard/ event files (RunRecord)
 };
 
-// Generation tasks (eval.*): JSONL prompt/answer or chat lines, greedy generation scored by
-// exact match and token F1 against the answers.
+// Tasks (eval.*): JSONL prompt/answer or chat lines (greedy generation scored by exact match
+// and token F1), multiple-choice or rolling log-likelihood lines; robustness perturbations and
+// out-of-distribution detection.
 struct EvalConfig {
   std::string task;                 // JSONL path ("" = none)
   std::string prompt_template = "auto";  // auto: the one data.train's prep.json names, else plain
@@ -62,6 +65,12 @@ struct EvalConfig {
   int max_new_tokens = 32;
   int examples = 0;                 // the first N lines (0 = all)
   int batch = 8;                    // prompts generated together per dp rank
+  std::string kind = "auto";        // generate | choice | rolling | auto (from the first line's keys)
+  std::vector<std::string> perturb; // robustness perturbations (perturb.hpp)
+  double perturb_rate = 0.05;       // per-character probability of typo / case / whitespace
+  uint64_t perturb_seed = 1234;
+  std::string ood;                  // shard prefix scored against data.valid as out-of-distribution ("" = none)
+  int ood_samples = 512;            // pieces of seq_len + 1 tokens scored per side (spread over the set)
 };
 
 struct RunConfig {

@@ -1,10 +1,13 @@
 // RunRecord: the record a training run keeps in its run directory (docs/design.md section 6):
-// config.ini (the resolved configuration of its latest start) and metrics.jsonl (one line per
-// logged step), owned by world rank 0. Opening it is where a training start meets what the
-// directory already holds, and nothing there is lost:
+// config.ini (the resolved configuration of its latest start), metrics.jsonl (one line per
+// logged step) and, with log.tensorboard, tensorboard/ (a new event file each start, which
+// gets every metrics line as scalars and the configuration as text), owned by world rank 0.
+// Opening it is where a training start meets what the directory already holds, and nothing
+// there is lost:
 //   - a fresh start (no checkpoint resumed) refuses a metrics.jsonl that holds lines, with a
 //     ConfigError saying what to do, unless log.overwrite = true, which first moves the old
-//     record aside as metrics.jsonl.N, config.ini.N and eval.jsonl.N (the first free N);
+//     record aside as metrics.jsonl.N, config.ini.N, eval.jsonl.N and tensorboard.N (the
+//     first free N);
 //   - a resumed start keeps the lines up to the resumed step and moves those after it (logged
 //     after that checkpoint by a job that then died) to metrics.jsonl.lost-<step>;
 //   - a partial last line (a crash mid-write) is dropped and reported;
@@ -20,6 +23,7 @@
 #include "trident/core/log.hpp"
 #include "trident/dist/communicator.hpp"
 #include "trident/io/jsonl_file.hpp"
+#include "trident/io/tensorboard_writer.hpp"
 #include "trident/train/run_config.hpp"
 
 namespace trident::train {
@@ -36,18 +40,24 @@ class RunRecord {
   RunRecord(const RunRecord&) = delete;
   RunRecord& operator=(const RunRecord&) = delete;
 
-  void write(const io::MetricsRecord& record) { metrics_.append(io::metrics_json(record)); }
+  // One metrics.jsonl line, and the same values (but "step") as TensorBoard scalars at its step.
+  void write(const io::MetricsRecord& record);
+  // The run's TensorBoard events, for further scalars (evaluations: add_scalar, then flush);
+  // nullptr with log.tensorboard = false.
+  io::TensorBoardWriter* tensorboard() { return tensorboard_.get(); }
   // elapsed_s of the last line kept from earlier starts (0: none).
   double last_elapsed() const { return last_elapsed_; }
 
  private:
-  RunRecord(int lock_fd, const std::string& metrics_path, double last_elapsed);
+  RunRecord(int lock_fd, const std::string& metrics_path, double last_elapsed,
+            std::unique_ptr<io::TensorBoardWriter> tensorboard);
   struct Lock {
     int fd = -1;
     ~Lock();
   } lock_;
   io::JsonlAppender metrics_;
   double last_elapsed_ = 0;
+  std::unique_ptr<io::TensorBoardWriter> tensorboard_;  // null: log.tensorboard = false
 };
 
 }  // namespace trident::train

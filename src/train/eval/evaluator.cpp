@@ -50,21 +50,32 @@ EvalResult Evaluator::run(int64_t step) {
   return r;
 }
 
-void append_metric_lines(const std::string& path, int64_t step, const std::string& dataset,
-                         std::initializer_list<std::pair<const char*, double>> metrics) {
+std::vector<MetricLine> metric_lines(int64_t step, const std::string& dataset,
+                                     std::initializer_list<std::pair<const char*, double>> metrics,
+                                     const std::string& level, const std::string& perturbation,
+                                     const std::string& score) {
+  std::vector<MetricLine> out;
+  for (const auto& [name, value] : metrics) out.push_back({step, name, value, dataset, level, perturbation, score});
+  return out;
+}
+
+void append_metric_lines(const std::string& path, const std::vector<MetricLine>& lines) {
   io::JsonlAppender out(path);
-  for (const auto& [name, value] : metrics) {
+  for (const MetricLine& m : lines) {
     Json line = Json::object();
-    line.set("step", Json(step));
-    line.set("metric", Json(name));
-    line.set("value", Json(value));
-    line.set("dataset", Json(dataset));
+    line.set("step", Json(m.step));
+    line.set("metric", Json(m.metric));
+    line.set("value", Json(m.value));
+    line.set("dataset", Json(m.dataset));
+    if (!m.level.empty()) line.set("level", Json(m.level));
+    if (!m.perturbation.empty()) line.set("perturbation", Json(m.perturbation));
+    if (!m.score.empty()) line.set("score", Json(m.score));
     out.append(line.dump());
   }
 }
 
-void append_eval_jsonl(const std::string& path, const EvalResult& r, const std::string& dataset) {
-  append_metric_lines(path, r.step, dataset,
+std::vector<MetricLine> eval_metric_lines(const EvalResult& r, const std::string& dataset) {
+  return metric_lines(r.step, dataset,
                       {{"perplexity", r.perplexity}, {"loss", r.loss}, {"accuracy", r.accuracy},
                        {"tokens", double(r.tokens)}, {"tokens_per_s", r.tokens_per_s},
                        {"samples_per_s", r.samples_per_s}, {"mem_mb", r.mem_mb}});

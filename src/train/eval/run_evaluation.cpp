@@ -1,7 +1,10 @@
-// A run's evaluation at a step: validation perplexity and generation tasks, printed and recorded.
+// A run's evaluation at a step: validation perplexity, the task by its kind and OOD detection,
+// printed and recorded.
 #include "trident/train/eval/run_evaluation.hpp"
 
 #include <filesystem>
+
+#include "trident/io/tensorboard_writer.hpp"
 
 namespace trident::train {
 
@@ -11,21 +14,49 @@ RunEvaluation::RunEvaluation(const RunConfig& cfg, dist::Topology& topology, mod
 
 RunEvaluation::~RunEvaluation() = default;
 
+void RunEvaluation::record(const std::vector<MetricLine>& lines) {
+  if (topology_.world_rank() != 0) return;
+  append_metric_lines((std::filesystem::path(cfg_.log.run_dir) / "eval.jsonl").string(), lines);
+  if (!tensorboard_) return;
+  for (const MetricLine& m : lines) {
+    std::string tag = "eval/" + std::filesystem::path(m.dataset).filename().string() + "/" + m.metric;
+    for (const std::string* label : {&m.level, &m.perturbation, &m.score})
+      if (!label->empty()) tag += "/" + *label;
+    tensorboard_->add_scalar(tag, m.step, m.value);
+  }
+  tensorboard_->flush();
+}
+
 EvalResult RunEvaluation::evaluate(int64_t step) {
   model_.refresh_weights();  // the 16-bit copy lags the last optimizer step
-  const std::string eval_jsonl = (std::filesystem::path(cfg_.log.run_dir) / "eval.jsonl").string();
   EvalResult r;
   if (!cfg_.data.valid.empty()) {
     if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(cfg_, topology_, pipeline_);
     r = evaluator_->run(step);
     log_.info(format_eval(r, evaluator_->dataset()));
-    if (topology_.world_rank() == 0) append_eval_jsonl(eval_jsonl, r, evaluator_->dataset());
+    record(eval_metric_lines(r, evaluator_->dataset()));
   }
   if (!cfg_.eval.task.empty()) {
-    if (!task_evaluator_) task_evaluator_ = std::make_unique<TaskEvaluator>(cfg_, topology_, model_, model_.ops());
-    last_task_ = task_evaluator_->run(step);
-    log_.info(format_task(last_task_, task_evaluator_->dataset()));
-    if (topology_.world_rank() == 0) append_task_jsonl(eval_jsonl, last_task_, task_evaluator_->dataset());
+    const TaskKind kind = resolve_task_kind(cfg_.eval.kind, cfg_.eval.task);
+    if (kind == TaskKind::kGenerate) {
+      if (!task_evaluator_) task_evaluator_ = std::make_unique<TaskEvaluator>(cfg_, topology_, model_, model_.ops());
+      last_task_ = task_evaluator_->run(step);
+      log_.info(format_task(last_task_, task_evaluator_->dataset()));
+      record(task_metric_lines(last_task_, task_evaluator_->dataset()));
+    } else {
+      if (!likelihood_evaluator_)
+        likelihood_evaluator_ = std::make_unique<LikelihoodTaskEvaluator>(cfg_, topology_, pipeline_, kind);
+      const LikelihoodTaskResult t = likelihood_evaluator_->run(step);
+      log_.info(format_likelihood(t, likelihood_evaluator_->dataset()));
+      record(likelihood_metric_lines(t, likelihood_evaluator_->dataset()));
+    }
+  }
+  if (!cfg_.eval.ood.empty()) {
+    if (!ood_evaluator_) ood_evaluator_ = std::make_unique<OodEvaluator>(cfg_, topology_, pipeline_);
+    const OodResult o = ood_evaluator_->run(step);
+    log_.info(format_ood(o));
+    record(ood_metric_lines(o));
+    if (topology_.world_rank() == 0) write_ood_scores(cfg_.log.run_dir, o);
   }
   return r;
 }

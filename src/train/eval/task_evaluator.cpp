@@ -46,8 +46,36 @@ std::string cut_at(const std::string& text, const std::string& end) {
 }
 }  // namespace
 
+namespace {
+// The prompt's text perturbed in place: "input", or the content of the last user message.
+void perturb_line(Json& json, const PerturbSpec& spec, uint64_t index) {
+  if (const Json* input = json.find("input"); input && input->is_string()) {
+    json.set("input", Json(perturb_text(spec, index, input->as_string())));
+    return;
+  }
+  const Json* messages = json.find("messages");
+  if (!messages || !messages->is_array()) return;
+  const auto& list = messages->as_array();
+  size_t last_user = list.size();
+  for (size_t i = 0; i < list.size(); ++i)
+    if (const Json* role = list[i].is_object() ? list[i].find("role") : nullptr; role && role->is_string() &&
+                                                                                 role->as_string() == "user")
+      last_user = i;
+  if (last_user == list.size()) return;
+  Json copy = Json::array();
+  for (size_t i = 0; i < list.size(); ++i) {
+    Json m = list[i];
+    if (const Json* content = m.find("content"); i == last_user && content && content->is_string())
+      m.set("content", Json(perturb_text(spec, index, content->as_string())));
+    copy.push_back(std::move(m));
+  }
+  json.set("messages", std::move(copy));
+}
+}  // namespace
+
 std::vector<TaskExample> load_task(const std::string& path, const std::string& prompt_template,
-                                   const data::Tokenizer& tokenizer, int max_prompt_tokens, int max_examples) {
+                                   const data::Tokenizer& tokenizer, int max_prompt_tokens, int max_examples,
+                                   const PerturbSpec* perturb) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("eval.task: cannot read '" + path + "'");
   const data::PromptTemplate tmpl = [&] {
@@ -63,7 +91,8 @@ std::vector<TaskExample> load_task(const std::string& path, const std::string& p
     if (trim(line).empty()) continue;
     if (max_examples > 0 && int64_t(out.size()) == max_examples) break;
     try {
-      const Json json = Json::parse(line);
+      Json json = Json::parse(line);
+      if (perturb) perturb_line(json, *perturb, out.size());
       const data::Example example = data::parse_example(json);
       if (example.kind == data::Example::Kind::kText)
         throw ConfigError(R"(a task line needs an answer: {"input", "output"} or {"messages"})");
@@ -79,6 +108,10 @@ std::vector<TaskExample> load_task(const std::string& path, const std::string& p
         }
       }
       t.answer_end = answer_end(doc.answer, t.references.front());
+      if (const Json* level = json.find("level")) {
+        if (!level->is_string()) throw ConfigError(R"("level" must be a string)");
+        t.level = level->as_string();
+      }
       // As prep frames the document: the tokenizer's prefix (BOS; none under a model chat
       // template, which renders its own), then the prompt. A prompt cut to fit loses its oldest
       // tokens after the prefix.
@@ -130,6 +163,12 @@ TaskEvaluator::TaskEvaluator(const RunConfig& cfg, dist::Topology& topology, con
                        model.config().vocab);
   const int max_prompt = model.config().seq_len - cfg.eval.max_new_tokens;
   examples_ = load_task(cfg.eval.task, task_template(cfg), *tokenizer_, max_prompt, cfg.eval.examples);
+  for (const std::string& name : cfg.eval.perturb) {
+    if (name == "shuffle_choices") continue;  // a generation task has no choices
+    const PerturbSpec spec{name, cfg.eval.perturb_rate, cfg.eval.perturb_seed};
+    perturbed_.emplace_back(name, load_task(cfg.eval.task, task_template(cfg), *tokenizer_, max_prompt,
+                                            cfg.eval.examples, &spec));
+  }
   stop_.push_back(static_cast<int32_t>(tokenizer_->end_of_text()));
   if (auto im_end = tokenizer_->special_token("<|im_end|>")) stop_.push_back(static_cast<int32_t>(*im_end));
   // A template's end of turn that is one special token ("<|eot_id|>", "<end_of_turn>") stops too.
@@ -141,60 +180,115 @@ TaskEvaluator::TaskEvaluator(const RunConfig& cfg, dist::Topology& topology, con
 
 TaskEvaluator::~TaskEvaluator() = default;
 
-TaskResult TaskEvaluator::run(int64_t step) {
-  topology_.world().barrier();
-  Stopwatch watch;
+std::vector<std::pair<double, double>> TaskEvaluator::score(const std::vector<TaskExample>& examples, TaskResult& r) {
   const int dp = topology_.layout().dp, me = topology_.dp_rank(), batch = cfg_.eval.batch;
-  std::vector<const TaskExample*> mine;
-  for (size_t i = me; i < examples_.size(); i += dp) mine.push_back(&examples_[i]);
+  std::vector<size_t> mine;
+  for (size_t i = me; i < examples.size(); i += dp) mine.push_back(i);
   int longest = 1;
-  for (const TaskExample* e : mine) longest = std::max<int>(longest, static_cast<int>(e->prompt_ids.size()));
+  for (size_t i : mine) longest = std::max<int>(longest, static_cast<int>(examples[i].prompt_ids.size()));
   const int slots = std::max(1, std::min<int>(batch, static_cast<int>(mine.size())));
   Generator generator(model_, ops_, &topology_.pp(), slots, longest, longest + cfg_.eval.max_new_tokens);
 
-  double sums[4] = {0, 0, 0, 0};  // exact match, f1, examples, generated tokens (counted on one rank per replica)
+  // Per example: exact match, f1 (on one rank per replica), then the generated tokens.
   const bool counts = topology_.tp_rank() == 0 && topology_.pp_rank() == 0;
-  TaskResult r;
+  std::vector<double> sums(2 * examples.size() + 1, 0.0);
   for (size_t first = 0; first < mine.size(); first += slots) {
     std::vector<std::vector<int32_t>> prompts;
-    for (size_t i = first; i < std::min(mine.size(), first + slots); ++i) prompts.push_back(mine[i]->prompt_ids);
+    for (size_t i = first; i < std::min(mine.size(), first + slots); ++i) prompts.push_back(examples[mine[i]].prompt_ids);
     const auto outputs = generator.generate(prompts, cfg_.eval.max_new_tokens, stop_);
     for (size_t k = 0; k < outputs.size(); ++k) {
-      const TaskExample& e = *mine[first + k];
+      const TaskExample& e = examples[mine[first + k]];
       // Ids past the tokenizer's vocabulary (the model's may be padded) decode to nothing.
       std::vector<uint32_t> ids;
       for (int32_t id : outputs[k])
         if (uint64_t(id) < tokenizer_->vocab_size()) ids.push_back(uint32_t(id));
       const std::string prediction = cut_at(tokenizer_->decode(ids), e.answer_end);
       const AnswerScore score = score_answer(prediction, e.references);
-      if (counts) sums[0] += score.exact_match, sums[1] += score.f1, sums[2] += 1, sums[3] += double(outputs[k].size());
+      if (counts) {
+        sums[2 * mine[first + k]] = score.exact_match;
+        sums[2 * mine[first + k] + 1] = score.f1;
+        sums.back() += double(outputs[k].size());
+      }
       if (int(r.samples.size()) < kSamplesShown) r.samples.push_back({e.prompt, e.references.front(), prediction});
     }
   }
-  topology_.world().all_reduce_sum(sums, 4);
+  topology_.world().all_reduce_sum(sums.data(), static_cast<int>(sums.size()));
+  r.generated_tokens += static_cast<int64_t>(sums.back());
+  std::vector<std::pair<double, double>> out(examples.size());
+  for (size_t i = 0; i < examples.size(); ++i) out[i] = {sums[2 * i], sums[2 * i + 1]};
+  return out;
+}
+
+TaskResult TaskEvaluator::run(int64_t step) {
+  topology_.world().barrier();
+  Stopwatch watch;
+  TaskResult r;
+  const auto clean = score(examples_, r);
+  auto row = [](const std::vector<std::pair<double, double>>& scores, const std::vector<TaskExample>& examples,
+                const std::string& level, const std::string& perturbation) {
+    TaskResult::Row out{level, perturbation};
+    for (size_t i = 0; i < scores.size(); ++i)
+      if (level.empty() || examples[i].level == level) out.exact_match += scores[i].first, out.f1 += scores[i].second, ++out.examples;
+    if (out.examples > 0) out.exact_match /= double(out.examples), out.f1 /= double(out.examples);
+    return out;
+  };
+  const TaskResult::Row all = row(clean, examples_, "", "");
+  std::vector<std::string> levels;
+  for (const TaskExample& e : examples_)
+    if (!e.level.empty() && std::find(levels.begin(), levels.end(), e.level) == levels.end()) levels.push_back(e.level);
+  for (const std::string& level : levels) r.rows.push_back(row(clean, examples_, level, ""));
+  std::vector<double> worst(clean.size());
+  for (size_t i = 0; i < clean.size(); ++i) worst[i] = clean[i].first;
+  const size_t samples_kept = r.samples.size();
+  for (const auto& [name, examples] : perturbed_) {
+    const auto scores = score(examples, r);
+    r.rows.push_back(row(scores, examples, "", name));
+    for (size_t i = 0; i < scores.size(); ++i) worst[i] = std::min(worst[i], scores[i].first);
+  }
+  r.samples.resize(samples_kept);  // the clean examples' glimpses only
+  if (!perturbed_.empty() && !worst.empty()) {
+    double sum = 0;
+    for (double w : worst) sum += w;
+    r.exact_match_worst = sum / double(worst.size());
+    r.exact_match_drop = all.exact_match - r.exact_match_worst;
+  }
   double peak[2] = {watch.seconds(), peak_rss_mb()};
   topology_.world().all_reduce_max(peak, 2);
   int64_t truncated = 0;
   for (const TaskExample& e : examples_) truncated += e.truncated;
 
   r.step = step;
-  r.examples = static_cast<int64_t>(sums[2]);
-  r.exact_match = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
-  r.f1 = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
-  r.generated_tokens = static_cast<int64_t>(sums[3]);
+  r.examples = all.examples;
+  r.exact_match = all.exact_match;
+  r.f1 = all.f1;
   r.truncated = truncated;
   r.seconds = peak[0];
-  r.tokens_per_s = sums[3] / r.seconds;
-  r.samples_per_s = sums[2] / r.seconds;
+  const double scored = double(examples_.size() * (1 + perturbed_.size()));
+  r.tokens_per_s = double(r.generated_tokens) / r.seconds;
+  r.samples_per_s = scored / r.seconds;
   r.mem_mb = peak[1];
   return r;
 }
 
-void append_task_jsonl(const std::string& path, const TaskResult& r, const std::string& dataset) {
-  append_metric_lines(path, r.step, dataset,
-                      {{"exact_match", r.exact_match}, {"f1", r.f1}, {"examples", double(r.examples)},
-                       {"gen_tokens_per_s", r.tokens_per_s}, {"gen_samples_per_s", r.samples_per_s},
-                       {"mem_mb", r.mem_mb}});
+std::vector<MetricLine> task_metric_lines(const TaskResult& r, const std::string& dataset) {
+  std::vector<MetricLine> out = metric_lines(r.step, dataset,
+                                             {{"exact_match", r.exact_match}, {"f1", r.f1},
+                                              {"examples", double(r.examples)}, {"gen_tokens_per_s", r.tokens_per_s},
+                                              {"gen_samples_per_s", r.samples_per_s}, {"mem_mb", r.mem_mb}});
+  for (const TaskResult::Row& row : r.rows) {
+    const auto lines = metric_lines(r.step, dataset,
+                                    {{"exact_match", row.exact_match}, {"f1", row.f1}, {"examples", double(row.examples)}},
+                                    row.level, row.perturbation);
+    out.insert(out.end(), lines.begin(), lines.end());
+  }
+  bool perturbed = false;
+  for (const TaskResult::Row& row : r.rows) perturbed = perturbed || !row.perturbation.empty();
+  if (perturbed) {
+    const auto lines = metric_lines(r.step, dataset,
+                                    {{"exact_match_worst", r.exact_match_worst}, {"exact_match_drop", r.exact_match_drop}});
+    out.insert(out.end(), lines.begin(), lines.end());
+  }
+  return out;
 }
 
 std::string format_task(const TaskResult& r, const std::string& dataset) {
@@ -205,6 +299,19 @@ std::string format_task(const TaskResult& r, const std::string& dataset) {
                 "  exact match %.2f%%   F1 %.2f%%\n  %.0f generated tokens/s, %.2f samples/s, %.2f s, peak RSS %.0f MiB",
                 100 * r.exact_match, 100 * r.f1, r.tokens_per_s, r.samples_per_s, r.seconds, r.mem_mb);
   text += line;
+  for (const TaskResult::Row& row : r.rows) {
+    std::snprintf(line, sizeof line, "\n  %-24s exact match %.2f%%   F1 %.2f%%   (%lld examples)",
+                  (row.perturbation.empty() ? "level " + row.level : "perturbed: " + row.perturbation).c_str(),
+                  100 * row.exact_match, 100 * row.f1, (long long)row.examples);
+    text += line;
+  }
+  bool perturbed = false;
+  for (const TaskResult::Row& row : r.rows) perturbed = perturbed || !row.perturbation.empty();
+  if (perturbed) {
+    std::snprintf(line, sizeof line, "\n  worst case over perturbations: exact match %.2f%% (drop %.2f points)",
+                  100 * r.exact_match_worst, 100 * r.exact_match_drop);
+    text += line;
+  }
   // A glimpse of the answers: the end of the prompt, the reference and the prediction.
   auto shown = [](const std::string& s, size_t keep_tail) {
     std::string t = s.size() > keep_tail ? "..." + s.substr(s.size() - keep_tail) : s;

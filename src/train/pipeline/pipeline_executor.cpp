@@ -108,9 +108,11 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<
 // Every rank walks the (micro-batch, virtual stage) pairs in one global order and owns the
 // stages c * pp + rank; a blocking send is matched by the next stage's receive, which comes
 // earlier in its own walk than any send it makes later, so the walk cannot deadlock.
-model::EvalSums PipelineExecutor::run_eval(const std::vector<data::Batch>& batches) {
+model::EvalSums PipelineExecutor::run_eval(const std::vector<data::Batch>& batches,
+                                           std::vector<model::TokenScores>* per_token) {
   const int pp = pp_.size(), last_stage = chunks_ * pp - 1;
   model::EvalSums sums;
+  if (per_token) per_token->assign(batches.size(), {});
   for (int mb = 0; mb < int(batches.size()); ++mb) {
     const data::Batch& batch = batches[static_cast<size_t>(mb)];
     for (int c = 0; c < chunks_; ++c) {
@@ -119,7 +121,8 @@ model::EvalSums PipelineExecutor::run_eval(const std::vector<data::Batch>& batch
         const auto [peer, peer_chunk] = prev_of(c);
         recv(model_.input(c, 0), false, peer, tag(mb, peer_chunk, false)).wait();
       }
-      sums += model_.evaluate(c, 0, batch.tokens, batch.targets, batch.positions);
+      sums += model_.evaluate(c, 0, batch.tokens, batch.targets, batch.positions,
+                              per_token ? &(*per_token)[size_t(mb)] : nullptr);
       if (stage < last_stage) send(model_.output(c, 0), false, next_of(c).first, tag(mb, c, false)).wait();
     }
   }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "trident/dist/topology.hpp"
 #include "trident/train/data_source.hpp"
@@ -47,10 +48,22 @@ class Evaluator {
   int64_t batches_ = 0;
 };
 
-// Appends one line per metric {"step", "metric", "value", "dataset"} to path (eval.jsonl).
-void append_metric_lines(const std::string& path, int64_t step, const std::string& dataset,
-                         std::initializer_list<std::pair<const char*, double>> metrics);
-void append_eval_jsonl(const std::string& path, const EvalResult& r, const std::string& dataset);
+// One eval.jsonl line: {"step", "metric", "value", "dataset"} and, when set, "level" (of a
+// generated suite), "perturbation" (robustness) and "score" (OOD detection).
+struct MetricLine {
+  int64_t step = 0;
+  std::string metric;
+  double value = 0;
+  std::string dataset, level, perturbation, score;
+};
+// Lines of one result: the metrics under the same step, dataset and labels.
+std::vector<MetricLine> metric_lines(int64_t step, const std::string& dataset,
+                                     std::initializer_list<std::pair<const char*, double>> metrics,
+                                     const std::string& level = "", const std::string& perturbation = "",
+                                     const std::string& score = "");
+// Appends the lines to path (eval.jsonl), each whole.
+void append_metric_lines(const std::string& path, const std::vector<MetricLine>& lines);
+std::vector<MetricLine> eval_metric_lines(const EvalResult& r, const std::string& dataset);
 // A short table for the terminal.
 std::string format_eval(const EvalResult& r, const std::string& dataset);
 

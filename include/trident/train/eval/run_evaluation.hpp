@@ -1,18 +1,29 @@
 // RunEvaluation: what an evaluation of a run computes at a step (log.eval_interval during
-// training, and `trident eval`): perplexity and token accuracy on data.valid and exact match /
-// F1 of greedy generation on eval.task, whichever are set; tables on the terminal and lines
-// appended to <run_dir>/eval.jsonl on rank 0. Each evaluator is built on first use.
+// training, and `trident eval`): perplexity and token accuracy on data.valid; eval.task by its
+// kind (exact match / F1 of greedy generation, or acc / acc_norm of multiple choice, or rolling
+// word/byte perplexity; per level and perturbation); and OOD detection of eval.ood against
+// data.valid — whichever are set. Tables on the terminal; on rank 0, lines appended to
+// <run_dir>/eval.jsonl and, when set, the same values as TensorBoard scalars
+// ("eval/<dataset file>/<metric>[/<level>][/<perturbation>][/<score>]"). Each evaluator is
+// built on first use.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "trident/core/log.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/model/gpt_model.hpp"
 #include "trident/train/eval/evaluator.hpp"
+#include "trident/train/eval/likelihood_task.hpp"
+#include "trident/train/eval/ood.hpp"
 #include "trident/train/eval/task_evaluator.hpp"
 #include "trident/train/pipeline/pipeline_executor.hpp"
 #include "trident/train/run_config.hpp"
+
+namespace trident::io {
+class TensorBoardWriter;
+}
 
 namespace trident::train {
 
@@ -22,19 +33,27 @@ class RunEvaluation {
                 const Logger& log);
   ~RunEvaluation();
 
+  // Where rank 0 also sends the results (nullptr: eval.jsonl only).
+  void set_tensorboard(io::TensorBoardWriter* tensorboard) { tensorboard_ = tensorboard; }
+
   // Collective: evaluates the model after `step` optimizer steps. Returns the validation
-  // result (empty without data.valid); last_task() holds the task's.
+  // result (empty without data.valid); last_task() holds a generation task's.
   EvalResult evaluate(int64_t step);
   const TaskResult& last_task() const { return last_task_; }
 
  private:
+  void record(const std::vector<MetricLine>& lines);
+
   const RunConfig& cfg_;
   dist::Topology& topology_;
   model::GPTModel& model_;
   PipelineExecutor& pipeline_;
   const Logger& log_;
+  io::TensorBoardWriter* tensorboard_ = nullptr;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<TaskEvaluator> task_evaluator_;
+  std::unique_ptr<LikelihoodTaskEvaluator> likelihood_evaluator_;
+  std::unique_ptr<OodEvaluator> ood_evaluator_;
   TaskResult last_task_;
 };
 

@@ -31,8 +31,10 @@ class PipelineExecutor {
 
   // Forward-only pass over the micro-batches for evaluation, one at a time through every
   // virtual stage (slot 0 of each chunk). Returns this rank's sums (non-empty on the last
-  // stage only).
-  model::EvalSums run_eval(const std::vector<data::Batch>& batches);
+  // stage only). per_token: also each micro-batch's per-target scores (filled on the last
+  // stage only; one entry per batch).
+  model::EvalSums run_eval(const std::vector<data::Batch>& batches,
+                           std::vector<model::TokenScores>* per_token = nullptr);
 
   // Seconds spent waiting for activations or gradients in the last run (the pipeline bubble
   // as this rank sees it), and the whole run.

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Log-likelihood tasks against lm-evaluation-harness: the tiny GPT-2 and Llama fixtures
+# (utils/make_lmeval_fixtures.py) score two multiple-choice tasks (acc, acc_norm) and a rolling
+# perplexity task (word/byte perplexity, bits per byte) as the harness's HF backend scored them
+# (tests/data/lmeval/expected.json): acc to 1e-6, perplexities to 1e-4 relative, on one rank
+# and under dp=2, tp=2 and pp=2; per-level rows add up; perturbations are seeded and
+# reported with the worst case; bad task lines are clear errors (exit 2).
+set -euo pipefail
+source "$(dirname "$0")/../support/cli_common.sh"
+
+tasks=tests/data/lmeval
+score() {  # score MODEL TASK RANKS ARGS... -> appends to $work/${run:-MODEL}/eval.jsonl
+  local model=$1 task=$2 ranks=$3
+  shift 3
+  mpirun -np "$ranks" "$trident" eval --model.init_from=tests/data/hf/lmeval_$model --model.seq_len=64 \
+    --train.micro_batch=3 --train.global_batch=12 --eval.task=$tasks/$task.jsonl --log.run_dir="$work/${run:-$model}" "$@" \
+    > "$work/$model-$task-$ranks.log" 2>&1 || { cat "$work/$model-$task-$ranks.log"; fail "$model $task on $ranks ranks"; }
+}
+for model in gpt2 llama; do
+  for task in choice_qa choice_complete rolling; do
+    score $model $task 1
+  done
+done
+for layout in dp tp pp; do
+  score gpt2 choice_complete 2 --parallel.$layout=2
+  score llama rolling 2 --parallel.$layout=2
+done
+score llama choice_qa 2 --parallel.tp=2
+
+python3 - "$work" $tasks/expected.json <<'PY'
+import json, sys
+work, expected = sys.argv[1], json.load(open(sys.argv[2]))
+for model in ["gpt2", "llama"]:
+    lines = [json.loads(l) for l in open(f"{work}/{model}/eval.jsonl")]
+    runs = {}
+    for l in lines:  # one run per (dataset, position in the file): group consecutive runs of a task
+        task = l["dataset"].rsplit("/", 1)[-1][:-len(".jsonl")]
+        key = (l["metric"], l.get("level", ""), l.get("perturbation", ""))
+        runs.setdefault(task, []).append((key, l["value"]))
+    for task, values in runs.items():
+        want = expected[model][task]["metrics"]
+        for metric, ref in want.items():
+            got = [v for (m, level, p), v in values if m == metric and not level and not p]
+            assert got, (model, task, metric)
+            for g in got:
+                tol = 1e-6 if metric.startswith("acc") else 1e-4 * abs(ref)
+                assert abs(g - ref) <= tol, f"{model} {task} {metric}: trident {g} vs lm-eval {ref}"
+        print(f"{model} {task}: {len(got)} runs equal lm-eval's {want}")
+    # Per level: the levels' example-weighted accuracies give the overall one.
+    qa = [(k, v) for k, v in runs["choice_qa"]]
+    acc = [v for (m, level, p), v in qa if m == "acc" and not level][0]
+    by_level = {level: v for (m, level, p), v in qa if m == "acc" and level}
+    n = {level: v for (m, level, p), v in qa if m == "examples" and level}
+    assert set(by_level) == {"easy", "hard"}, by_level
+    assert abs(sum(by_level[l] * n[l] for l in n) / sum(n.values()) - acc) < 1e-12, (by_level, n, acc)
+PY
+
+# Robustness: every perturbation scored, seeded (the same numbers twice and under dp = 2), the
+# worst case no better than any of them.
+perturb=(--eval.perturb=typo,case,whitespace,shuffle_choices,distractor --eval.perturb_rate=0.2)
+run=p1 score gpt2 choice_qa 1 "${perturb[@]}"
+run=p2 score gpt2 choice_qa 2 "${perturb[@]}" --parallel.dp=2
+grep -q "worst case over perturbations" "$work/gpt2-choice_qa-1.log" || fail "no worst-case line"
+python3 - "$work/p1/eval.jsonl" "$work/p2/eval.jsonl" <<'PY'
+import json, sys
+def metrics(path):
+    return {(l["metric"], l.get("level", ""), l.get("perturbation", "")): l["value"]
+            for l in map(json.loads, open(path)) if l["metric"] not in ("samples_per_s", "mem_mb")}
+a, b = metrics(sys.argv[1]), metrics(sys.argv[2])
+assert a == b, "perturbed scores differ between 1 rank and dp = 2"
+per = {p: v for (m, level, p), v in a.items() if m == "acc" and p}
+assert set(per) == {"typo", "case", "whitespace", "shuffle_choices", "distractor"}, per
+worst, clean = a[("acc_worst", "", "")], a[("acc", "", "")]
+assert worst <= min(per.values()) + 1e-12 and abs(a[("acc_drop", "", "")] - (clean - worst)) < 1e-12, (worst, per)
+print(f"clean acc {clean:.4f}, perturbed {per}, worst case {worst:.4f}")
+PY
+
+# Bad lines: a clear error naming the file and line, exit 2.
+bad() {  # bad NAME LINE EXPECTED
+  printf '%s\n' '{"context": "a", "choices": ["b", "c"], "gold": 0}' "$2" > "$work/$1.jsonl"
+  set +e
+  "$trident" eval --model.init_from=tests/data/hf/lmeval_gpt2 --model.seq_len=64 --eval.task="$work/$1.jsonl" \
+    --log.run_dir="$work/bad" > "$work/$1.log" 2>&1
+  local rc=$?
+  set -e
+  [[ $rc == 2 ]] || { cat "$work/$1.log"; fail "$1: exit $rc, not 2"; }
+  grep -q "$1.jsonl:2: .*$3" "$work/$1.log" || { cat "$work/$1.log"; fail "$1: message"; }
+}
+bad gold_range '{"context": "a", "choices": ["b", "c"], "gold": 2}' 'is not an index'
+bad one_choice '{"context": "a", "choices": ["b"], "gold": 0}' 'at least two'
+bad no_context '{"choices": ["b", "c"], "gold": 0}' '"context" must be a string'
+set +e
+"$trident" eval --model.init_from=tests/data/hf/lmeval_gpt2 --model.seq_len=64 --eval.task=$tasks/rolling.jsonl \
+  --eval.perturb=typo --log.run_dir="$work/bad" > "$work/rolling_perturb.log" 2>&1
+rc=$?
+"$trident" eval --model.init_from=tests/data/hf/lmeval_gpt2 --model.seq_len=64 --eval.task=$tasks/choice_qa.jsonl \
+  --eval.perturb=typo,bogus --log.run_dir="$work/bad" > "$work/bogus.log" 2>&1
+rc2=$?
+set -e
+[[ $rc == 2 ]] && grep -q "not to rolling" "$work/rolling_perturb.log" || fail "perturbing a rolling task: exit $rc"
+[[ $rc2 == 2 ]] && grep -q "unknown perturbation 'bogus'" "$work/bogus.log" || fail "unknown perturbation: exit $rc2"
+echo "lmeval_tasks: OK"
