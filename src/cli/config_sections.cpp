@@ -279,6 +279,8 @@ void check_across_sections(train::RunConfig& c, int world_size) {
   TRIDENT_CONFIG_CHECK(!c.data.bucket || L.pp == 1,
                        "data.bucket = true cuts micro-batches to their longest row, which pipeline stages do not "
                        "support yet: it needs parallel.pp = 1");
+  TRIDENT_CONFIG_CHECK(c.eval.ood.empty() || !c.data.valid.empty(),
+                       "eval.ood needs data.valid: the in-distribution documents it is compared with");
   TRIDENT_CONFIG_CHECK(c.log.eval_interval == 0 || !c.data.valid.empty() || !c.eval.task.empty(),
                        "log.eval_interval = ", c.log.eval_interval,
                        " needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");

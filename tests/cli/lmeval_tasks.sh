@@ -4,7 +4,8 @@
 # perplexity task (word/byte perplexity, bits per byte) as the harness's HF backend scored them
 # (tests/data/lmeval/expected.json): acc to 1e-6, perplexities to 1e-4 relative, on one rank
 # and under dp=2, tp=2 and pp=2; per-level rows add up; perturbations are seeded and
-# reported with the worst case; bad task lines are clear errors (exit 2).
+# reported with the worst case; an MoE model under ep = 2 scores as one rank; bad task lines
+# are clear errors (exit 2).
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
 
@@ -99,4 +100,18 @@ rc2=$?
 set -e
 [[ $rc == 2 ]] && grep -q "not to rolling" "$work/rolling_perturb.log" || fail "perturbing a rolling task: exit $rc"
 [[ $rc2 == 2 ]] && grep -q "unknown perturbation 'bogus'" "$work/bogus.log" || fail "unknown perturbation: exit $rc2"
+# A mixture-of-experts model under expert parallelism (ep = 2 exchanges rows between the
+# replicas, which therefore run the same number of batches) scores as one rank does.
+moe=(--config input/configs/moe.ini --eval.task=$tasks/rolling.jsonl --eval.tokenizer=byte)
+"$trident" eval "${moe[@]}" --parallel.dp=1 --parallel.ep=1 --log.run_dir="$work/moe1" > "$work/moe1.log" 2>&1 ||
+  { cat "$work/moe1.log"; fail "MoE on one rank"; }
+mpirun -np 2 "$trident" eval "${moe[@]}" --log.run_dir="$work/moe2" > "$work/moe2.log" 2>&1 ||
+  { cat "$work/moe2.log"; fail "MoE under ep = 2"; }
+python3 - "$work/moe1/eval.jsonl" "$work/moe2/eval.jsonl" <<'PY'
+import json, sys
+a, b = ({l["metric"]: l["value"] for l in map(json.loads, open(p))} for p in sys.argv[1:])
+for m in ["word_perplexity", "byte_perplexity", "bits_per_byte"]:
+    assert abs(a[m] - b[m]) <= 1e-6 * abs(a[m]), (m, a[m], b[m])
+print(f"MoE: ep = 2 equals one rank (bits per byte {a['bits_per_byte']:.6f})")
+PY
 echo "lmeval_tasks: OK"

@@ -295,7 +295,6 @@ LikelihoodTaskResult LikelihoodTaskEvaluator::run_choice() {
       for (size_t k = 0; k < e.choices.size(); ++k) {
         const double ll = results[at + k].logprob;
         const double norm = ll / double(count_characters(e.choices[k]));
-        if (s == 0) r.example_logprobs.push_back(ll);
         if (ll > results[at + best].logprob) best = k;
         if (norm > results[at + best_norm].logprob / double(count_characters(e.choices[best_norm]))) best_norm = k;
       }

@@ -94,7 +94,6 @@ struct LikelihoodTaskResult {
   std::vector<Level> levels;  // rolling, per level when the lines name levels
   int64_t requests = 0;
   double seconds = 0, samples_per_s = 0, mem_mb = 0;
-  std::vector<double> example_logprobs;  // choice: every (example, choice) of the clean run, in order
 };
 
 class LikelihoodTaskEvaluator {
