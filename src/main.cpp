@@ -20,6 +20,7 @@ constexpr Subcommand kSubcommands[] = {
     {"evalgen", trident::cli::run_evalgen, "generate evaluation suites (arithmetic, dates, lookups, ...) as JSONL"},
     {"inspect", trident::cli::run_inspect, "print statistics of token shards, decode documents"},
     {"plan", trident::cli::run_plan, "predict step time and memory of layouts, pick the best"},
+    {"privacy", trident::cli::run_privacy, "differential privacy: epsilon of DP-SGD (q, sigma, steps, delta), or the sigma for a target"},
     {"convert", trident::cli::run_convert, "Hugging Face model directory <-> trident checkpoint"},
     {"bench", trident::cli::run_bench, "micro-benchmarks: gemm, allreduce, io"},
 };

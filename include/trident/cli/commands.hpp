@@ -12,5 +12,6 @@ int run_evalgen(int argc, char** argv);  // generated evaluation suites (src/cli
 int run_convert(int argc, char** argv);  // HF safetensors <-> checkpoints (src/cli/convert_command.cpp)
 int run_bench(int argc, char** argv);    // micro-benchmarks: gemm (src/cli/bench_command.cpp)
 int run_plan(int argc, char** argv);     // step time / memory of layouts (src/cli/plan_command.cpp)
+int run_privacy(int argc, char** argv);  // DP-SGD epsilon / noise for a target (src/cli/privacy_command.cpp)
 
 }  // namespace trident::cli
