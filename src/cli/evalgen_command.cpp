@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "command_errors.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/evalgen/generate.hpp"
@@ -42,7 +43,7 @@ int run_evalgen(int argc, char** argv) {
       ("templates", po::value<std::string>(&o.templates_dir)->default_value("input/eval"),
        "the template library: <suite>.json and words.json")
       ("overwrite", "replace an existing --output");
-  try {
+  return run_reporting_errors("evalgen", kUsage, [&] {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
     if (vm.count("help")) {
@@ -65,16 +66,7 @@ int run_evalgen(int argc, char** argv) {
     std::printf("\nevalgen: %lld %s cases (seed %llu) -> %s\n", static_cast<long long>(s.cases), format.c_str(),
                 static_cast<unsigned long long>(o.seed), output.c_str());
     return 0;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "trident evalgen: error: %s\n", e.what());
-    return 2;
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "trident evalgen: error: %s\n%s\n", e.what(), kUsage);
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "trident evalgen: failed: %s\n", e.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace trident::cli

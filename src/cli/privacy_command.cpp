@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "command_errors.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
@@ -42,7 +43,7 @@ int run_privacy(int argc, char** argv) {
       ("delta", po::value<double>(&delta)->required(), "delta, in (0, 1)")
       ("accountant", po::value<std::string>(&accountant)->default_value("prv"), "prv or rdp")
       ("json", "print one JSON object");
-  try {
+  return run_reporting_errors("privacy", kUsage, [&] {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
     if (vm.count("help")) {
@@ -72,16 +73,7 @@ int run_privacy(int argc, char** argv) {
                   static_cast<long long>(steps), q, noise, pv::accountant_name(a));
     }
     return 0;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "trident privacy: error: %s\n", e.what());
-    return 2;
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "trident privacy: error: %s\n%s\n", e.what(), kUsage);
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "trident privacy: failed: %s\n", e.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace trident::cli
