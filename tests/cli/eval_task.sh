@@ -2,7 +2,8 @@
 # Generation tasks end to end: `trident eval --eval.task` on the GPT-2 fixture, whose task.jsonl
 # answers are transformers' greedy continuations, scores 100% exact match under 1 rank, dp=2,
 # tp=2 and pp=2; a wrong answer costs exactly its share; log.eval_interval with eval.task scores
-# during training; bad task files are clear errors.
+# during training; perturbed prompts and per-level rows (the same under dp = 2); bad task files are
+# clear errors.
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -46,6 +47,37 @@ grep -q "task eval at step 2" "$work/train.log" || fail "no task evaluation at s
 "$trident" eval --config input/configs/tiny.ini --data.train="$work/sft" --eval.task="$work/bytes.jsonl" \
   --eval.max_new_tokens=4 --log.run_dir="$work/train" > "$work/auto.log"
 grep -q "prompt: ### Instruction: def   ### Response:" "$work/auto.log" || fail "not alpaca: $(grep prompt "$work/auto.log")"
+
+# Robustness and levels on a generation task: the fixture's prompts with typos, case flips and a
+# distractor sentence, each line given a level; per-level rows add up, the worst case is no
+# better than any perturbation, and the same under dp = 2.
+python3 - $fixture/task.jsonl "$work/levels.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[2], "w") as out:
+    for i, line in enumerate(open(sys.argv[1])):
+        out.write(json.dumps({**json.loads(line), "level": ["easy", "hard"][i % 2]}) + "\n")
+PY
+robust=(--eval.task="$work/levels.jsonl" --eval.max_new_tokens=6 --eval.perturb=typo,case,distractor --eval.perturb_rate=0.3)
+"$trident" eval "${common[@]/--log.run_dir=*/--log.run_dir=$work/robust1}" "${robust[@]}" > "$work/robust1.log"
+mpirun -np 2 "$trident" eval "${common[@]/--log.run_dir=*/--log.run_dir=$work/robust2}" "${robust[@]}" --parallel.dp=2 \
+  > "$work/robust2.log"
+grep -q "worst case over perturbations: exact match" "$work/robust1.log" || fail "no worst case: $(cat "$work/robust1.log")"
+python3 - "$work/robust1/eval.jsonl" "$work/robust2/eval.jsonl" <<'PY'
+import json, sys
+def rows(path):
+    return {(l["metric"], l.get("level", ""), l.get("perturbation", "")): l["value"] for l in map(json.loads, open(path))
+            if l["metric"] in ("exact_match", "f1", "examples", "exact_match_worst", "exact_match_drop")}
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+assert a == b, "the perturbed generation scores differ under dp = 2"
+em = a[("exact_match", "", "")]
+n = {lv: a[("examples", lv, "")] for lv in ("easy", "hard")}
+assert abs(sum(a[("exact_match", lv, "")] * n[lv] for lv in n) / sum(n.values()) - em) < 1e-12, a
+per = {p: a[("exact_match", "", p)] for p in ("typo", "case", "distractor")}
+worst = a[("exact_match_worst", "", "")]
+assert worst <= min(per.values()) + 1e-12 and abs(a[("exact_match_drop", "", "")] - (em - worst)) < 1e-12, (per, worst)
+assert min(per.values()) < em, f"perturbing every prompt at rate 0.3 changed no answer: {per}"
+print(f"generation robustness: clean {em:.3f}, {per}, worst case {worst:.3f}")
+PY
 
 expect_error() {  # expect_error PATTERN ARGS...: exit 2 and PATTERN in the message
   local pattern=$1 code
