@@ -3,9 +3,8 @@
 // options and prints what was written).
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <iostream>
 
-#include "command_errors.hpp"
+#include "command_options.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/evalgen/generate.hpp"
@@ -45,12 +44,7 @@ int run_evalgen(int argc, char** argv) {
       ("overwrite", "replace an existing --output");
   return run_reporting_errors("evalgen", kUsage, [&] {
     po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    if (vm.count("help")) {
-      std::cout << kUsage << "\n\n" << desc;
-      return 0;
-    }
-    po::notify(vm);
+    if (!parse_options(argc, argv, desc, kUsage, vm)) return 0;
     o.suites = data::evalgen::parse_suite_list(suites, data::evalgen::make_suites());
     o.levels = data::evalgen::parse_level_list(levels);
     o.format = data::evalgen::parse_format(format);

@@ -5,11 +5,11 @@
 #include <bit>
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "command_options.hpp"
 #include "trident/cli/commands.hpp"
 #include <filesystem>
 #include <fstream>
@@ -134,12 +134,7 @@ int run_inspect(int argc, char** argv) {
   positional.add("prefix", 1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(desc).positional(positional).run(), vm);
-    if (vm.count("help")) {
-      std::cout << kUsage << "\n\n" << desc;
-      return 0;
-    }
-    po::notify(vm);
+    if (!parse_options(argc, argv, desc, kUsage, vm, &positional)) return 0;
   } catch (const po::error& e) {
     std::fprintf(stderr, "trident inspect: error: %s\n%s\n", e.what(), kUsage);
     return 2;

@@ -6,9 +6,9 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 
 #include "prep_scorer.hpp"
+#include "command_options.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/bpe_trainer.hpp"
@@ -207,12 +207,7 @@ int run_prep(int argc, char** argv) {
       ("vocab-size", po::value<uint64_t>(&vocab_size)->default_value(0), "vocabulary size of --train-tokenizer");
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    if (vm.count("help")) {
-      std::cout << kUsage << "\n\n" << desc;
-      return 0;
-    }
-    po::notify(vm);
+    if (!parse_options(argc, argv, desc, kUsage, vm)) return 0;
     if (split_mb < 0) throw po::error("--split-mb must not be negative");
     o.jsonl_split_bytes = static_cast<uint64_t>(split_mb * 1e6);
     if (vm.count("length-buckets")) o.length_balance.edges = data::parse_length_edges(length_buckets);

@@ -3,9 +3,8 @@
 // the accounting; this parses the options and prints the result).
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <iostream>
 
-#include "command_errors.hpp"
+#include "command_options.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
@@ -45,12 +44,7 @@ int run_privacy(int argc, char** argv) {
       ("json", "print one JSON object");
   return run_reporting_errors("privacy", kUsage, [&] {
     po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    if (vm.count("help")) {
-      std::cout << kUsage << "\n\n" << desc;
-      return 0;
-    }
-    po::notify(vm);
+    if (!parse_options(argc, argv, desc, kUsage, vm)) return 0;
     const pv::Accountant a = pv::parse_accountant(accountant);
     const bool find = vm.count("target-epsilon") > 0;
     if (find == (vm.count("noise") > 0)) throw ConfigError("give exactly one of --noise and --target-epsilon");

@@ -10,7 +10,8 @@ namespace trident::train {
 
 RunEvaluation::RunEvaluation(const RunConfig& cfg, dist::Topology& topology, model::GPTModel& model,
                              PipelineExecutor& pipeline, const Logger& log)
-    : cfg_(cfg), topology_(topology), model_(model), pipeline_(pipeline), log_(log) {}
+    : cfg_(cfg), topology_(topology), model_(model), pipeline_(pipeline), log_(log),
+      task_kind_(cfg.eval.task.empty() ? TaskKind::kGenerate : resolve_task_kind(cfg.eval.kind, cfg.eval.task)) {}
 
 RunEvaluation::~RunEvaluation() = default;
 
@@ -37,15 +38,14 @@ EvalResult RunEvaluation::evaluate(int64_t step) {
     record(eval_metric_lines(r, evaluator_->dataset()));
   }
   if (!cfg_.eval.task.empty()) {
-    const TaskKind kind = resolve_task_kind(cfg_.eval.kind, cfg_.eval.task);
-    if (kind == TaskKind::kGenerate) {
+    if (task_kind_ == TaskKind::kGenerate) {
       if (!task_evaluator_) task_evaluator_ = std::make_unique<TaskEvaluator>(cfg_, topology_, model_, model_.ops());
       last_task_ = task_evaluator_->run(step);
       log_.info(format_task(last_task_, task_evaluator_->dataset()));
       record(task_metric_lines(last_task_, task_evaluator_->dataset()));
     } else {
       if (!likelihood_evaluator_)
-        likelihood_evaluator_ = std::make_unique<LikelihoodTaskEvaluator>(cfg_, topology_, pipeline_, kind);
+        likelihood_evaluator_ = std::make_unique<LikelihoodTaskEvaluator>(cfg_, topology_, pipeline_, task_kind_);
       const LikelihoodTaskResult t = likelihood_evaluator_->run(step);
       log_.info(format_likelihood(t, likelihood_evaluator_->dataset()));
       record(likelihood_metric_lines(t, likelihood_evaluator_->dataset()));

@@ -49,6 +49,7 @@ class RunEvaluation {
   model::GPTModel& model_;
   PipelineExecutor& pipeline_;
   const Logger& log_;
+  TaskKind task_kind_;  // eval.task's, resolved once
   io::TensorBoardWriter* tensorboard_ = nullptr;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<TaskEvaluator> task_evaluator_;
