@@ -1,6 +1,8 @@
 // Embedding lookups and their scatter-add backward.
 #include "trident/model/embedding.hpp"
 
+#include "trident/model/unit_gradients.hpp"
+
 namespace trident::model {
 
 Parameter& Embedding::add_token_weight(ParamStore& store, const ModelConfig& cfg, TensorParallel tp) {
@@ -38,6 +40,11 @@ void Embedding::backward(Ops& ops, const Tensor& tokens, const Tensor& positions
   // replicated position gradient is the same on all ranks.
   if (!tok_->needs_grad() && !(pos_ && pos_->needs_grad())) return;  // frozen (LoRA) or idle (LISA)
   const Tensor& all_rows = tp_.gather_rows(ops, dout, full);
+  if (tok_->per_unit || (pos_ && pos_->per_unit)) {  // differential privacy's norm pass
+    if (tok_->per_unit) tok_->per_unit->add_embedding(ops, *tok_, tokens, all_rows, vocab_offset_);
+    if (pos_ && pos_->per_unit) pos_->per_unit->add_embedding(ops, *pos_, positions, all_rows, 0);
+    return;
+  }
   Tensor dpos = pos_ ? pos_->grad_or_none() : Tensor();
   Tensor dtok = tok_->grad_or_none();
   ops.embedding_backward(tokens, positions, all_rows, vocab_offset_, dtok, dpos);

@@ -114,6 +114,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   params_.allocate(ops_, dtype_, pad_multiple);
   if (activation_dtype && *activation_dtype != dtype_) params_.allocate_low_precision(ops_, *activation_dtype);
   const std::optional<DType> stored = activation_dtype;
+  stored_dtype_ = stored;
 
   const int64_t rows = int64_t(micro_batch) * cfg_.seq_len, local = tp_.local_rows(rows);
   TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
@@ -243,7 +244,9 @@ void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, d
                          dropout ? s.block_dropout[l] : TransformerBlock::Dropout{}, moe);
   if (!c.predicts) return;
   head_->forward(ops_, s.residual.back(), head_buffers_);
-  if (loss_sum) *loss_sum = head_->loss_backward(ops_, s.residual.back(), s.targets, grad_scale, head_buffers_, s.dres);
+  if (!loss_sum) return;
+  if (units_) units_->set_micro_batch(s.units, s.length);
+  *loss_sum = head_->loss_backward(ops_, s.residual.back(), s.targets, grad_scale, head_buffers_, s.dres, units_);
 }
 
 void GPTModel::finish_norm_grads(const std::vector<Tensor>& grads) const {
@@ -315,6 +318,7 @@ void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
   Slot& s = slots_[chunk][slot];
   const bool dropout = any_dropout();
   const TokenPositions positions(s.positions, s.window_positions);
+  if (units_) units_->set_micro_batch(s.units, s.length);
   for (size_t l = c.blocks.size(); l-- > 0;) {
     const TransformerBlock::Dropout d = dropout ? s.block_dropout[l] : TransformerBlock::Dropout{};
     // Rebuild what the forward pass did not keep: same kernels, same inputs, same values.
@@ -364,6 +368,26 @@ const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& posit
   if (s.window_positions.defined()) load_window_positions(s, positions);
   run_forward(0, 0, /*train=*/false, 0.0, nullptr);
   return head_->logits(ops_, head_buffers_);
+}
+
+void GPTModel::set_unit_gradients(UnitGradients* units) {
+  if (units) {
+    TRIDENT_CHECK(!cfg_.moe.enabled() && !tp_.splits_rows() && !cfg_.qk_norm,
+                  "per-unit gradient norms do not cover MoE layers, sequence parallelism or q/k norms");
+    const Parameter* tok = params_.find("embed.tok.weight");
+    TRIDENT_CHECK(!cfg_.tie_embeddings || !tok || !tok->trainable(),
+                  "per-unit gradient norms do not cover a trainable tied token table");
+    // Logits chunks of whole rows (a unit never crosses one): at least one row of seq_len.
+    if (head_ && head_buffers_.row_max.numel() < cfg_.seq_len) {
+      const int64_t rows = int64_t(micro_batch_) * cfg_.seq_len;
+      activation_bytes_ -= bytes_of(head_buffers_.logits);
+      head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored_dtype_, cfg_.seq_len);
+      activation_bytes_ += bytes_of(head_buffers_.logits);
+    }
+  }
+  units_ = units;
+  const bool measure = units && units->measuring();
+  for (auto& p : params_.all()) p->per_unit = measure && p->needs_grad() ? units : nullptr;
 }
 
 Tensor GPTModel::tied_embedding_grad() const {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "trident/core/rng.hpp"
+#include "trident/model/unit_gradients.hpp"
 
 namespace trident::model {
 
@@ -102,10 +103,12 @@ void Linear::lora_backward(Ops& ops, const Tensor& x_in, const Tensor& dy, Tenso
   Tensor h = lora_rows(ops, lora_h_, rows), dh = lora_rows(ops, lora_dh_, rows);
   ops.gemm(false, true, 1.0, x, lora_a_->gemm_value(), 0.0, h);
   if (split_ == Split::kRow) tp_.all_reduce(h);
-  ops.gemm(true, false, lora_scale_, dy, h, 1.0, lora_b_->grad);           // dB += s dy^T h
+  if (lora_b_->per_unit) lora_b_->per_unit->add_outer(ops, *lora_b_, dy, h, lora_scale_);
+  else ops.gemm(true, false, lora_scale_, dy, h, 1.0, lora_b_->grad);       // dB += s dy^T h
   ops.gemm(false, false, lora_scale_, dy, lora_b_->gemm_value(), 0.0, dh);  // dh = s dy B
   if (split_ == Split::kColumn) tp_.all_reduce(dh);  // each rank held some output columns
-  ops.gemm(true, false, 1.0, dh, x, 1.0, lora_a_->grad);                     // dA += dh^T x
+  if (lora_a_->per_unit) lora_a_->per_unit->add_outer(ops, *lora_a_, dh, x);
+  else ops.gemm(true, false, 1.0, dh, x, 1.0, lora_a_->grad);                // dA += dh^T x
   if (!dx || (split_ == Split::kColumn && tp_.rank() != 0)) return;
   if (!d.active()) {
     ops.gemm(false, false, 1.0, dh, lora_a_->gemm_value(), 1.0, *dx);  // dx += dh A
@@ -126,8 +129,10 @@ void Linear::add_bias(Ops& ops, Tensor& y) const {
 
 void Linear::backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx,
                       const DropoutSite& lora_dropout) const {
-  if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dy, x, 1.0, weight_->grad);  // [out, N] @ [N, in]
-  if (bias_ && bias_->needs_grad()) ops.bias_backward(dy, bias_->grad);
+  if (UnitGradients* units = weight_->per_unit) units->add_outer(ops, *weight_, dy, x);
+  else if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dy, x, 1.0, weight_->grad);  // [out, N] @ [N, in]
+  if (bias_ && bias_->per_unit) bias_->per_unit->add_column_sums(ops, *bias_, dy);
+  else if (bias_ && bias_->needs_grad()) ops.bias_backward(dy, bias_->grad);
   if (dx) ops.gemm(false, false, 1.0, dy, weight_->gemm_value(), accumulate_dx ? 1.0 : 0.0, *dx);  // [N, out] @ [out, in]
   if (lora_a_) lora_backward(ops, x, dy, dx, lora_dropout);
 }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "trident/model/unit_gradients.hpp"
+
 namespace trident::model {
 
 LMHead::LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, TensorParallel tp)
@@ -200,9 +202,9 @@ double LMHead::vocab_parallel_loss(Ops& ops, Tensor& logits, const Tensor& targe
 }
 
 double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale,
-                             HeadBuffers& b, Tensor& dx) const {
+                             HeadBuffers& b, Tensor& dx, UnitGradients* units) const {
   const Tensor& in = normed(b);  // all rows, from forward
-  const int64_t n = in.dim(0), k = b.row_max.numel();
+  const int64_t n = in.dim(0), k = units ? units->whole_rows(b.row_max.numel()) : b.row_max.numel();
   const int32_t* t = tp_.size() > 1 ? host_targets(ops, targets, b) : nullptr;
   double loss_sum = 0;
   // One chunk of rows at a time: logits, their loss and gradient, and both GEMMs of it.
@@ -216,7 +218,9 @@ double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, d
     } else {
       loss_sum += vocab_parallel_loss(ops, dlogits, chunk_targets, t + r0, grad_scale, b);
     }
-    if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dlogits, in.narrow(r0, r1), 1.0, weight_->grad);  // [V, K] @ [K, C]
+    if (units) units->scale_rows(ops, dlogits, r0);  // each unit's weight (differential privacy)
+    if (weight_->per_unit) weight_->per_unit->add_outer(ops, *weight_, dlogits, in.narrow(r0, r1), 1.0, r0);
+    else if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dlogits, in.narrow(r0, r1), 1.0, weight_->grad);  // [V, K] @ [K, C]
     Tensor dnorm = b.dnorm.narrow(r0, r1);
     ops.gemm(false, false, 1.0, dlogits, weight_->gemm_value(), 0.0, dnorm);
   }

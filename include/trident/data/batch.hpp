@@ -2,10 +2,20 @@
 // (B, T), B = micro_batch sequences of T = seq_len tokens.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "trident/core/tensor.hpp"
 
 namespace trident::data {
+
+// Differential privacy: one privacy unit's tokens in a micro-batch, rows [begin, begin + count)
+// of its B*L tokens (row-major); a unit never crosses a row. unit: its index in the step's
+// sample (train/privacy/private_batches.hpp).
+struct UnitSpan {
+  int64_t unit = 0;
+  int64_t begin = 0;
+  int64_t count = 0;
+};
 
 struct Batch {
   // With bucketing the three tensors below are (B, L) views, L <= T the micro-batch's length,
@@ -18,6 +28,7 @@ struct Batch {
   int64_t valid_tokens = 0;    // number of targets >= 0 in this micro-batch
   int64_t padding_tokens = 0;  // input positions holding no document token (unpacked rows)
   int64_t first_sequence = 0;  // index of row 0 within the step's global batch (dropout masks)
+  std::vector<UnitSpan> units; // differential privacy: the privacy units of the micro-batch (else empty)
 };
 
 }  // namespace trident::data

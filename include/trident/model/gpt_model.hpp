@@ -14,6 +14,7 @@
 #include "trident/model/embedding.hpp"
 #include "trident/model/lm_head.hpp"
 #include "trident/model/recompute.hpp"
+#include "trident/model/unit_gradients.hpp"
 
 namespace trident::model {
 
@@ -105,6 +106,18 @@ class GPTModel {
   // Gradients from this offset on never wait for the embedding group (see above).
   int64_t untied_offset() const { return tied_end_; }
 
+  // Differential privacy (UnitGradients; nullptr: off): the pass over the step's privacy units
+  // the next forward and backward calls belong to. Measuring: the trainable parameters'
+  // backward adds per-unit squared norms there instead of accumulating gradients. Either way
+  // the head weights each unit's loss gradient (grad_scale should then be 1). Call before each
+  // pass; the model refuses layers it cannot measure (unit_gradients.hpp).
+  void set_unit_gradients(UnitGradients* units);
+  // The privacy units of the micro-batch the next forward on (chunk, slot) loads (they must
+  // outlive its backward).
+  void set_micro_batch_units(int chunk, int slot, const std::vector<data::UnitSpan>* units) {
+    slots_[chunk][slot].units = units;
+  }
+
   // Mixture of experts: the weight of the auxiliary losses per token of the global batch
   // (loss scale / its tokens), set before each step; and the statistics the step's training
   // forward passes recorded, [moe layer][kMoeStatFields + E] sums over this rank's layers and
@@ -133,6 +146,7 @@ class GPTModel {
     DropoutSite embed_dropout;
     std::vector<TransformerBlock::Dropout> block_dropout;
     double moe_aux_scale = 0;  // the micro-batch's weight of the MoE auxiliary losses
+    const std::vector<data::UnitSpan>* units = nullptr;  // differential privacy: its privacy units
   };
   struct Chunk {
     int first_layer = 0;
@@ -186,6 +200,8 @@ class GPTModel {
   size_t activation_bytes_ = 0;
   double moe_loss_scale_ = 0;
   std::vector<double> moe_stats_;
+  UnitGradients* units_ = nullptr;
+  std::optional<DType> stored_dtype_;  // activation_dtype (head buffers remade for privacy)
 };
 
 }  // namespace trident::model

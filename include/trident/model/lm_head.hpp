@@ -78,8 +78,10 @@ class LMHead {
   void forward(Ops& ops, const Tensor& x, HeadBuffers& b) const;
   // After forward(): the loss, chunk by chunk, and its backward. Returns the loss summed over
   // valid targets; dx is overwritten with grad_scale * dL/dx; parameter gradients accumulate.
+  // units (differential privacy): each unit's rows of the loss gradient are scaled by its
+  // weight, logits chunks hold whole rows, and its norm pass measures instead of accumulating.
   double loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale, HeadBuffers& b,
-                       Tensor& dx) const;
+                       Tensor& dx, UnitGradients* units = nullptr) const;
 
   // Loss and accuracy sums after forward(), no gradient (evaluation); the same on every rank
   // of the tensor-parallel group. per_token: also every row's scores (sized to the rows).

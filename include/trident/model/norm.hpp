@@ -26,6 +26,11 @@ class Norm {
   std::vector<Tensor> grads() const;  // weight (and bias) gradients
 
  private:
+  // Differential privacy's norm pass: each unit's squared gradient norms of the gain (and bias).
+  void unit_squares(Ops& ops, const Tensor& x, const NormActivations& a, const Tensor& dy, UnitGradients& units) const;
+
+ public:
+ private:
   Parameter* weight_;
   Parameter* bias_ = nullptr;
   int hidden_;

@@ -12,6 +12,8 @@
 
 namespace trident::model {
 
+class UnitGradients;
+
 // kUniform: U(-init_std, init_std) (LoRA's A, PEFT's Kaiming-uniform bound 1/sqrt(fan_in)).
 enum class Init { kNormal, kZeros, kOnes, kUniform };
 
@@ -49,6 +51,9 @@ struct Parameter {
   // computes no gradient for it (its gradient stays zero) and the optimizer skips it.
   bool idle = false;
   bool needs_grad() const { return spec.trainable && !idle; }
+  // Differential privacy's norm pass: backward adds the per-unit squared norms of this
+  // parameter's gradient here instead of accumulating it (UnitGradients); else nullptr.
+  UnitGradients* per_unit = nullptr;
   // What backward accumulates this parameter's gradient into: undefined when it needs none.
   Tensor grad_or_none() const { return needs_grad() ? grad : Tensor(); }
 };

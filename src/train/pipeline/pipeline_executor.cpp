@@ -47,13 +47,14 @@ dist::CommRequest PipelineExecutor::recv(Tensor& x, bool grad, int peer, int tag
   return lane.irecv(x, 1 - lane.rank(), tag);
 }
 
-double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<data::Batch>& batches) {
+double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<data::Batch>& batches,
+                             bool final_pass) {
   TRIDENT_CHECK(int(batches.size()) == micro_batches_, "the schedule runs ", micro_batches_, " micro-batches, given ",
                 batches.size());
   const double start = MPI_Wtime();
   wait_s_ = 0;
   double loss_sum = 0;
-  const int last_mb = micro_batches_ - 1;
+  const int last_mb = final_pass ? micro_batches_ - 1 : -1;
   for (const Action& a : actions_) {
     const int s = slot(a.micro_batch), index = a.chunk * slots_ + s;
     switch (a.kind) {
@@ -70,6 +71,7 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<
         sends_grad_[index].wait();  // ... and, on the last stage, its gradient
         const data::Batch& batch = batches[static_cast<size_t>(a.micro_batch)];
         model_.set_micro_batch_position(a.chunk, s, step, batch.first_sequence);
+        model_.set_micro_batch_units(a.chunk, s, &batch.units);
         loss_sum += model_.forward(a.chunk, s, batch.tokens, batch.targets, batch.positions, grad_scale,
                                    a.micro_batch == last_mb);
         break;

@@ -26,8 +26,10 @@ class PipelineExecutor {
   // Runs every action of the step over this rank's micro-batches (batches[k] is micro-batch
   // k; one per micro-batch of the schedule). The model's last pass over each chunk is marked
   // as such, so its gradient-ready hook fires then. Returns this rank's loss sum (non-zero on
-  // the last stage only).
-  double run(int64_t step, double grad_scale, const std::vector<data::Batch>& batches);
+  // the last stage only). final_pass = false: a pass before the step's last (differential
+  // privacy's norm pass, or a round of a step with more micro-batches than the schedule's):
+  // no pass is marked last, so no gradient counts as final yet.
+  double run(int64_t step, double grad_scale, const std::vector<data::Batch>& batches, bool final_pass = true);
 
   // Forward-only pass over the micro-batches for evaluation, one at a time through every
   // virtual stage (slot 0 of each chunk). Returns this rank's sums (non-empty on the last
