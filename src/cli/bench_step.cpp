@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -92,12 +93,17 @@ struct ScratchDir {
 };
 
 // One document of uniformly random tokens, enough for every step of the benchmark.
-void write_synthetic_shard(const std::string& prefix, int64_t tokens, int64_t vocab, uint64_t seed) {
+// One document of `tokens` random ids, or (document_tokens > 0) documents of that many: one
+// per row of seq_len + 1, so that privacy units fill whole rows as the packed stream does.
+void write_synthetic_shard(const std::string& prefix, int64_t tokens, int64_t vocab, uint64_t seed,
+                           int64_t document_tokens = 0) {
   data::ShardWriter writer(prefix, static_cast<uint64_t>(vocab));
   std::vector<uint32_t> ids(static_cast<size_t>(tokens));
   const uint64_t key = rng_key(seed, "bench.tokens");
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint32_t>(rng_uniform(key, i) * double(vocab)) % vocab;
-  writer.add_document(ids);
+  const size_t per = document_tokens > 0 ? size_t(document_tokens) : ids.size();
+  for (size_t at = 0; at + per <= ids.size(); at += per)
+    writer.add_document(std::span<const uint32_t>(ids).subspan(at, per));
   writer.finish();
 }
 
@@ -138,7 +144,8 @@ int bench_step(int argc, char** argv) {
     const bool on_cpu = backend->device() == Device::kCPU;
     const int64_t steps = options.warmup + options.steps * (on_cpu ? 1 : 2);
     const int64_t tokens = steps * cfg.train.global_batch * cfg.model.seq_len + cfg.model.seq_len + 1;
-    write_synthetic_shard((scratch.path / "synthetic").string(), tokens, cfg.model.vocab, cfg.train.seed);
+    write_synthetic_shard((scratch.path / "synthetic").string(), tokens, cfg.model.vocab, cfg.train.seed,
+                          cfg.privacy.enabled ? cfg.model.seq_len + 1 : 0);
     cfg.data.train = (scratch.path / "synthetic").string();
     cfg.train.steps = steps;
 
@@ -156,7 +163,10 @@ int bench_step(int argc, char** argv) {
     train::DataSource& data = run.train_data();
     train::log_model_banner(run);
     train::log_training_banner(run, ops->peak_flops(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32));
-    auto train_step = [&](int64_t s) { return step.run(s, data.load(s), data.global_batch_stats(s)); };
+    train::PrivateTraining* private_steps = run.privacy();  // DP-SGD's two passes and noise
+    auto train_step = [&](int64_t s) {
+      return private_steps ? private_steps->run(s) : step.run(s, data.load(s), data.global_batch_stats(s));
+    };
 
     for (int64_t s = 0; s < options.warmup; ++s) train_step(s);
     auto comm_seconds = [&] {

@@ -116,6 +116,14 @@ const std::vector<ConfigKey>& config_schema() {
       {"eval.perturb_rate", "0.05", "per-character probability of a typo, case flip or whitespace change"},
       {"eval.perturb_seed", "1234", "seed of the perturbations"},
       {"eval.ood", "", "shard prefix scored as out-of-distribution against data.valid (AUROC, AUPR, FPR at 95% TPR of mean token NLL and max softmax probability); `trident eval --ood`"},
+      {"privacy.enabled", "false", "differentially private training (DP-SGD): each privacy unit's gradient clipped to privacy.clip, Gaussian noise added to their sum, Poisson sampling, the epsilon spent in every metrics line; train.clip is then not applied"},
+      {"privacy.clip", "1.0", "C: the largest L2 norm of one unit's gradient (of its mean token loss)"},
+      {"privacy.noise_multiplier", "0", "sigma: noise of std sigma * C on the summed gradient (0: the sigma privacy.target_epsilon needs over train.steps)"},
+      {"privacy.target_epsilon", "0", "the budget: sigma is found by bisection so that train.steps spend it, and training stops before a step would exceed it (0: none; privacy.noise_multiplier then required); with both set, sigma is the one given and the budget stops training"},
+      {"privacy.delta", "0", "delta of (epsilon, delta)-DP (0: 1 / N, N the privacy units of data.train)"},
+      {"privacy.unit", "document", "the privacy unit: document (a document of data.train, packed with others into rows; its first seq_len + 1 tokens) | row (a whole row of the batch sampler)"},
+      {"privacy.sampling", "poisson", "poisson (each unit joins a step with probability q = train.global_batch / N, independently; what the accountant assumes) | shuffle (an epoch's permutation in batches of train.global_batch units; the epsilon reported is then the Poisson analysis, not a proven bound)"},
+      {"privacy.accountant", "prv", "prv (numerical composition, Gopi et al. 2021) | rdp (Renyi DP, Mironov et al. 2019)"},
       {"eval.ood_samples", "512", "samples scored on each side of the OOD comparison: pieces of seq_len + 1 tokens of the documents, spread evenly over each set"},
   };
   return keys;

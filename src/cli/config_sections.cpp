@@ -1,5 +1,6 @@
 // The configuration's sections read from the resolved strings: each reader converts its keys
 // and checks the rules within its section; to_run_config then checks the rules across them.
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -268,6 +269,44 @@ train::LisaConfig read_lisa_section(const Values& v, const train::RunConfig& c) 
   return lisa;
 }
 
+train::PrivacyConfig read_privacy_section(const Values& v, const train::RunConfig& c) {
+  train::PrivacyConfig p = {.enabled = v.boolean("privacy.enabled"), .clip = v.number("privacy.clip"),
+                            .noise_multiplier = v.number("privacy.noise_multiplier"),
+                            .target_epsilon = v.number("privacy.target_epsilon"), .delta = v.number("privacy.delta")};
+  const std::string unit = v.str("privacy.unit"), sampling = v.str("privacy.sampling");
+  TRIDENT_CONFIG_CHECK(unit == "document" || unit == "row", "privacy.unit must be document or row (got '", unit, "')");
+  TRIDENT_CONFIG_CHECK(sampling == "poisson" || sampling == "shuffle", "privacy.sampling must be poisson or shuffle (got '",
+                       sampling, "')");
+  p.unit = unit == "row" ? train::PrivacyUnit::kRow : train::PrivacyUnit::kDocument;
+  p.sampling = sampling == "shuffle" ? train::PrivacySampling::kShuffle : train::PrivacySampling::kPoisson;
+  p.accountant = train::privacy::parse_accountant(v.str("privacy.accountant"));
+  if (!p.enabled) return p;
+  TRIDENT_CONFIG_CHECK(std::isfinite(p.clip) && p.clip > 0, "privacy.clip must be > 0 (got ", p.clip, ")");
+  TRIDENT_CONFIG_CHECK(std::isfinite(p.noise_multiplier) && p.noise_multiplier >= 0,
+                       "privacy.noise_multiplier must be >= 0 (got ", p.noise_multiplier, ")");
+  TRIDENT_CONFIG_CHECK(std::isfinite(p.target_epsilon) && p.target_epsilon >= 0,
+                       "privacy.target_epsilon must be >= 0 (got ", p.target_epsilon, ")");
+  TRIDENT_CONFIG_CHECK(p.noise_multiplier > 0 || p.target_epsilon > 0,
+                       "privacy.enabled needs privacy.noise_multiplier or privacy.target_epsilon (or both: a given "
+                       "sigma with a budget)");
+  TRIDENT_CONFIG_CHECK(p.delta >= 0 && p.delta < 1, "privacy.delta must be in [0, 1) (0: 1 / N; got ", p.delta, ")");
+  const model::ModelConfig& m = c.model;
+  // What the per-unit gradient norms do not cover (model/unit_gradients.hpp).
+  TRIDENT_CONFIG_CHECK(!m.moe.enabled(), "privacy.enabled with moe.experts > 0 is not supported yet (per-unit norms "
+                       "of routed experts)");
+  TRIDENT_CONFIG_CHECK(!c.sequence_parallel, "privacy.enabled with parallel.sequence_parallel is not supported (a "
+                       "unit's rows would be split over the tensor-parallel group)");
+  TRIDENT_CONFIG_CHECK(!m.tie_embeddings || m.lora.enabled(), "privacy.enabled with a trainable tied token table "
+                       "(model.tie_embeddings = true) is not supported: its two uses' per-unit gradients do not add in "
+                       "norm; fine-tune with lora.enabled or set model.tie_embeddings = false");
+  TRIDENT_CONFIG_CHECK(!m.qk_norm || m.lora.enabled(), "privacy.enabled with trainable q/k norms (model.qk_norm) is "
+                       "not supported; fine-tune with lora.enabled");
+  TRIDENT_CONFIG_CHECK(c.comm.compression == dist::CompressionKind::kNone,
+                       "privacy.enabled with comm.compression is not supported (the clipped sum would not have "
+                       "sensitivity privacy.clip)");
+  return p;
+}
+
 // The rules across sections: the layout against the model, the world and the batch.
 void check_across_sections(train::RunConfig& c, int world_size) {
   const model::ModelConfig& m = c.model;
@@ -344,6 +383,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   read_io_sections(v, c);
   c.eval = read_eval_section(v, c.model);
   c.lisa = read_lisa_section(v, c);
+  c.privacy = read_privacy_section(v, c);
   check_across_sections(c, world_size);
   c.resolved_ini = resolved_ini(v);
   return c;

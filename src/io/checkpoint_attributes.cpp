@@ -188,6 +188,12 @@ CheckpointState checkpoint_state(const CheckpointAttributes& attributes, const s
                          "elapsed_s = ", s.elapsed_s, " is not a duration (corrupt?)");
   }
   if (const auto config = attributes.texts.find("config"); config != attributes.texts.end()) s.config = config->second;
+  for (const auto& [name, value] : attributes.numbers) {
+    if (name.rfind("privacy_", 0) != 0) continue;
+    TRIDENT_CONFIG_CHECK(std::isfinite(value) && value >= 0, "checkpoint ", path, ": root attribute ", name, " = ",
+                         value, " is not a non-negative number (corrupt?)");
+    s.privacy[name] = value;
+  }
   return s;
 }
 

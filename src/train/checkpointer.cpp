@@ -267,6 +267,7 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done) const {
                    {"layout_tp", double(L.tp)},
                    {"layout_pp", double(L.pp)},
                    {"layout_zero", double(cfg_.zero)}};
+  for (const auto& [name, value] : privacy_) attrs.numbers[name] = value;
   attrs.texts = {{"config", cfg_.resolved_ini}};
   if (compressor_) attrs.texts["comm_compression"] = dist::compression_name(compression_);
   return attrs;
@@ -457,6 +458,7 @@ io::CheckpointState Checkpointer::load_training_state(const std::string& path) {
   optimizer_->set_steps_taken(state.step);
   restored_loss_scale_ = state.loss_scale;
   restored_elapsed_s_ = state.elapsed_s;
+  restored_privacy_ = state.privacy;
   return state;
 }
 

@@ -103,6 +103,14 @@ TrainingStep& RunBuilder::step() {
   return *step_;
 }
 
+PrivateTraining* RunBuilder::privacy() {
+  if (!cfg_.privacy.enabled) return nullptr;
+  if (!privacy_)
+    privacy_ = std::make_unique<PrivateTraining>(cfg_, train_data(), step(), model(), pipeline(), reducer(), scaler(),
+                                                 topology_);
+  return privacy_.get();
+}
+
 Checkpointer& RunBuilder::checkpointer() {
   if (!checkpointer_) {
     checkpointer_ = std::make_unique<Checkpointer>(cfg_, topology_, model(), ops_, log_, &optimizer(), hooks_);

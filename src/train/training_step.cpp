@@ -31,9 +31,7 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
     r.seconds = watch.seconds();
     return r;
   }
-  if (lisa_) lisa_->apply(step);
-  model_.params().zero_grads(model_.ops());
-  if (hooks_) hooks_->gradients_zeroed(step + 1, model_.ops(), model_.params().flat_grads());
+  begin(step);
   reducer_.start_step(step);
   // Each token's loss is divided by the global batch's valid targets, so the gradients summed
   // over micro-batches and dp ranks are the global-batch mean for any layout.
@@ -57,18 +55,27 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
   // The norm and the loss are sums over every rank's share (all-reduced), so a NaN or inf
   // anywhere reaches every rank in this same step: all skip the update together.
   r.skipped = !std::isfinite(r.grad_norm) || !std::isfinite(r.loss);
+  // torch.nn.utils.clip_grad_norm_'s rule: scale by clip / (norm + 1e-6) when that is below 1.
+  update(r, cfg_.clip > 0 && !r.skipped ? std::min(1.0, cfg_.clip / (r.grad_norm + 1e-6)) : 1.0);
+  r.seconds = watch.seconds();
+  r.bubble = pipeline_.run_seconds() > 0 ? pipeline_.wait_seconds() / r.seconds : 0;
+  return r;
+}
+
+void TrainingStep::begin(int64_t step) {
+  if (lisa_) lisa_->apply(step);
+  model_.params().zero_grads(model_.ops());
+  if (hooks_) hooks_->gradients_zeroed(step + 1, model_.ops(), model_.params().flat_grads());
+}
+
+void TrainingStep::update(const StepResult& r, double clip_scale) {
   if (!r.skipped) {
-    // torch.nn.utils.clip_grad_norm_'s rule: scale by clip / (norm + 1e-6) when that is below 1.
-    const double clip_scale = cfg_.clip > 0 ? std::min(1.0, cfg_.clip / (r.grad_norm + 1e-6)) : 1.0;
-    optimizer_.step(r.lr, clip_scale / loss_scale);
+    optimizer_.step(r.lr, clip_scale / r.loss_scale);
     reducer_.gather_parameters();
   } else {
     reducer_.discard_compression_state();  // its residuals now hold the NaN/inf
   }
   scaler_.update(r.skipped);
-  r.seconds = watch.seconds();
-  r.bubble = pipeline_.run_seconds() > 0 ? pipeline_.wait_seconds() / r.seconds : 0;
-  return r;
 }
 
 void TrainingStep::collect_moe_stats(StepResult& r) {

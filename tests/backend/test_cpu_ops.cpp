@@ -143,6 +143,45 @@ TYPED_TEST(CpuBasicTest, BiasAddAndBackward) {
 namespace trident {
 namespace {
 
+// Differential privacy's noise: standard normal moments (mean, variance, 4th moment, tails) at
+// 200k draws, a function of the global index alone (any split of the range adds the same), and
+// another stream (step) draws other values.
+TEST(CpuGaussian, NormalAndFollowsGlobalIndex) {
+  auto ops = make_cpu_ops(2);
+  const int64_t n = 200001;
+  const double std_dev = 0.5;
+  Tensor whole = Tensor::zeros(Shape{n}, DType::kF64);
+  std::fill(whole.data<double>(), whole.data<double>() + n, 3.0);
+  ops->add_gaussian(whole, std_dev, 91, 4, 0);
+  double sum = 0, sum2 = 0, sum4 = 0;
+  int64_t beyond_2sd = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double z = (whole.data<double>()[i] - 3.0) / std_dev;
+    sum += z, sum2 += z * z, sum4 += z * z * z * z;
+    beyond_2sd += std::abs(z) > 2.0;
+  }
+  const double mean = sum / n, var = sum2 / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.01);          // 4.5 standard errors
+  EXPECT_NEAR(var, 1.0, 0.015);
+  EXPECT_NEAR(sum4 / n, 3.0, 0.1);       // a normal's kurtosis
+  EXPECT_NEAR(double(beyond_2sd) / n, 0.0455, 0.003);
+  for (int64_t offset : {int64_t(1), int64_t(6), int64_t(4097)}) {
+    Tensor part = Tensor::zeros(Shape{777}, DType::kF64);
+    ops->add_gaussian(part, std_dev, 91, 4, offset);
+    for (int64_t i = 0; i < part.numel(); ++i)
+      ASSERT_NEAR(part.data<double>()[i], whole.data<double>()[offset + i] - 3.0, 1e-12) << offset << " " << i;
+  }
+  Tensor other = Tensor::zeros(Shape{1000}, DType::kF64), same = Tensor::zeros(Shape{1000}, DType::kF32);
+  ops->add_gaussian(other, std_dev, 91, 5, 0);
+  ops->add_gaussian(same, std_dev, 91, 4, 0);  // fp32 draws the same values, rounded
+  int64_t equal = 0;
+  for (int64_t i = 0; i < 1000; ++i) {
+    equal += other.data<double>()[i] == whole.data<double>()[i] - 3.0;
+    ASSERT_NEAR(same.data<float>()[i], whole.data<double>()[i] - 3.0, 1e-6);
+  }
+  EXPECT_EQ(equal, 0);
+}
+
 TEST(CpuDropout, MaskFollowsGlobalIndex) {
   auto ops = make_cpu_ops(2);
   const int64_t n = 100003;

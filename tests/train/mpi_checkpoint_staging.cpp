@@ -113,6 +113,7 @@ class InvertedDeviceOps final : public Ops {
     unsupported("cross_entropy_shard_backward");
   }
   void dropout(Tensor&, double, uint64_t, uint64_t, int64_t) override { unsupported("dropout"); }
+  void add_gaussian(Tensor&, double, uint64_t, uint64_t, int64_t) override { unsupported("add_gaussian"); }
   void adamw(Tensor&, const Tensor&, Tensor&, Tensor&, const AdamWArgs&) override { unsupported("adamw"); }
 
  private:

@@ -186,6 +186,11 @@ class Ops {
   // backward applies the same call to the gradient, and every layout that gives an element the
   // same global index drops it alike (docs/design.md section 2). x [ACT]: the mask is dtype-independent.
   virtual void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) = 0;
+  // Gaussian noise in place (differential privacy): x[i] += std_dev * z(g), g = first_index + i,
+  // z(g) standard normal from Philox block (key, g / 2, stream) by Box-Muller (cos for even g,
+  // sin for odd). A function of (key, stream, global index) alone, like dropout's mask; the
+  // backends agree to rounding of log, sqrt and cos/sin. x [ACT] or fp64.
+  virtual void add_gaussian(Tensor& x, double std_dev, uint64_t key, uint64_t stream, int64_t first_index) = 0;
 
   // One AdamW step (decoupled weight decay, bias-corrected, PyTorch's formula) on fp32 tensors:
   // p -= lr*wd*p; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;

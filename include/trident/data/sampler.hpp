@@ -81,6 +81,12 @@ class BatchSampler {
   int64_t row_of(int64_t global_sequence);
   // The documents sampled (what data.truncate cut or left out).
   const DocumentStream& documents() const { return stream_; }
+  // Writes row `row` cut to length T (>= its length): tokens, targets, positions; returns its
+  // number of targets >= 0. truncated (optional) counts the cut documents starting in the row.
+  int64_t fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions,
+                   int64_t* truncated = nullptr) const;
+  // Input tokens of row `row` (<= T).
+  int64_t row_length(int64_t row) const { return row_span(row).length; }
 
  private:
   // Where a row's input tokens lie in the stream: [begin, begin + length), length <= T.
@@ -92,10 +98,6 @@ class BatchSampler {
   // Length of the micro-batch whose first row is global sequence g (T unless bucketed).
   int64_t micro_batch_length(int64_t first_global_sequence);
   void compute_permutation(int64_t epoch);
-  // Writes row `row` cut to length T (>= its length): tokens, targets, positions; returns its
-  // number of targets >= 0. truncated (optional) counts the cut documents starting in the row.
-  int64_t fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions,
-                   int64_t* truncated = nullptr) const;
 
   DocumentStream stream_;
   SamplerOptions options_;

@@ -57,6 +57,7 @@ struct CheckpointState {
   double elapsed_s = 0;                  // training seconds of the run when written (0 when absent)
   int layout_dp = 1, layout_tp = 1, layout_pp = 1, layout_zero = 0;
   std::string config;                    // the resolved config text ("" when absent)
+  std::map<std::string, double> privacy; // privacy_* attributes: the mechanism of a private run (else empty)
 };
 
 // The format version of a checkpoint's attributes: ConfigError when it is missing, not a whole

@@ -29,6 +29,7 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -67,6 +68,9 @@ class Checkpointer {
   double restored_loss_scale() const { return restored_loss_scale_; }
   void set_elapsed(double seconds) { elapsed_s_ = seconds; }
   double restored_elapsed() const { return restored_elapsed_s_; }
+  // Differential privacy: the mechanism and epsilon spent (privacy_* attributes), likewise.
+  void set_privacy(std::map<std::string, double> numbers) { privacy_ = std::move(numbers); }
+  const std::map<std::string, double>& restored_privacy() const { return restored_privacy_; }
   // The checkpoints checkpoint.resume names, in the order to try: auto: the file `latest`
   // names, then its older step files, newest first (without a valid `latest`: every step
   // file, newest first); none: none; else the path given.
@@ -147,6 +151,7 @@ class Checkpointer {
   std::atomic<double> last_write_s_ = 0;
   double loss_scale_ = 1.0, restored_loss_scale_ = 0.0;
   double elapsed_s_ = 0.0, restored_elapsed_s_ = 0.0;
+  std::map<std::string, double> privacy_, restored_privacy_;
   // Asynchronous mode: the writer thread's own duplicate of the world communicator.
   std::unique_ptr<dist::Communicator> async_comm_;
   // Host snapshot (keeps_snapshot()): flat values, moments, compression state; frozen values

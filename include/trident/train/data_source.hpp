@@ -37,6 +37,7 @@ class DataSource {
   int64_t num_rows() const { return sampler_->num_rows(); }
   const data::ShardSet& shards() const { return *shards_; }
   const data::DocumentStream& documents() const { return sampler_->documents(); }
+  const data::BatchSampler& sampler() const { return *sampler_; }
   const std::string& prefix() const { return prefix_; }
   // Seconds spent in load() so far (the data phase of `trident bench step`).
   double seconds() const { return seconds_; }

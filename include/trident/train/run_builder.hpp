@@ -24,6 +24,7 @@
 #include "trident/train/optim/lisa_switch.hpp"
 #include "trident/train/optim/loss_scaler.hpp"
 #include "trident/train/pipeline/pipeline_executor.hpp"
+#include "trident/train/privacy/private_training.hpp"
 #include "trident/train/run_config.hpp"
 #include "trident/train/run_hooks.hpp"
 #include "trident/train/training_step.hpp"
@@ -60,6 +61,8 @@ class RunBuilder {
   LisaSwitch* lisa();
   // One whole optimizer step over the pieces above.
   TrainingStep& step();
+  // Differentially private steps (privacy.enabled; else nullptr), over the step's pieces.
+  PrivateTraining* privacy();
   // Saves and resumes the training state (model, optimizer, compression state).
   Checkpointer& checkpointer();
   // Reads model weights only (no optimizer is built): evaluation of a checkpoint.
@@ -92,6 +95,7 @@ class RunBuilder {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<LisaSwitch> lisa_;
   std::unique_ptr<TrainingStep> step_;
+  std::unique_ptr<PrivateTraining> privacy_;
   std::unique_ptr<Checkpointer> checkpointer_, weights_reader_;
   std::unique_ptr<RunEvaluation> evaluation_;
 };

@@ -12,6 +12,7 @@
 #include "trident/model/model_config.hpp"
 #include "trident/model/recompute.hpp"
 #include "trident/train/optim/lisa.hpp"
+#include "trident/train/privacy/privacy_config.hpp"
 #include "trident/train/pipeline/pipeline_schedule.hpp"
 #include "trident/train/train_config.hpp"
 
@@ -92,6 +93,7 @@ struct RunConfig {
   std::string init_from;    // model.init_from: HF model directory or trident checkpoint ("" = none)
   std::string lora_init_from;  // lora.init_from: a PEFT adapter directory ("" = PEFT's initialisation)
   LisaConfig lisa;
+  PrivacyConfig privacy;
   std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
 
   // Sequences per micro-batch per dp rank and micro-batches per step.

@@ -32,6 +32,10 @@ struct StepResult {
   bool skipped = false;   // no update on any rank: a non-finite loss or gradient, or no targets
   bool no_targets = false;  // the global batch held no trainable target (every token a prompt's)
   double loss_scale = 1;  // the scale this step used
+  // Differential privacy (zero without): units sampled, the share of them clipped and their
+  // mean gradient norm before clipping.
+  int64_t dp_units = 0;
+  double dp_clipped = 0, dp_unit_norm = 0;
   // Mixture of experts (zero without): the step's auxiliary losses (mean over MoE layers,
   // before their coefficients), the most loaded expert over the mean (largest over layers),
   // assignments dropped for capacity, and each MoE layer's share of assignments per expert.
@@ -52,6 +56,12 @@ class TrainingStep {
   // the whole global batch holds (all dp ranks): its valid targets normalise the loss, its
   // computed tokens the MoE auxiliary losses.
   StepResult run(int64_t step, const std::vector<data::Batch>& batches, const data::GlobalBatchStats& batch);
+
+  // The two ends of a step, for steps that run the pipeline their own way (differential
+  // privacy): begin: LISA's switch, zeroed gradients, the hooks; update: the optimizer step
+  // with gradients times clip_scale / r.loss_scale (none when r.skipped), the loss scale's update.
+  void begin(int64_t step);
+  void update(const StepResult& r, double clip_scale);
 
  private:
   const TrainConfig& cfg_;

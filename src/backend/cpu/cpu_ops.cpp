@@ -73,6 +73,9 @@ class CpuOps final : public Ops {
   void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) override {
     cpu::dropout(x, p, key, stream, first_index);
   }
+  void add_gaussian(Tensor& x, double std_dev, uint64_t key, uint64_t stream, int64_t first_index) override {
+    cpu::add_gaussian(x, std_dev, key, stream, first_index);
+  }
   double sum_squares(const Tensor& x) override { return cpu::sum_squares(x); }
 
   void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,

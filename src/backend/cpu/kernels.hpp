@@ -24,6 +24,7 @@ void bias_backward(const Tensor& dy, Tensor& dbias);
 void add(const Tensor& a, const Tensor& b, Tensor& out);
 void scale(Tensor& x, double s);
 void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index);
+void add_gaussian(Tensor& x, double std_dev, uint64_t key, uint64_t stream, int64_t first_index);
 void cross_entropy_shard_stats(const Tensor& logits, const Tensor& targets, int64_t vocab_offset, int64_t valid_columns,
                                Tensor& row_max, Tensor& sum_exp, Tensor& target_logit);
 void cross_entropy_shard_backward(const Tensor& logits, const Tensor& targets, int64_t vocab_offset,

@@ -27,6 +27,8 @@ double sum_squares(const Tensor& x, DeviceAllocator& alloc, cudaStream_t stream)
 
 // dropout.cu
 void dropout(Tensor& x, double p, uint64_t key, uint64_t stream_id, int64_t first_index, cudaStream_t stream);
+void add_gaussian(Tensor& x, double std_dev, uint64_t key, uint64_t stream_id, int64_t first_index,
+                  cudaStream_t stream);
 
 // adamw.cu
 void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const Ops::AdamWArgs& args,

@@ -399,6 +399,10 @@ class CudaOps final : public Ops {
                                        dlogits, stream_);
   }
 
+  void add_gaussian(Tensor& x, double std_dev, uint64_t key, uint64_t stream, int64_t first_index) override {
+    on_device(x, "add_gaussian", "x");
+    cuda::add_gaussian(x, std_dev, key, stream, first_index, stream_);
+  }
   void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) override {
     on_device(x, "dropout", "x");
     cuda::dropout(x, p, key, stream, first_index, stream_);

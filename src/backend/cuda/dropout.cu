@@ -45,7 +45,40 @@ __global__ void dropout_kernel(void* x, Elem e, int64_t n, int64_t first_index, 
   }
 }
 
+// One thread per Philox block (two elements: the cos and sin halves of one Box-Muller pair).
+__global__ void add_gaussian_kernel(void* x, Elem e, int64_t n, int64_t first_index, uint64_t key, uint64_t stream_id,
+                                    double std_dev) {
+  const int64_t blk0 = first_index / 2, blk_end = (first_index + n + 1) / 2;
+  for (int64_t blk = blk0 + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; blk < blk_end;
+       blk += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t b = static_cast<uint64_t>(blk);
+    const uint4 r = philox4x32_10(make_uint4(uint32_t(b), uint32_t(b >> 32), uint32_t(stream_id),
+                                             uint32_t(stream_id >> 32)), key);
+    const double u1 = (r.x + 0.5) * 0x1p-32, u2 = (r.y + 0.5) * 0x1p-32;
+    const double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
+    double s, c;
+    sincos(angle, &s, &c);
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      const int64_t i = blk * 2 + w - first_index;
+      if (i < 0 || i >= n) continue;
+      store(x, e, i, float(double(load(x, e, i)) + std_dev * radius * (w == 0 ? c : s)));
+    }
+  }
+}
+
 }  // namespace
+
+void add_gaussian(Tensor& x, double std_dev, uint64_t key, uint64_t stream_id, int64_t first_index,
+                  cudaStream_t stream) {
+  const Elem e = elem_of(x, "add_gaussian", "x");
+  TRIDENT_CHECK(first_index >= 0, "add_gaussian: first_index ", first_index);
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const int64_t blocks = (first_index + n + 1) / 2 - first_index / 2;
+  add_gaussian_kernel<<<grid_for(blocks), 256, 0, stream>>>(x.raw(), e, n, first_index, key, stream_id, std_dev);
+  TRIDENT_CUDA_LAUNCHED();
+}
 
 void dropout(Tensor& x, double p, uint64_t key, uint64_t stream_id, int64_t first_index, cudaStream_t stream) {
   const Elem e = elem_of(x, "dropout", "x");

@@ -128,6 +128,9 @@ class ProfilingOps final : public Ops {
                                           dlogits);
     });
   }
+  void add_gaussian(Tensor& x, double std_dev, uint64_t key, uint64_t stream, int64_t first_index) override {
+    timed(KernelPhase::kOptimizer, "add_gaussian", [&] { inner_.add_gaussian(x, std_dev, key, stream, first_index); });
+  }
   void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) override {
     timed(KernelPhase::kElementwise, "dropout", [&] { inner_.dropout(x, p, key, stream, first_index); });
   }

@@ -8,7 +8,8 @@ namespace trident::train {
 
 PipelineExecutor::PipelineExecutor(model::GPTModel& model, dist::Communicator& pp, ScheduleKind kind,
                                    int micro_batches, int virtual_stages, const dist::PipelineLanes* lanes)
-    : model_(model), pp_(pp), lanes_(lanes), micro_batches_(micro_batches), chunks_(model.num_chunks()) {
+    : model_(model), pp_(pp), lanes_(lanes), kind_(kind), virtual_stages_(virtual_stages),
+      micro_batches_(micro_batches), chunks_(model.num_chunks()) {
   actions_ = build_schedule(kind, pp.size(), pp.rank(), micro_batches, virtual_stages);
   slots_ = model.plan().slots;
   TRIDENT_CHECK(max_in_flight(actions_, chunks_) <= slots_, "the schedule keeps ", max_in_flight(actions_, chunks_),
@@ -47,15 +48,27 @@ dist::CommRequest PipelineExecutor::recv(Tensor& x, bool grad, int peer, int tag
   return lane.irecv(x, 1 - lane.rank(), tag);
 }
 
+const std::vector<Action>& PipelineExecutor::schedule_for(int micro_batches) {
+  if (micro_batches == micro_batches_) return actions_;
+  TRIDENT_CHECK(micro_batches >= 1 && micro_batches < micro_batches_ && fewer_micro_batches(), "the schedule runs ",
+                micro_batches_, " micro-batches, given ", micro_batches);
+  auto [it, added] = shorter_.try_emplace(micro_batches);
+  if (added) {
+    it->second = build_schedule(kind_, pp_.size(), pp_.rank(), micro_batches, virtual_stages_);
+    TRIDENT_CHECK(max_in_flight(it->second, chunks_) <= slots_, "a schedule of ", micro_batches,
+                  " micro-batches needs more slots than the model has");
+  }
+  return it->second;
+}
+
 double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<data::Batch>& batches,
                              bool final_pass) {
-  TRIDENT_CHECK(int(batches.size()) == micro_batches_, "the schedule runs ", micro_batches_, " micro-batches, given ",
-                batches.size());
+  const std::vector<Action>& actions = schedule_for(int(batches.size()));
   const double start = MPI_Wtime();
   wait_s_ = 0;
   double loss_sum = 0;
-  const int last_mb = final_pass ? micro_batches_ - 1 : -1;
-  for (const Action& a : actions_) {
+  const int last_mb = final_pass ? int(batches.size()) - 1 : -1;
+  for (const Action& a : actions) {
     const int s = slot(a.micro_batch), index = a.chunk * slots_ + s;
     switch (a.kind) {
       case ActionKind::kRecvAct: {

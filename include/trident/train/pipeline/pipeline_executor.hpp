@@ -3,6 +3,7 @@
 // neighbouring virtual stages with non-blocking point-to-point on the pp communicator. It
 // knows the schedule and the communicator, never the layers.
 #pragma once
+#include <map>
 #include <vector>
 
 #include "trident/data/batch.hpp"
@@ -20,11 +21,17 @@ class PipelineExecutor {
   PipelineExecutor(model::GPTModel& model, dist::Communicator& pp, ScheduleKind kind, int micro_batches,
                    int virtual_stages, const dist::PipelineLanes* lanes = nullptr);
 
+  // Whether run() takes fewer micro-batches than the schedule's (not interleaved: its
+  // micro-batches come in multiples of pp).
+  bool fewer_micro_batches() const { return kind_ != ScheduleKind::kInterleaved; }
+  int micro_batches() const { return micro_batches_; }
+
   // Most micro-batches one chunk holds at once: the slots the model must be built with.
   static int slots_needed(ScheduleKind kind, int pp, int micro_batches, int virtual_stages);
 
   // Runs every action of the step over this rank's micro-batches (batches[k] is micro-batch
-  // k; one per micro-batch of the schedule). The model's last pass over each chunk is marked
+  // k; one per micro-batch of the schedule, or fewer where fewer_micro_batches() allows: the
+  // schedule for that many, built on first use). The model's last pass over each chunk is marked
   // as such, so its gradient-ready hook fires then. Returns this rank's loss sum (non-zero on
   // the last stage only). final_pass = false: a pass before the step's last (differential
   // privacy's norm pass, or a round of a step with more micro-batches than the schedule's):
@@ -58,8 +65,13 @@ class PipelineExecutor {
   model::GPTModel& model_;
   dist::Communicator& pp_;
   const dist::PipelineLanes* lanes_;
+  const std::vector<Action>& schedule_for(int micro_batches);
+
+  ScheduleKind kind_;
+  int virtual_stages_;
   int micro_batches_, chunks_, slots_;
   std::vector<Action> actions_;
+  std::map<int, std::vector<Action>> shorter_;  // schedules for fewer micro-batches, by count
   std::vector<dist::CommRequest> sends_act_, sends_grad_;  // per (chunk, slot): pending sends
   double wait_s_ = 0, run_s_ = 0;
 };
