@@ -279,7 +279,10 @@ train::PrivacyConfig read_privacy_section(const Values& v, const train::RunConfi
                        sampling, "')");
   p.unit = unit == "row" ? train::PrivacyUnit::kRow : train::PrivacyUnit::kDocument;
   p.sampling = sampling == "shuffle" ? train::PrivacySampling::kShuffle : train::PrivacySampling::kPoisson;
-  p.accountant = train::privacy::parse_accountant(v.str("privacy.accountant"));
+  const std::string accountant = v.str("privacy.accountant");
+  TRIDENT_CONFIG_CHECK(accountant == "prv" || accountant == "rdp", "privacy.accountant must be prv or rdp (got '",
+                       accountant, "')");
+  p.accountant = train::privacy::parse_accountant(accountant);
   if (!p.enabled) return p;
   TRIDENT_CONFIG_CHECK(std::isfinite(p.clip) && p.clip > 0, "privacy.clip must be > 0 (got ", p.clip, ")");
   TRIDENT_CONFIG_CHECK(std::isfinite(p.noise_multiplier) && p.noise_multiplier >= 0,
