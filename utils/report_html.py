@@ -43,6 +43,9 @@ TRAINING_PLOTS = [  # (metrics.jsonl keys drawn together, title, y label, scale)
     (("moe_z_loss",), "MoE router z-loss", "z-loss", 1),
     (("moe_load_max_over_mean",), "MoE expert load, max over mean", "max / mean", 1),
     (("moe_dropped_tokens",), "MoE dropped assignments", "assignments", 1),
+    (("epsilon",), "privacy spent (epsilon at privacy.delta)", "epsilon", 1),
+    (("dp_clipped",), "privacy units clipped", "share (%)", 100),
+    (("dp_unit_norm",), "privacy units' mean gradient norm (before clipping)", "norm", 1),
 ]
 
 
@@ -176,6 +179,8 @@ def summary(run_dir, metrics, evals, ood):
         for key, label in (("tokens", "tokens seen"), ("elapsed_s", "elapsed (s)")):
             if key in last:
                 rows.append([td(label), td(f"{last[key]:,.1f}" if key == "elapsed_s" else f"{last[key]:,.0f}")])
+        if "epsilon" in last:
+            rows.append([td("differential privacy"), td(f"epsilon {last['epsilon']:.4g} spent by step {last['step']}")])
     if evals:
         rows.append([td("evaluations"), td(f"{len(evals)} lines, {len({l['dataset'] for l in evals})} tasks, "
                                            f"steps {sorted({l['step'] for l in evals})}")])

@@ -115,6 +115,16 @@ def write_pngs(metrics, evals, out):
     save(fig, out / "throughput.png")
     plots.append(("Throughput", "throughput.png"))
 
+    es, eps = series(metrics, "epsilon")
+    if es:  # a private run (privacy.enabled): the privacy spent per step
+        fig, ax = plt.subplots(figsize=(7, 3))
+        ax.plot(es, eps, color="tab:red")
+        ax.set_xlabel("step")
+        ax.set_ylabel("epsilon (at privacy.delta)")
+        ax.grid(alpha=0.3)
+        save(fig, out / "privacy.png")
+        plots.append(("Privacy spent", "privacy.png"))
+
     eval_metrics = markdown_eval_metrics(evals)
     if eval_metrics:
         fig, axes = plt.subplots(1, len(eval_metrics), figsize=(3.6 * len(eval_metrics), 3.2), squeeze=False)
@@ -152,6 +162,8 @@ def summary_lines(run, metrics, evals, plots):
         lines.append(f"| MFU (last) | {100 * last['mfu']:.1f}% |")
     if "mem_mb" in last:
         lines.append(f"| peak memory per rank | {last['mem_mb']:.0f} MiB |")
+    if "epsilon" in last:
+        lines.append(f"| differential privacy | epsilon {last['epsilon']:.4g} spent by step {last['step']} |")
     skipped = sum(1 for m in metrics if m.get("skipped"))
     if skipped:
         lines.append(f"| skipped steps (non-finite) | {skipped} |")

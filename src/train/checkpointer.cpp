@@ -258,7 +258,7 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done) const {
   io::CheckpointAttributes attrs;
   const dist::Layout& L = topology_.layout();
   attrs.numbers = {{"step", double(steps_done)},
-                   {"tokens", double(steps_done) * cfg_.train.global_batch * cfg_.model.seq_len},
+                   {"tokens", tokens_ > 0 ? tokens_ : double(steps_done) * cfg_.train.global_batch * cfg_.model.seq_len},
                    {"sampler_step", double(steps_done)},  // the data order is a function of (seed, step)
                    {"seed", double(cfg_.train.seed)},     // and so are initialisation and dropout masks
                    {"loss_scale", loss_scale_},
@@ -459,6 +459,7 @@ io::CheckpointState Checkpointer::load_training_state(const std::string& path) {
   restored_loss_scale_ = state.loss_scale;
   restored_elapsed_s_ = state.elapsed_s;
   restored_privacy_ = state.privacy;
+  restored_tokens_ = double(state.tokens);
   return state;
 }
 

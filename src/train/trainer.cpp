@@ -54,6 +54,9 @@ Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
   record_ = RunRecord::open(cfg_, start_step_, topology_.world(), log_);
   run.evaluation().set_tensorboard(record_ ? record_->tensorboard() : nullptr);  // evaluations as scalars too
   // Checkpoints carry the run's training time; older ones do not: then the record's last line.
+  tokens_ = checkpointer_.restored_tokens() > 0
+                ? checkpointer_.restored_tokens()
+                : double(start_step_) * double(cfg_.train.global_batch) * double(cfg_.model.seq_len);
   elapsed_ = start_elapsed_ =
       checkpointer_.restored_elapsed() > 0 ? checkpointer_.restored_elapsed() : record_ ? record_->last_elapsed() : 0.0;
 }
@@ -72,6 +75,7 @@ void Trainer::save(int64_t steps_done) {
   topology_.world().broadcast(&elapsed, sizeof elapsed, 0);
   checkpointer_.set_elapsed(elapsed);
   checkpointer_.set_loss_scale(run_.scaler().scale());
+  checkpointer_.set_tokens(tokens_);
   if (PrivateTraining* dp = run_.privacy()) checkpointer_.set_privacy(dp->checkpoint_numbers(steps_done));
   guarded_save([&] { ckpt_stall_s_ = checkpointer_.save(steps_done); });
 }
@@ -107,6 +111,7 @@ StepResult Trainer::run() {
     }
     steps_done_ = step + 1;
     elapsed_ += last.seconds;
+    tokens_ += last.tokens;
     check_health(step, last);
     // A preemption signal may reach any rank: agree on it, then checkpoint and stop together.
     double preempt = (signals_ && signals_->requested()) || (hooks && hooks->stop_after(step + 1)) ? 1.0 : 0.0;
@@ -160,7 +165,7 @@ void Trainer::check_health(int64_t step, const StepResult& r) {
 
 void Trainer::log_step(int64_t step, const StepResult& r) {
   const model::GPTModel& model = run_.model();
-  const double tokens_per_step = double(cfg_.train.global_batch) * cfg_.model.seq_len;
+  const double tokens_per_step = r.tokens;
   const double tokens_per_s = tokens_per_step / r.seconds;
   const double flops = train_flops_per_token(cfg_, model.config()) * tokens_per_step;
   const double mfu = flops / r.seconds / (peak_flops_ * topology_.world_size());
@@ -173,7 +178,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                                 {"loss", r.loss},
                                 {"lr", r.lr},
                                 {"grad_norm", r.grad_norm},
-                                {"tokens", tokens_per_step * double(step + 1)},
+                                {"tokens", tokens_},
                                 {"tokens_per_s", tokens_per_s},
                                 {"mfu", mfu},
                                 {"loss_scale", r.loss_scale},

@@ -25,6 +25,7 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
     // Every rank counts the same global batch: all skip it together, nothing computed.
     StepResult r;
     r.skipped = r.no_targets = true;
+    r.tokens = double(cfg_.global_batch) * double(model_.config().seq_len);
     r.loss = r.grad_norm = std::numeric_limits<double>::quiet_NaN();
     r.lr = learning_rate(cfg_, step);
     r.loss_scale = scaler_.scale();
@@ -47,6 +48,7 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
   topology_.dp().all_reduce_sum(&loss_sum, 1);
 
   StepResult r;
+  r.tokens = double(cfg_.global_batch) * double(model_.config().seq_len);
   collect_moe_stats(r);
   r.loss_scale = loss_scale;
   r.loss = loss_sum / static_cast<double>(valid_targets);

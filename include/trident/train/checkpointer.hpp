@@ -68,6 +68,10 @@ class Checkpointer {
   double restored_loss_scale() const { return restored_loss_scale_; }
   void set_elapsed(double seconds) { elapsed_s_ = seconds; }
   double restored_elapsed() const { return restored_elapsed_s_; }
+  // Tokens trained on so far (attribute `tokens`; unset: steps * global_batch * seq_len), and
+  // the ones a resume restored (0: none).
+  void set_tokens(double tokens) { tokens_ = tokens; }
+  double restored_tokens() const { return restored_tokens_; }
   // Differential privacy: the mechanism and epsilon spent (privacy_* attributes), likewise.
   void set_privacy(std::map<std::string, double> numbers) { privacy_ = std::move(numbers); }
   const std::map<std::string, double>& restored_privacy() const { return restored_privacy_; }
@@ -152,6 +156,7 @@ class Checkpointer {
   double loss_scale_ = 1.0, restored_loss_scale_ = 0.0;
   double elapsed_s_ = 0.0, restored_elapsed_s_ = 0.0;
   std::map<std::string, double> privacy_, restored_privacy_;
+  double tokens_ = 0, restored_tokens_ = 0;
   // Asynchronous mode: the writer thread's own duplicate of the world communicator.
   std::unique_ptr<dist::Communicator> async_comm_;
   // Host snapshot (keeps_snapshot()): flat values, moments, compression state; frozen values

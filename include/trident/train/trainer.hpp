@@ -67,6 +67,7 @@ class Trainer {
   double bubble_theory_ = 0;
   double ckpt_stall_s_ = 0;  // training time the last checkpoint took (the whole write when sync)
   double elapsed_ = 0;       // training seconds of the run, earlier starts included
+  double tokens_ = 0;        // input positions trained on, earlier starts included
   double start_elapsed_ = 0; // ... when this start began (ETA: this start's pace)
   int bad_steps_ = 0;
   double loss_mean_ = 0;     // running mean of recent losses (spike detection)

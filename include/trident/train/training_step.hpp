@@ -32,6 +32,7 @@ struct StepResult {
   bool skipped = false;   // no update on any rank: a non-finite loss or gradient, or no targets
   bool no_targets = false;  // the global batch held no trainable target (every token a prompt's)
   double loss_scale = 1;  // the scale this step used
+  double tokens = 0;      // input positions of the step, all ranks (throughput, MFU, metrics tokens)
   // Differential privacy (zero without): units sampled, the share of them clipped and their
   // mean gradient norm before clipping.
   int64_t dp_units = 0;

@@ -26,15 +26,19 @@ __device__ __forceinline__ uint4 philox4x32_10(uint4 ctr, uint64_t key) {
   return ctr;
 }
 
+// Philox block `block` of stream `stream_id` (core/rng.hpp's rng_block).
+__device__ __forceinline__ uint4 philox_block(uint64_t block, uint64_t stream_id, uint64_t key) {
+  return philox4x32_10(make_uint4(uint32_t(block), uint32_t(block >> 32), uint32_t(stream_id), uint32_t(stream_id >> 32)),
+                       key);
+}
+
 // threshold: the smallest 32-bit word that keeps an element (2^32: none is kept).
 __global__ void dropout_kernel(void* x, Elem e, int64_t n, int64_t first_index, uint64_t key, uint64_t stream_id,
                                uint64_t threshold, float keep_scale) {
   const int64_t blk0 = first_index / 4, blk_end = (first_index + n + 3) / 4;
   for (int64_t blk = blk0 + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; blk < blk_end;
        blk += int64_t(gridDim.x) * blockDim.x) {
-    const uint64_t b = static_cast<uint64_t>(blk);
-    const uint4 r = philox4x32_10(make_uint4(uint32_t(b), uint32_t(b >> 32), uint32_t(stream_id),
-                                             uint32_t(stream_id >> 32)), key);
+    const uint4 r = philox_block(static_cast<uint64_t>(blk), stream_id, key);
     const uint32_t words[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
@@ -51,9 +55,7 @@ __global__ void add_gaussian_kernel(void* x, Elem e, int64_t n, int64_t first_in
   const int64_t blk0 = first_index / 2, blk_end = (first_index + n + 1) / 2;
   for (int64_t blk = blk0 + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; blk < blk_end;
        blk += int64_t(gridDim.x) * blockDim.x) {
-    const uint64_t b = static_cast<uint64_t>(blk);
-    const uint4 r = philox4x32_10(make_uint4(uint32_t(b), uint32_t(b >> 32), uint32_t(stream_id),
-                                             uint32_t(stream_id >> 32)), key);
+    const uint4 r = philox_block(static_cast<uint64_t>(blk), stream_id, key);
     const double u1 = (r.x + 0.5) * 0x1p-32, u2 = (r.y + 0.5) * 0x1p-32;
     const double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
     double s, c;

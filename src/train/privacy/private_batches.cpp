@@ -162,6 +162,9 @@ const PrivateStepBatches& PrivateBatches::load(int64_t step) {
             batch.units.push_back({.unit = p.unit_index, .begin = i * L + p.at, .count = p.length});
             used = p.at + p.length;
           }
+        // Padding after the last unit: a document of its own (positions from 0), no targets.
+        if (unit_ == PrivacyUnit::kDocument)
+          for (int64_t t = used; t < L; ++t) positions[t] = int32_t(t - used);
         batch.padding_tokens += L - used;
       }
     }

@@ -70,6 +70,7 @@ StepResult PrivateTraining::run(int64_t step) {
   r.lr = learning_rate(cfg_.train, step);
   r.loss_scale = scaler_.scale();
   r.dp_units = K;
+  r.tokens = double(b.stats.computed_tokens);  // the rows the sample filled, not global_batch * seq_len
   step_.begin(step);
   model_.refresh_weights();
 
