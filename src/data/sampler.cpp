@@ -41,7 +41,7 @@ BatchSampler::BatchSampler(const ShardSet& set, const SamplerOptions& options)
     }
     num_rows_ = static_cast<int64_t>(unpacked_rows_.size());
   }
-  TRIDENT_CONFIG_CHECK(num_rows_ >= G, set.prefix(), ": ", n, " tokens in ", docs.num_documents(),
+  TRIDENT_CONFIG_CHECK(num_rows_ >= (options.whole_batch ? G : 1), set.prefix(), ": ", n, " tokens in ", docs.num_documents(),
                        " documents make only ", num_rows_, " rows of model.seq_len=", T,
                        options.packing ? " (+1 target)" : " (one document per row: data.packing = false)",
                        ", fewer than train.global_batch=", G, "; use more data or a smaller global batch");

@@ -28,7 +28,7 @@ data::SamplerOptions run_sampler_options(const RunConfig& cfg, const dist::Topol
                               .dp_size = topology.layout().dp, .seed = cfg.train.seed,
                               .packing = cfg.data.packing, .bucket = cfg.data.bucket,
                               .length_multiple = std::lcm<int64_t>(8, topology.layout().tp),
-                              .truncate = cfg.data.truncate};
+                              .truncate = cfg.data.truncate, .whole_batch = !cfg.privacy.enabled};
 }
 
 DataSource::DataSource(const RunConfig& cfg, const dist::Topology& topology, const char* key,

@@ -63,10 +63,15 @@ void log_training_banner(RunBuilder& run, double peak_flops) {
            " MiB, overlap ", cfg.comm.overlap ? "on" : "off", ", ZeRO-", cfg.zero, ", compression ",
            dist::compression_name(reducer.compressor() ? cfg.comm.compression : dist::CompressionKind::kNone));
   DataSource& data = run.train_data();
+  // A private run's global batch is the expected privacy units per step (PrivateBatches).
+  const std::string batch =
+      cfg.privacy.enabled
+          ? detail::concat("; global batch: ", cfg.train.global_batch, " expected privacy units per step in rounds of <= ",
+                           data.micro_batches(), " micro-batches x ", cfg.train.micro_batch, " rows per dp rank")
+          : detail::concat("; global batch ", cfg.train.global_batch, " = dp ", layout.dp, " x ", data.micro_batches(),
+                           " micro-batches x ", cfg.train.micro_batch, " sequences");
   log.info("data: ", data.shards().num_tokens(), " tokens in ", data.shards().num_documents(), " documents, ",
-           data.num_rows(), cfg.data.packing ? " packed rows of " : " one-document rows of ", m.seq_len,
-           "; global batch ", cfg.train.global_batch, " = dp ", layout.dp, " x ", data.micro_batches(),
-           " micro-batches x ", cfg.train.micro_batch, " sequences");
+           data.num_rows(), cfg.data.packing ? " packed rows of " : " one-document rows of ", m.seq_len, batch);
   const data::DocumentStream& docs = data.documents();
   if (docs.cut_documents() > 0)
     log.info("data.truncate = left: ", docs.cut_documents(), " fine-tuning examples with prompts longer than seq_len = ",

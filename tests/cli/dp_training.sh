@@ -86,6 +86,11 @@ mpirun -np 4 "$trident" train "${short[@]}" --parallel.dp=2 --parallel.pp=2 --lo
 mpirun -np 2 "$trident" train "${short[@]}" --parallel.tp=2 --log.run_dir="$work/short2" \
   > "$work/short2.log" 2>&1 || fail "short (1,2,1): $(tail -3 "$work/short2.log")"
 compare "$work/short1" "$work/short4" "$work/short2"
+# More expected units per step than the shard has rows (1000 documents in ~430 rows): allowed.
+"$trident" train --model.init_from=tests/data/hf/llama "${common[@]}" "${private[@]}" "${sigma1[@]}" \
+  --model.seq_len=64 --train.global_batch=512 --data.train="$work/ft" --train.steps=1 --log.run_dir="$work/wide" \
+  > "$work/wide.log" 2>&1 || fail "512 expected units from ~430 rows: $(tail -2 "$work/wide.log")"
+grep -q "poisson sampling q = 0.512 (512 expected per step)" "$work/wide.log" || fail "wide: $(grep privacy "$work/wide.log")"
 
 # 3. The noise: the same run again is the same curve; another sigma another one.
 "$trident" train "${llama[@]}" --train.steps=4 --log.run_dir="$work/again" > /dev/null

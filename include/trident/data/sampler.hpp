@@ -46,6 +46,9 @@ struct SamplerOptions {
   bool bucket = false;       // data.bucket (needs packing = false)
   int64_t length_multiple = 8;  // bucketed micro-batch lengths are multiples of this (or T)
   Truncate truncate = Truncate::kLeft;  // data.truncate: fine-tuning documents longer than T + 1
+  // Refuse a shard of fewer rows than one global batch (off for private runs, whose batches are
+  // sampled units: train/privacy/private_batches.hpp).
+  bool whole_batch = true;
 };
 
 // What one global batch holds, all dp ranks together (identical for any dp).
