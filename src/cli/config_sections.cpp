@@ -118,18 +118,23 @@ void read_parallel_section(const Values& v, train::RunConfig& c) {
   TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
 }
 
+// "auto" as -1 (resolved by resolve_topk_schedule once train.steps is known), else a count.
+int auto_or_count(const Values& v, const std::string& key) {
+  return v.str(key) == "auto" ? -1 : v.int32(key);
+}
+
 train::CommConfig read_comm_section(const Values& v) {
   train::CommConfig comm = {.bucket_mb = v.number("comm.bucket_mb"), .overlap = v.boolean("comm.overlap"),
                             .timeout_s = v.number("comm.timeout_s"),
                             .compression = dist::compression_from_name(v.str("comm.compression")),
                             .topk_ratio = v.number("comm.topk_ratio"),
-                            .topk_warmup = v.int32("comm.topk_warmup"),
-                            .topk_dense_steps = v.int32("comm.topk_dense_steps"),
+                            .topk_warmup = auto_or_count(v, "comm.topk_warmup"),
+                            .topk_dense_steps = auto_or_count(v, "comm.topk_dense_steps"),
                             .powersgd_rank = v.int32("comm.powersgd_rank")};
-  TRIDENT_CONFIG_CHECK(comm.topk_warmup >= 0, "comm.topk_warmup must be >= 0 (got ", comm.topk_warmup, ")");
-  TRIDENT_CONFIG_CHECK(comm.topk_dense_steps >= 0, "comm.topk_dense_steps must be >= 0 (got ", comm.topk_dense_steps,
-                       ")");
-  TRIDENT_CONFIG_CHECK(comm.topk_dense_steps == 0 || comm.compression == dist::CompressionKind::kTopK,
+  TRIDENT_CONFIG_CHECK(comm.topk_warmup >= -1, "comm.topk_warmup must be auto or >= 0 (got ", comm.topk_warmup, ")");
+  TRIDENT_CONFIG_CHECK(comm.topk_dense_steps >= -1, "comm.topk_dense_steps must be auto or >= 0 (got ",
+                       comm.topk_dense_steps, ")");
+  TRIDENT_CONFIG_CHECK(comm.topk_dense_steps <= 0 || comm.compression == dist::CompressionKind::kTopK,
                        "comm.topk_dense_steps applies to comm.compression = topk only");
   TRIDENT_CONFIG_CHECK(comm.topk_ratio > 0 && comm.topk_ratio <= 1, "comm.topk_ratio must be in (0, 1] (got ",
                        comm.topk_ratio, ")");
@@ -252,6 +257,16 @@ train::EvalConfig read_eval_section(const Values& v, const model::ModelConfig& m
                          "eval.perturb applies to choice and generate tasks, not to rolling perplexity");
   }
   return e;
+}
+
+// comm.topk_warmup / topk_dense_steps = auto: with top-k, the recipe of tests/cli/compression.sh
+// scaled to the run (300 steps: dense 40, warm-up 200), i.e. dense 2/15 and warm-up 2/3 of
+// train.steps (no dense steps under LISA, which they do not combine with); 0 otherwise.
+void resolve_topk_schedule(const Values& v, train::RunConfig& c) {
+  const bool topk = c.comm.compression == dist::CompressionKind::kTopK;
+  const int64_t steps = c.train.steps;
+  if (c.comm.topk_warmup < 0) c.comm.topk_warmup = topk ? int(steps * 2 / 3) : 0;
+  if (c.comm.topk_dense_steps < 0) c.comm.topk_dense_steps = topk && !v.boolean("lisa.enabled") ? int(steps * 2 / 15) : 0;
 }
 
 train::LisaConfig read_lisa_section(const Values& v, const train::RunConfig& c) {
@@ -385,6 +400,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   c.train = read_train_section(v);
   read_io_sections(v, c);
   c.eval = read_eval_section(v, c.model);
+  resolve_topk_schedule(v, c);
   c.lisa = read_lisa_section(v, c);
   c.privacy = read_privacy_section(v, c);
   check_across_sections(c, world_size);
