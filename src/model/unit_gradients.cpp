@@ -108,7 +108,10 @@ void UnitGradients::add_embedding(Ops& ops, const Parameter& p, const Tensor& id
   const Tensor g = as_rows(g_any);
   // On the host in fp64: a unit's rows grouped by id, each group's summed row squared.
   const int64_t n = g.dim(0), width = g.dim(-1), table_rows = p.local_shape[0];
-  Tensor host_ids = Tensor::zeros(Shape{n}, DType::kI32), host_g = Tensor::zeros(Shape{n, width}, DType::kF64);
+  // Host copies in buffers kept across calls (grown on demand): no allocation per backward.
+  if (!host_ids_.defined() || host_ids_.numel() < n) host_ids_ = Tensor::zeros(Shape{n}, DType::kI32);
+  if (!host_rows_.defined() || host_rows_.numel() < n * width) host_rows_ = Tensor::zeros(Shape{n * width}, DType::kF64);
+  Tensor host_ids = host_ids_.narrow(0, n), host_g = host_rows_.narrow(0, n * width).view(Shape{n, width});
   ops.copy(ids.flat().narrow(0, n), host_ids);
   ops.copy(g, host_g);
   const int32_t* id = host_ids.data<int32_t>();

@@ -78,6 +78,7 @@ class UnitGradients {
   int64_t row_length_ = 0;
   std::vector<Tensor> scratch_;
   Tensor host_scalar_;
+  Tensor host_ids_, host_rows_;  // add_embedding's host copies of ids [N] and rows [N * C] (fp64)
 };
 
 }  // namespace trident::model
