@@ -92,6 +92,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"comm.bucket_mb", "25", "gradient bucket size in MiB"},
       {"comm.overlap", "true", "start each gradient bucket's reduction during backward as soon as it is complete"},
       {"comm.grad_dtype", "fp32", "dtype gradients are reduced in across data-parallel ranks: fp32 (exact) | bf16 | fp16 (half the bytes; each reduction step adds in fp32 and rounds once)"},
+      {"comm.hierarchical", "auto", "node-aware dp reduction: reduce-scatter inside each node, all-reduce the shard across nodes, all-gather inside (1/L of the inter-node bytes with L dp ranks per node): auto (where the dp group spans nodes evenly) | on | off; TRIDENT_NODE_SIZE=k models nodes of k consecutive ranks"},
       {"comm.timeout_s", "600", "watchdog: a communication waiting this long is reported (op, group, peers, step) and the job aborted (0 = off)"},
       {"checkpoint.dir", "", "checkpoint directory (default <run_dir>/checkpoints)"},
       {"checkpoint.interval", "0", "steps between checkpoints (0 = none; SIGTERM/SIGUSR1 still save one and exit)"},

@@ -1,6 +1,7 @@
 // The configuration's sections read from the resolved strings: each reader converts its keys
 // and checks the rules within its section; to_run_config then checks the rules across them.
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -102,9 +103,21 @@ model::ModelConfig read_model_section(const Values& v) {
 
 namespace {
 
+// TRIDENT_NODE_SIZE=k: nodes of k consecutive ranks (models several nodes on one machine);
+// unset: the ranks that share memory form a node (0).
+int node_size_override() {
+  const char* text = std::getenv("TRIDENT_NODE_SIZE");
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const long k = std::strtol(text, &end, 10);
+  TRIDENT_CONFIG_CHECK(*end == '\0' && k >= 1 && k <= 1 << 20, "TRIDENT_NODE_SIZE must be a rank count >= 1 (got '",
+                       text, "')");
+  return static_cast<int>(k);
+}
+
 void read_parallel_section(const Values& v, train::RunConfig& c) {
   c.layout = {.dp = v.int32("parallel.dp"), .tp = v.int32("parallel.tp"), .pp = v.int32("parallel.pp"),
-              .ep = v.int32("parallel.ep")};
+              .ep = v.int32("parallel.ep"), .node_size = node_size_override()};
   TRIDENT_CONFIG_CHECK(c.layout.ep >= 1, "parallel.ep must be >= 1 (got ", c.layout.ep, ")");
   c.microbatches = v.int32("parallel.microbatches");
   c.zero = v.int32("parallel.zero");
@@ -146,6 +159,14 @@ train::CommConfig read_comm_section(const Values& v) {
   comm.grad_dtype = dtype_from_name(grad_dtype);
   TRIDENT_CONFIG_CHECK(comm.grad_dtype == DType::kF32 || comm.compression == dist::CompressionKind::kNone,
                        "comm.grad_dtype = ", grad_dtype, " and comm.compression both shrink the gradient traffic: choose one");
+  const std::string hierarchical = v.str("comm.hierarchical");
+  TRIDENT_CONFIG_CHECK(hierarchical == "auto" || hierarchical == "on" || hierarchical == "off",
+                       "comm.hierarchical must be auto, on or off (got '", hierarchical, "')");
+  using H = train::CommConfig::Hierarchical;
+  comm.hierarchical = hierarchical == "on" ? H::kOn : hierarchical == "off" ? H::kOff : H::kAuto;
+  TRIDENT_CONFIG_CHECK(comm.hierarchical != H::kOn || comm.compression == dist::CompressionKind::kNone,
+                       "comm.hierarchical = on reduces uncompressed buckets only; comm.compression = ",
+                       v.str("comm.compression"), " reduces flat (use auto or off)");
   TRIDENT_CONFIG_CHECK(comm.timeout_s >= 0, "comm.timeout_s must be >= 0 (0 turns the watchdog off)");
   TRIDENT_CONFIG_CHECK(comm.bucket_mb > 0, "comm.bucket_mb must be > 0 (got ", comm.bucket_mb, ")");
   return comm;

@@ -1,6 +1,7 @@
 // Splitting MPI_COMM_WORLD into the tp, dp, pp, model-parallel and embedding groups.
 #include "trident/dist/topology.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -22,6 +23,18 @@ MPI_Comm split(const Communicator& world, int color, int key) {
   return out;
 }
 
+// This rank's node, named by its lowest rank in world: node_size consecutive ranks each, or
+// (node_size = 0) the ranks that share memory with this one.
+int node_of(Communicator& world, int node_size) {
+  if (node_size > 0) return world.rank() / node_size * node_size;
+  MPI_Comm shared = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
+  int lowest = world.rank();
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, shared));
+  MPI_Comm_free(&shared);
+  return lowest;
+}
+
 }  // namespace
 
 Topology::Topology(const Layout& layout, MPI_Comm base, const ReductionOps* reductions)
@@ -32,7 +45,9 @@ Topology::Topology(const Layout& layout, MPI_Comm base, const ReductionOps* redu
       pp_(MPI_COMM_SELF),
       model_parallel_(MPI_COMM_SELF),
       ep_(MPI_COMM_SELF),
-      edp_(MPI_COMM_SELF) {
+      edp_(MPI_COMM_SELF),
+      dp_node_(MPI_COMM_SELF),
+      dp_cross_(MPI_COMM_SELF) {
   TRIDENT_CONFIG_CHECK(layout.dp >= 1 && layout.tp >= 1 && layout.pp >= 1,
                        "parallel.dp, parallel.tp and parallel.pp must be >= 1");
   TRIDENT_CONFIG_CHECK(layout.ep >= 1 && layout.dp % layout.ep == 0, "parallel.ep = ", layout.ep,
@@ -54,12 +69,28 @@ Topology::Topology(const Layout& layout, MPI_Comm base, const ReductionOps* redu
   const int ep = layout.ep, replicas = dp / ep;
   ep_ = Communicator(split(world_, (pp_rank_ * tp + tp_rank_) * replicas + dp_rank_ / ep, dp_rank_ % ep));
   edp_ = Communicator(split(world_, (pp_rank_ * tp + tp_rank_) * ep + dp_rank_ % ep, dp_rank_ / ep));
+  TRIDENT_CONFIG_CHECK(layout.node_size >= 0, "TRIDENT_NODE_SIZE must be >= 1 (got ", layout.node_size, ")");
+  node_ = node_of(world_, layout.node_size);
+  dp_node_ = Communicator(split(dp_, node_, dp_rank_));
+  dp_cross_ = Communicator(split(dp_, dp_node_.rank(), dp_rank_));
+  // Every dp group even over its nodes: the smallest and largest count of a dp group's ranks on
+  // one node agree over the whole world, and there are at least two nodes of at least two.
+  int counts[2] = {-dp_node_.size(), dp_node_.size()};
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT, MPI_MAX, world_.comm()));
+  dp_spans_nodes_evenly_ = -counts[0] == counts[1] && counts[1] > 1 && counts[1] < dp;
   const bool in_embedding = is_first_stage() || is_last_stage();
   MPI_Comm emb = split(world_, in_embedding ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_);
   if (emb != MPI_COMM_NULL) embedding_ = std::make_unique<Communicator>(emb);
   if (layout.pp > 1) make_pipeline_lanes();
-  for (Communicator* c : {&world_, &tp_, &dp_, &pp_, &model_parallel_, &ep_, &edp_, embedding_.get()})
+  for (Communicator* c :
+       {&world_, &tp_, &dp_, &pp_, &model_parallel_, &ep_, &edp_, &dp_node_, &dp_cross_, embedding_.get()})
     if (c) c->set_reductions(reductions);
+}
+
+int Topology::members_on_node(Communicator& group) {
+  std::vector<int> nodes(static_cast<size_t>(group.size()));
+  group.all_gather_bytes(&node_, nodes.data(), sizeof(int));
+  return static_cast<int>(std::count(nodes.begin(), nodes.end(), node_));
 }
 
 void Topology::set_watchdog(Watchdog* dog) {
@@ -71,6 +102,8 @@ void Topology::set_watchdog(Watchdog* dog) {
   model_parallel_.set_watchdog(dog, "model-parallel group");
   ep_.set_watchdog(dog, "ep group");
   edp_.set_watchdog(dog, "expert-data-parallel group");
+  dp_node_.set_watchdog(dog, "dp group inside the node");
+  dp_cross_.set_watchdog(dog, "dp group across nodes");
   if (embedding_) embedding_->set_watchdog(dog, "embedding group");
   for (size_t i = 0; i < lane_groups_.size(); ++i) lane_groups_[i]->set_watchdog(dog, lane_names_[i]);
 }
@@ -96,6 +129,10 @@ void Topology::attach_device(const DeviceGroupMaker& maker) {
   if (layout_.ep > 1) {  // with ep = 1 these are the dp group and single ranks: no second NCCL group
     attach_one(ep_, maker, "ep group", watchdog_);
     attach_one(edp_, maker, "expert-data-parallel group", watchdog_);
+  }
+  if (dp_spans_nodes_evenly_) {  // the hierarchical reduction's two groups
+    attach_one(dp_node_, maker, "dp group inside the node", watchdog_);
+    attach_one(dp_cross_, maker, "dp group across nodes", watchdog_);
   }
   if (embedding_) attach_one(*embedding_, maker, "embedding group", watchdog_);
   for (size_t i = 0; i < lane_groups_.size(); ++i) attach_one(*lane_groups_[i], maker, lane_names_[i], watchdog_);
@@ -135,6 +172,8 @@ void Topology::shutdown_device() {
   pp_.shutdown_device();
   ep_.shutdown_device();
   edp_.shutdown_device();
+  dp_node_.shutdown_device();
+  dp_cross_.shutdown_device();
   if (embedding_) embedding_->shutdown_device();
 }
 

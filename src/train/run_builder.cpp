@@ -57,6 +57,20 @@ GradReducer& RunBuilder::reducer() {
   if (reducer_) return *reducer_;
   model::GPTModel& m = model();
   const CommConfig& c = cfg_.comm;
+  // Node-aware reduction where the dp group spans nodes evenly (auto), or as asked. Every rank
+  // decides alike: dp_spans_nodes_evenly is agreed over the world.
+  using H = CommConfig::Hierarchical;
+  const bool even = topology_.dp_spans_nodes_evenly();
+  TRIDENT_CONFIG_CHECK(c.hierarchical != H::kOn || even, "comm.hierarchical = on needs every dp group spread over ",
+                       "more than one node with the same number (> 1) of its ranks on each; this job's dp group of ",
+                       topology_.layout().dp, " has ", topology_.dp_node().size(), " on this rank's node (use auto)");
+  NodeGroups nodes{.node = &topology_.dp_node(), .cross = &topology_.dp_cross(),
+                   .hierarchical = even && c.hierarchical != H::kOff && c.compression == dist::CompressionKind::kNone,
+                   .dp_on_node = topology_.members_on_node(topology_.dp()),
+                   .edp_on_node = topology_.members_on_node(topology_.edp())};
+  if (nodes.hierarchical)
+    log_.info("dp reduction: hierarchical, ", topology_.dp_node().size(), " dp ranks per node x ",
+              topology_.dp_cross().size(), " nodes");
   reducer_ = std::make_unique<GradReducer>(
       m.params(), ops_, topology_.dp(),
       ReducerOptions{.bucket_mb = c.bucket_mb, .overlap = c.overlap, .zero = cfg_.zero == 1,
@@ -65,7 +79,8 @@ GradReducer& RunBuilder::reducer() {
                                      .seed = cfg_.train.seed},
                      .grad_dtype = c.grad_dtype},
       topology_.model_parallel().size() > 1 ? &topology_.model_parallel() : nullptr, topology_.tp_rank(),
-      topology_.layout().ep > 1 ? &topology_.edp() : nullptr, topology_.layout().ep > 1 ? &topology_.ep() : nullptr);
+      topology_.layout().ep > 1 ? &topology_.edp() : nullptr, topology_.layout().ep > 1 ? &topology_.ep() : nullptr,
+      nodes);
   // Registered once: the model reports, during the last micro-batch's backward, from where on
   // its gradients are final, and those buckets start reducing.
   if (c.overlap) m.set_grad_ready_hook([reducer = reducer_.get()](int64_t offset) { reducer->grads_final_from(offset); });

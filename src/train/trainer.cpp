@@ -188,7 +188,9 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                                 {"step_s", r.seconds},
                                 {"comm_bytes", double(reducer.step_wire_bytes())},      // this step, on the wire
                                 {"comm_bytes_raw", double(reducer.step_raw_bytes())},  // the same uncompressed
-                                {"comm_s", topology_.dp().seconds()},
+                                {"comm_inter_node_bytes", double(reducer.step_inter_node_bytes())},
+                                {"comm_s", topology_.dp().seconds() + topology_.dp_node().seconds() +
+                                               topology_.dp_cross().seconds()},
                                 {"optim_state_mb", double(run_.optimizer().state_bytes()) / double(1 << 20)},
                                 {"trainable_params", double(trainable_params(cfg_, model.config()))},
                                 {"bubble", r.bubble},

@@ -2,6 +2,7 @@
 // The 3D grid and the communicator on real MPI ranks: coordinates follow
 // rank = (pp_i * dp + dp_i) * tp + tp_i, every group holds exactly the ranks it should, and
 // every collective delivers the expected data (sizes 0, 1, odd, and above the chunk size).
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -66,6 +67,29 @@ TEST(Topology, GroupsFollowTheGridFormula) {
     if (r == 0) {
       EXPECT_NE(text.find("rank 0 -> (dp 0, tp 0, pp 0)"), std::string::npos) << text;
     }
+  }
+}
+
+// Modelled nodes of 2 consecutive ranks: the dp group (tp = pp = 1) splits into its ranks on
+// this node and one rank per node; even splits are agreed on by every rank.
+TEST(Topology, DpGroupSplitsByNode) {
+  const int n = world_size();
+  for (int node_size : {1, 2, n}) {
+    Topology topo({.dp = n, .tp = 1, .pp = 1, .node_size = node_size}, MPI_COMM_WORLD);
+    const int r = topo.world_rank(), first = r / node_size * node_size;
+    std::vector<int> node, cross;
+    for (int i = first; i < std::min(n, first + node_size); ++i) node.push_back(i);
+    for (int i = r % node_size; i < n; i += node_size) cross.push_back(i);
+    EXPECT_EQ(members(topo.dp_node()), node) << "node size " << node_size;
+    EXPECT_EQ(members(topo.dp_cross()), cross) << "node size " << node_size;
+    EXPECT_EQ(topo.members_on_node(topo.dp()), int(node.size()));
+    EXPECT_EQ(topo.dp_spans_nodes_evenly(), node_size > 1 && node_size < n && n % node_size == 0);
+  }
+  if (n == 8) {  // tp = 2 over nodes of 4: each dp group holds 2 ranks per node
+    Topology topo({.dp = 4, .tp = 2, .pp = 1, .node_size = 4}, MPI_COMM_WORLD);
+    EXPECT_EQ(topo.dp_node().size(), 2);
+    EXPECT_EQ(topo.dp_cross().size(), 2);
+    EXPECT_TRUE(topo.dp_spans_nodes_evenly());
   }
 }
 

@@ -49,6 +49,9 @@ struct Layout {
   int tp = 1;
   int pp = 1;
   int ep = 1;  // expert parallelism: a split of dp, not a fourth dimension of ranks
+  // Ranks per node: 0 = the ranks that share memory (MPI_COMM_TYPE_SHARED); k > 0 = k
+  // consecutive ranks each (TRIDENT_NODE_SIZE: nodes modelled on one machine, for tests).
+  int node_size = 0;
   int world() const { return dp * tp * pp; }
 };
 
@@ -77,6 +80,17 @@ class Topology {
   Communicator& model_parallel() { return model_parallel_; }
   Communicator& ep() { return ep_; }    // ranks holding different experts (size ep)
   Communicator& edp() { return edp_; }  // ranks holding the same experts (size dp / ep)
+  // The dp group split by node: its ranks on this node (dp_node) and its ranks with this rank's
+  // index inside their node (dp_cross, one per node). A hierarchical dp reduction
+  // reduce-scatters over dp_node, reduces its shard over dp_cross and all-gathers over dp_node.
+  Communicator& dp_node() { return dp_node_; }
+  Communicator& dp_cross() { return dp_cross_; }
+  // The same on every rank: every dp group spans more than one node with the same number
+  // (> 1) of its ranks on each, so the hierarchical reduction applies.
+  bool dp_spans_nodes_evenly() const { return dp_spans_nodes_evenly_; }
+  // Collective over group: how many of its ranks (this one included) share this rank's node.
+  int members_on_node(Communicator& group);
+
   // Only meaningful on the first and last pipeline stage (nullptr elsewhere).
   Communicator* embedding() { return embedding_.get(); }
   // With pp > 1; nullptr otherwise.
@@ -109,6 +123,10 @@ class Topology {
   Communicator model_parallel_;
   Communicator ep_;
   Communicator edp_;
+  int node_ = 0;  // this rank's node: the lowest world rank on it
+  Communicator dp_node_;
+  Communicator dp_cross_;
+  bool dp_spans_nodes_evenly_ = false;
   std::unique_ptr<Communicator> embedding_;
   std::vector<std::unique_ptr<Communicator>> lane_groups_;  // owns the lanes' communicators
   std::vector<std::string> lane_names_;

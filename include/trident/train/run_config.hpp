@@ -36,6 +36,7 @@ struct CommConfig {
   int topk_dense_steps = 0;  // uncompressed steps before top-k; AdamW's variance frozen after them
   int powersgd_rank = 4;
   DType grad_dtype = DType::kF32;  // dtype gradients are reduced in across dp (fp32, bf16, fp16)
+  enum class Hierarchical { kAuto, kOn, kOff } hierarchical = Hierarchical::kAuto;  // node-aware dp reduction
 };
 
 struct CheckpointConfig {

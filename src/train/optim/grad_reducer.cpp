@@ -10,7 +10,7 @@ namespace trident::train {
 
 GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
                          dist::Communicator* model_parallel, int tp_rank, dist::Communicator* expert_dp,
-                         dist::Communicator* ep)
+                         dist::Communicator* ep, const NodeGroups& nodes)
     : params_(params),
       ops_(ops),
       dp_(dp),
@@ -18,7 +18,10 @@ GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator
       model_parallel_(model_parallel),
       tp_rank_(tp_rank),
       expert_dp_(expert_dp),
-      ep_(ep) {
+      ep_(ep),
+      nodes_(nodes) {
+  TRIDENT_CHECK(!nodes.hierarchical || (nodes.node && nodes.cross && nodes.node->size() * nodes.cross->size() == dp.size()),
+                "GradReducer: the hierarchical reduction needs the dp group split into nodes");
   const int64_t total = params.padded_numel();
   const int64_t align = pad_multiple(dp.size());
   TRIDENT_CHECK(total % align == 0, "flat buffer of ", total, " elements is not padded to ", align);
@@ -56,6 +59,8 @@ GradReducer::GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator
         b.low = ops.zeros(Shape{b.end - b.begin}, options.grad_dtype);
         if (options.zero) b.shard_low = ops.zeros(Shape{(b.end - b.begin) / n}, options.grad_dtype);
       }
+      b.hierarchical = nodes.hierarchical && !expert && options.compression.kind == dist::CompressionKind::kNone;
+      if (b.hierarchical) b.part = ops.zeros(Shape{(b.end - b.begin) / nodes.node->size()}, options.grad_dtype);
       buckets_.push_back(std::move(b));
     }
   }
@@ -85,7 +90,19 @@ void GradReducer::start_step(int64_t steps_done) {
   if (compressor_) compressor_->begin_step(steps_done);
   for (Bucket& b : buckets_) b.started = false;
   next_to_start_ = buckets_.size();
-  step_wire_bytes_ = step_raw_bytes_ = 0;
+  step_wire_bytes_ = step_raw_bytes_ = step_inter_node_bytes_ = 0;
+}
+
+int64_t GradReducer::block_begin(const Bucket& b) const {
+  const int64_t n = b.end - b.begin;
+  if (!b.hierarchical) return b.begin + b.comm->block(n, b.comm->rank()).begin;
+  const dist::Communicator &node = *nodes_.node, &cross = *nodes_.cross;
+  return b.begin + node.block(n, node.rank()).begin + cross.block(n / node.size(), cross.rank()).begin;
+}
+
+uint64_t GradReducer::off_node(const Bucket& b, uint64_t wire) const {
+  const int size = b.comm->size(), on_node = b.expert ? nodes_.edp_on_node : nodes_.dp_on_node;
+  return size > 1 ? wire * uint64_t(size - on_node) / uint64_t(size - 1) : 0;
 }
 
 void GradReducer::start(size_t i) {
@@ -95,9 +112,27 @@ void GradReducer::start(size_t i) {
   if (comm.size() == 1) return;
   if (compressor_) return compressor_->start(i);
   Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
+  if (b.hierarchical) {
+    const int local = nodes_.node->size(), nodes = nodes_.cross->size();
+    const bool zero = options_.zero;
+    // Inside the node: reduce-scatter (and all-gather without ZeRO); across: the 1/L shard.
+    auto bytes = [&](uint64_t whole, uint64_t* across) {
+      *across = zero ? dist::wire_reduce_scatter(whole / local, nodes) : dist::wire_all_reduce(whole / local, nodes);
+      return dist::wire_reduce_scatter(whole, local) * (zero ? 1 : 2) + *across;
+    };
+    uint64_t across = 0;
+    step_raw_bytes_ += bytes(grads.bytes(), &across);
+    if (b.low.defined()) ops_.copy(grads, b.low);
+    step_wire_bytes_ += bytes(wire(b).bytes(), &across);
+    step_inter_node_bytes_ += across;
+    b.phase = 1;
+    b.request = nodes_.node->ireduce_scatter_sum(wire(b), b.part);
+    return;
+  }
   const uint64_t raw = options_.zero ? dist::wire_reduce_scatter(grads.bytes(), comm.size())
                                      : dist::wire_all_reduce(grads.bytes(), comm.size());
   step_raw_bytes_ += raw;
+  step_inter_node_bytes_ += off_node(b, b.low.defined() ? raw * dtype_size(b.low.dtype()) / dtype_size(grads.dtype()) : raw);
   if (b.low.defined()) {  // 16-bit on the wire
     ops_.copy(grads, b.low);
     step_wire_bytes_ += raw * dtype_size(b.low.dtype()) / dtype_size(grads.dtype());
@@ -108,11 +143,36 @@ void GradReducer::start(size_t i) {
   b.request = options_.zero ? comm.ireduce_scatter_sum(grads, b.shard_grad) : comm.iall_reduce_sum(grads);
 }
 
+void GradReducer::advance(Bucket& b, bool wait) {
+  while (b.phase != 0) {
+    if (!wait && !b.request.test()) return;
+    b.request.wait();
+    if (b.phase == 1) {  // the node's sum of this rank's 1/L: reduce it across the nodes
+      b.request = options_.zero ? nodes_.cross->ireduce_scatter_sum(b.part, shard_wire(b))
+                                : nodes_.cross->iall_reduce_sum(b.part);
+      b.phase = 2;
+    } else if (b.phase == 2 && !options_.zero) {  // the reduced 1/L back into place, gathered in the node
+      Tensor whole = wire(b);
+      const dist::Communicator::Block mine = nodes_.node->block(whole.numel(), nodes_.node->rank());
+      Tensor place = whole.narrow(mine.begin, mine.end);
+      ops_.copy(b.part, place);
+      b.request = nodes_.node->iall_gather_in_place(whole);
+      b.phase = 3;
+    } else {
+      b.phase = 0;
+    }
+  }
+}
+
 void GradReducer::grads_final_from(int64_t offset) {
   while (next_to_start_ > 0 && buckets_[next_to_start_ - 1].begin >= offset) start(--next_to_start_);
   // Entering MPI lets it progress the reductions already in flight.
   if (compressor_) compressor_->progress();
-  for (size_t i = next_to_start_; i < buckets_.size(); ++i) buckets_[i].request.test();
+  for (size_t i = next_to_start_; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    if (b.hierarchical) advance(b, /*wait=*/false);
+    else b.request.test();
+  }
 }
 
 void GradReducer::finish() {
@@ -126,6 +186,7 @@ void GradReducer::finish() {
     step_raw_bytes_ += compressor_->take_raw_bytes();
   }
   for (Bucket& b : buckets_) {
+    if (b.hierarchical) advance(b, /*wait=*/true);
     b.request.wait();
     if (!b.low.defined()) continue;
     if (options_.zero) {
@@ -203,14 +264,30 @@ std::vector<OptimSegment> GradReducer::optimizer_segments() const {
 }
 
 void GradReducer::gather_parameters() {
+  // Hierarchical buckets: across the nodes (this rank's 1/L), then inside the node.
   std::vector<dist::CommRequest> requests;
+  for (Bucket& b : buckets_) {
+    if (!sharded(b) || !b.hierarchical) continue;
+    Tensor values = params_.flat_values().narrow(b.begin, b.end);
+    const dist::Communicator::Block mine = nodes_.node->block(values.numel(), nodes_.node->rank());
+    Tensor part = values.narrow(mine.begin, mine.end);
+    const uint64_t across = dist::wire_reduce_scatter(part.bytes(), nodes_.cross->size());
+    step_wire_bytes_ += across;
+    step_raw_bytes_ += across;
+    step_inter_node_bytes_ += across;
+    requests.push_back(nodes_.cross->iall_gather_in_place(part));
+  }
+  for (auto& r : requests) r.wait();
+  requests.clear();
   for (Bucket& b : buckets_) {
     if (!sharded(b)) continue;
     Tensor values = params_.flat_values().narrow(b.begin, b.end);
-    const uint64_t wire = dist::wire_reduce_scatter(values.bytes(), b.comm->size());  // all-gather: same bytes
+    dist::Communicator& group = b.hierarchical ? *nodes_.node : *b.comm;
+    const uint64_t wire = dist::wire_reduce_scatter(values.bytes(), group.size());  // all-gather: same bytes
     step_wire_bytes_ += wire;
     step_raw_bytes_ += wire;
-    requests.push_back(b.comm->iall_gather_in_place(values));
+    if (!b.hierarchical) step_inter_node_bytes_ += off_node(b, wire);
+    requests.push_back(group.iall_gather_in_place(values));
   }
   for (auto& r : requests) r.wait();
 }

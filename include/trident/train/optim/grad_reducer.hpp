@@ -14,6 +14,14 @@
 // reduced gradient (the norm, clipping and the update see it) is then an approximation, so
 // layout invariance holds only for compression = none.
 //
+// Hierarchical (node-aware) reduction (comm.hierarchical): where the dp group spans nodes with
+// L of its ranks on each, a bucket is reduce-scattered inside the node (L ranks), its 1/L shard
+// all-reduced across the nodes (one rank per node), and the result all-gathered inside the node:
+// each rank sends 1/L of the flat all-reduce's bytes across the node boundary. Under ZeRO-1 the
+// step across nodes is a reduce-scatter and the parameter all-gather mirrors it; the rank at
+// (node rank l, cross rank n) then owns block l * N + n of a bucket rather than block dp_rank.
+// Compressed buckets and the experts' stay flat.
+//
 // Expert parallelism: the experts' parameters (ParamSpec::expert, aligned into runs of their
 // own by the ParamStore) differ between the ranks of an ep group; their buckets are reduced
 // (and ZeRO-sharded) over the expert-data-parallel group instead, and the gradient norm sums
@@ -39,6 +47,15 @@ struct ReducerOptions {
   DType grad_dtype = DType::kF32;
 };
 
+// The hierarchical reduction's groups (dist::Topology::dp_node and dp_cross) and how many ranks
+// of the dp and expert-data-parallel groups share this rank's node (the inter-node bytes).
+struct NodeGroups {
+  dist::Communicator* node = nullptr;
+  dist::Communicator* cross = nullptr;
+  bool hierarchical = false;  // reduce inside the node first (node and cross given)
+  int dp_on_node = 1, edp_on_node = 1;
+};
+
 class GradReducer {
  public:
   // The flat buffers of params must be padded to a multiple of pad_multiple(dp size).
@@ -49,7 +66,7 @@ class GradReducer {
   // gradients are reduced and over which ranks hold different experts.
   GradReducer(model::ParamStore& params, Ops& ops, dist::Communicator& dp, const ReducerOptions& options,
               dist::Communicator* model_parallel = nullptr, int tp_rank = 0,
-              dist::Communicator* expert_dp = nullptr, dist::Communicator* ep = nullptr);
+              dist::Communicator* expert_dp = nullptr, dist::Communicator* ep = nullptr, const NodeGroups& nodes = {});
   static int64_t pad_multiple(int dp_size) { return 16 * int64_t(dp_size); }
 
   bool overlap() const { return options_.overlap; }
@@ -81,6 +98,11 @@ class GradReducer {
   // ZeRO-1 parameter all-gather), and what the same step uncompressed would have put there.
   uint64_t step_wire_bytes() const { return step_wire_bytes_; }
   uint64_t step_raw_bytes() const { return step_raw_bytes_; }
+  // Of the wire bytes, those sent to ranks on other nodes. Flat collectives spread a rank's
+  // bytes evenly over its peers (the share on other nodes); the hierarchical reduction's
+  // step across nodes sends all of its bytes there.
+  uint64_t step_inter_node_bytes() const { return step_inter_node_bytes_; }
+  bool hierarchical() const { return nodes_.hierarchical; }
   // Error-feedback state (nullptr without compression): checkpointed per rank.
   dist::GradCompressor* compressor() { return compressor_.get(); }
   // A skipped step (non-finite gradients) leaves NaN in the residuals: start them afresh.
@@ -97,8 +119,19 @@ class GradReducer {
     Tensor low, shard_low;       // comm.grad_dtype 16-bit: the bucket and its reduced block on the wire
     dist::CommRequest request;
     bool started = false;
+    bool hierarchical = false;  // reduced inside the node, then across nodes
+    Tensor part;                // hierarchical: this rank's 1/L of the bucket (wire dtype)
+    int phase = 0;              // hierarchical: 1 inside the node, 2 across nodes, 3 gather inside, 0 done
   };
   void start(size_t i);
+  // Hierarchical buckets: starts each phase once the previous one completed (wait: blocks
+  // until the bucket is reduced).
+  void advance(Bucket& b, bool wait);
+  // The bucket as it travels (16-bit copy or the gradients) and its reduced block under ZeRO.
+  Tensor wire(Bucket& b) { return b.low.defined() ? b.low : params_.flat_grads().narrow(b.begin, b.end); }
+  Tensor& shard_wire(Bucket& b) { return b.low.defined() ? b.shard_low : b.shard_grad; }
+  // Bytes a flat collective over b's group sends to other nodes, of `wire` in all.
+  uint64_t off_node(const Bucket& b, uint64_t wire) const;
   void make_compressor();
   // The gradient the norm counts, as few contiguous ranges as the segments allow: one
   // sum_squares each, so a GPU returns one number per range rather than per parameter.
@@ -107,10 +140,8 @@ class GradReducer {
   // ZeRO-1 sharding of a bucket: over its group when that has more than one rank.
   bool sharded(const Bucket& b) const { return options_.zero && b.comm->size() > 1; }
   // This rank's block of a bucket, as its communicator splits it.
-  int64_t block_begin(const Bucket& b) const {
-    return b.begin + b.comm->block(b.end - b.begin, b.comm->rank()).begin;
-  }
-  int64_t block_end(const Bucket& b) const { return b.begin + b.comm->block(b.end - b.begin, b.comm->rank()).end; }
+  int64_t block_begin(const Bucket& b) const;
+  int64_t block_end(const Bucket& b) const { return block_begin(b) + (b.end - b.begin) / b.comm->size(); }
 
   model::ParamStore& params_;
   Ops& ops_;
@@ -127,7 +158,8 @@ class GradReducer {
   std::unique_ptr<dist::GradCompressor> compressor_;
   Tensor tied_grad_;
   dist::Communicator* tied_group_ = nullptr;
-  uint64_t step_wire_bytes_ = 0, step_raw_bytes_ = 0;
+  NodeGroups nodes_;
+  uint64_t step_wire_bytes_ = 0, step_raw_bytes_ = 0, step_inter_node_bytes_ = 0;
 };
 
 }  // namespace trident::train
