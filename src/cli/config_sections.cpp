@@ -222,7 +222,21 @@ void read_io_sections(const Values& v, train::RunConfig& c) {
                        "data.bucket = true groups unpacked rows by length: it needs data.packing = false");
   c.checkpoint = {.dir = v.str("checkpoint.dir"), .interval = v.int32("checkpoint.interval"),
                   .keep = v.int32("checkpoint.keep"), .async = v.boolean("checkpoint.async"),
-                  .resume = v.str("checkpoint.resume")};
+                  .resume = v.str("checkpoint.resume"), .local_dir = v.str("checkpoint.local_dir"),
+                  .local_interval = v.int32("checkpoint.local_interval"),
+                  .local_replicas = v.int32("checkpoint.local_replicas")};
+  TRIDENT_CONFIG_CHECK(c.checkpoint.local_interval >= 0, "checkpoint.local_interval must be >= 0 (got ",
+                       c.checkpoint.local_interval, ")");
+  TRIDENT_CONFIG_CHECK(c.checkpoint.local_interval == 0 || !c.checkpoint.local_dir.empty(),
+                       "checkpoint.local_interval = ", c.checkpoint.local_interval,
+                       " needs checkpoint.local_dir (node-local storage, e.g. /tmp or $SLURM_TMPDIR)");
+  TRIDENT_CONFIG_CHECK(c.checkpoint.local_replicas == 0 || c.checkpoint.local_replicas == 1,
+                       "checkpoint.local_replicas must be 0 or 1 (got ", c.checkpoint.local_replicas, ")");
+  TRIDENT_CONFIG_CHECK(c.checkpoint.local_replicas == 0 || !c.checkpoint.local_dir.empty(),
+                       "checkpoint.local_replicas = 1 needs checkpoint.local_dir");
+  if (!c.checkpoint.local_dir.empty())
+    TRIDENT_CONFIG_CHECK(path_kind("checkpoint.local_dir", c.checkpoint.local_dir) != PathKind::kFile,
+                         "checkpoint.local_dir = ", c.checkpoint.local_dir, " is a file, not a directory");
   TRIDENT_CONFIG_CHECK(c.checkpoint.interval >= 0, "checkpoint.interval must be >= 0");
   TRIDENT_CONFIG_CHECK(c.checkpoint.keep >= 0, "checkpoint.keep must be >= 0 (0 keeps all)");
   TRIDENT_CONFIG_CHECK(!c.checkpoint.resume.empty(), "checkpoint.resume must be auto, none or a checkpoint path");

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "trident/core/error.hpp"
+#include "trident/core/rng.hpp"
 #include "trident/core/timer.hpp"
 #include "trident/dist/agreement.hpp"
 #include "trident/dist/mpi_session.hpp"
@@ -65,6 +66,25 @@ Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model
     async_comm_ = std::make_unique<dist::Communicator>(topology.world().duplicate());
   }
   if (keeps_snapshot()) allocate_snapshot();
+  if (!cfg.checkpoint.local_dir.empty() && optimizer_)
+    local_ = std::make_unique<LocalTier>(cfg.checkpoint.local_dir, cfg.checkpoint.local_replicas > 0, dir_, local_key(),
+                                         topology, log);
+}
+
+std::string Checkpointer::local_key() const {
+  // Everything that decides what a rank holds: another value, another layout of the state.
+  const dist::Layout& L = topology_.layout();
+  std::string text = detail::concat("world ", topology_.world_size(), " dp ", L.dp, " tp ", L.tp, " pp ", L.pp, " ep ",
+                                    L.ep, " zero ", cfg_.zero, " comm ", dist::compression_name(compression_),
+                                    " hierarchical ", int(cfg_.comm.hierarchical));
+  for (const auto& [name, shape] : datasets_) {
+    text += '\n';
+    text += name;
+    for (int i = 0; i < shape.ndim(); ++i) text += detail::concat(' ', shape[i]);
+  }
+  char key[24];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(rng_key(0, text)));
+  return key;
 }
 
 bool Checkpointer::stage_through_host() const { return model_.params().flat_values().device() != Device::kCPU; }
@@ -133,6 +153,7 @@ void Checkpointer::set_compressor(dist::GradCompressor* compressor, dist::Compre
   compression_ = kind;
   datasets_ = io::gather_datasets(topology_.world().comm(), my_datasets());
   if (compressor_ && keeps_snapshot()) snapshot_comm_ = Tensor::zeros(compressor_->state().shape(), DType::kF32);
+  if (local_) local_->set_key(local_key());
 }
 
 std::string Checkpointer::comm_dataset() const {
@@ -339,6 +360,38 @@ double Checkpointer::save(int64_t steps_done) {
   return stall.seconds();
 }
 
+double Checkpointer::save_local(int64_t steps_done) {
+  TRIDENT_CHECK(local_ && optimizer_, "Checkpointer::save_local needs checkpoint.local_dir and the optimizer");
+  Stopwatch stall;
+  // Asynchronous mode: snapshot, then write from the writer thread (after the previous write,
+  // global or local, which may still be reading the snapshot buffers); staged state likewise
+  // goes through the snapshot.
+  const bool background = cfg_.checkpoint.async, staged = background || stage_through_host();
+  std::exception_ptr earlier;
+  try {
+    if (staged) wait();
+  } catch (...) {
+    earlier = std::current_exception();
+  }
+  std::vector<io::LocalPiece> pieces;
+  for (const io::ShardPiece& p : staged ? snapshot() : live_pieces()) pieces.push_back({p.dataset, p.begin, p.data});
+  io::CheckpointAttributes attrs = attributes(steps_done);
+  attrs.numbers["format_version"] = io::kCheckpointFormatVersion;
+  if (!background) {
+    local_->save(steps_done, std::move(attrs), pieces, topology_.world().comm());
+  } else {
+    writer_ = std::thread([this, steps_done, attrs = std::move(attrs), pieces = std::move(pieces)]() mutable {
+      try {
+        local_->save(steps_done, std::move(attrs), pieces, async_comm_->comm());
+      } catch (...) {
+        writer_error_ = std::current_exception();
+      }
+    });
+  }
+  if (earlier) std::rethrow_exception(earlier);
+  return stall.seconds();
+}
+
 void Checkpointer::wait() {
   if (writer_.joinable()) writer_.join();
   if (writer_error_) {
@@ -375,13 +428,18 @@ io::CheckpointAttributes Checkpointer::read(const std::string& path,
   // The same pieces in the same order, in host memory: read there, then copied up one by one.
   std::vector<io::ShardPiece> staged = select(snapshot_pieces());
   io::CheckpointAttributes attributes = io::read_checkpoint(path, topology_.world().comm(), expected, staged);
+  copy_up(staged, live);
+  return attributes;
+}
+
+void Checkpointer::copy_up(const std::vector<io::ShardPiece>& staged, const std::vector<io::ShardPiece>& live) {
   for (size_t i = 0; i < live.size(); ++i) {
     TRIDENT_CHECK(staged[i].dataset == live[i].dataset && staged[i].begin == live[i].begin,
                   "checkpoint staging: piece ", i, " is ", staged[i].dataset, " on the host but ", live[i].dataset);
-    ops_.copy(staged[i].data, live[i].data);
+    Tensor target = live[i].data;
+    ops_.copy(staged[i].data, target);
   }
   snapshot_frozen_current_ = false;  // the next save copies the loaded frozen values down again
-  return attributes;
 }
 
 int64_t Checkpointer::load_model(const std::string& path, bool adapters) {
@@ -437,12 +495,69 @@ int64_t Checkpointer::load_resume_model(bool adapters, std::string* path) {
 
 int64_t Checkpointer::resume() {
   TRIDENT_CHECK(optimizer_, "Checkpointer::resume needs the optimizer");
+  if (local_ && cfg_.checkpoint.resume == "auto")
+    if (const int64_t step = resume_local(); step > 0) return step;
   io::CheckpointState state;
   const std::string path = load_first([&](const std::string& p) { state = load_training_state(p); });
   if (path.empty()) return 0;  // nothing to resume: a fresh run
   log_.info("resumed from ", path, ": ", state.step, " steps done (written by dp ", state.layout_dp, " tp ",
             state.layout_tp, " pp ", state.layout_pp, ")");
   return state.step;
+}
+
+int64_t Checkpointer::resume_local() {
+  // The global tier's newest step, as rank 0 sees the shared directory.
+  double global = 0;
+  if (topology_.world_rank() == 0) {
+    const std::vector<std::string> candidates = resume_candidates();
+    if (!candidates.empty()) global = std::stod(fs::path(candidates.front()).filename().string().substr(5, 8));
+  }
+  topology_.world().broadcast(&global, sizeof global, 0);
+  int64_t seen = -1;
+  const std::vector<int64_t> steps = local_->complete_steps(int64_t(global), &seen);
+  if (steps.empty() && seen > 0)
+    log_.info("local tier: step ", seen, " is not complete on every rank (a node lost without its copies?); the ",
+              "global tier resumes");
+  for (const int64_t step : steps) {
+    std::exception_ptr error;
+    io::CheckpointState state;
+    try {
+      const std::string path = local_->restore(step);  // collective; fails on every rank together
+      try {
+        state = load_local(path);
+      } catch (const ConfigError&) {
+        error = std::current_exception();
+      }
+      dist::throw_if_any_failed(topology_.world().comm(), error);
+      log_.info("resumed from the local tier (", cfg_.checkpoint.local_dir, "): ", state.step, " steps done",
+                global > 0 ? detail::concat("; the global tier's newest has ", int64_t(global)) : std::string());
+      return state.step;
+    } catch (const std::exception& e) {
+      if (topology_.world_rank() == 0)
+        log_.warn("local checkpoint of step ", step, " not resumed: ", e.what(), "; trying the next older one");
+    }
+  }
+  return 0;
+}
+
+io::CheckpointState Checkpointer::load_local(const std::string& path) {
+  std::vector<io::ShardPiece> live = live_pieces();
+  const std::vector<io::ShardPiece> target = stage_through_host() ? snapshot_pieces() : live;
+  std::vector<io::LocalPiece> pieces;
+  for (const io::ShardPiece& p : target) pieces.push_back({p.dataset, p.begin, p.data});
+  const io::CheckpointAttributes attrs = io::read_local_state(path, pieces);
+  if (stage_through_host()) copy_up(target, live);
+  const io::CheckpointState state = io::checkpoint_state(attrs, path);
+  restore_scalars(state);
+  return state;
+}
+
+void Checkpointer::restore_scalars(const io::CheckpointState& state) {
+  optimizer_->set_steps_taken(state.step);
+  restored_loss_scale_ = state.loss_scale;
+  restored_elapsed_s_ = state.elapsed_s;
+  restored_privacy_ = state.privacy;
+  restored_tokens_ = double(state.tokens);
 }
 
 io::CheckpointState Checkpointer::load_training_state(const std::string& path) {
@@ -455,11 +570,7 @@ io::CheckpointState Checkpointer::load_training_state(const std::string& path) {
     log_.info("warning: ", path, " holds no gradient-compression state for this layout and comm.compression; ",
               "error-feedback residuals start at zero");
   }
-  optimizer_->set_steps_taken(state.step);
-  restored_loss_scale_ = state.loss_scale;
-  restored_elapsed_s_ = state.elapsed_s;
-  restored_privacy_ = state.privacy;
-  restored_tokens_ = double(state.tokens);
+  restore_scalars(state);
   return state;
 }
 

@@ -71,13 +71,22 @@ StepResult Trainer::train_step(int64_t step) {
 }
 
 void Trainer::save(int64_t steps_done) {
+  prepare_save(steps_done);
+  guarded_save([&] { ckpt_stall_s_ = checkpointer_.save(steps_done); });
+}
+
+void Trainer::save_local(int64_t steps_done) {
+  prepare_save(steps_done);
+  guarded_save([&] { ckpt_local_s_ = checkpointer_.save_local(steps_done); });
+}
+
+void Trainer::prepare_save(int64_t steps_done) {
   double elapsed = elapsed_;  // rank 0's clock: the attribute must be the same on every rank
   topology_.world().broadcast(&elapsed, sizeof elapsed, 0);
   checkpointer_.set_elapsed(elapsed);
   checkpointer_.set_loss_scale(run_.scaler().scale());
   checkpointer_.set_tokens(tokens_);
   if (PrivateTraining* dp = run_.privacy()) checkpointer_.set_privacy(dp->checkpoint_numbers(steps_done));
-  guarded_save([&] { ckpt_stall_s_ = checkpointer_.save(steps_done); });
 }
 
 void Trainer::guarded_save(const std::function<void()>& io) {
@@ -119,7 +128,10 @@ StepResult Trainer::run() {
     if (preempt > 0 && signals_) signals_->acknowledge();
     // No periodic checkpoint of a skipped step: the newest checkpoint stays a good one.
     const bool interval = cfg_.checkpoint.interval > 0 && (step + 1) % cfg_.checkpoint.interval == 0 && !last.skipped;
+    const bool local = checkpointer_.has_local_tier() && cfg_.checkpoint.local_interval > 0 &&
+                       (step + 1) % cfg_.checkpoint.local_interval == 0 && !last.skipped;
     if (interval || preempt > 0) save(step + 1);
+    else if (local) save_local(step + 1);  // a global checkpoint of the same step makes it moot
     // The first step is always logged: it shows the starting loss (about ln(vocab)).
     if (step == start_step_ || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps || preempt > 0 ||
         last.skipped)
@@ -196,6 +208,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                                 {"bubble", r.bubble},
                                 {"act_mb", double(model.activation_bytes()) / double(1 << 20)},
                                 {"ckpt_stall_s", ckpt_stall_s_},
+                                {"ckpt_local_s", ckpt_local_s_},
                                 {"ckpt_write_s", checkpointer_.last_write_seconds()},
                                 {"bubble_theory", bubble_theory_},
                                 {"padding", padding_share(batch)},

@@ -88,6 +88,8 @@ class Topology {
   // The same on every rank: every dp group spans more than one node with the same number
   // (> 1) of its ranks on each, so the hierarchical reduction applies.
   bool dp_spans_nodes_evenly() const { return dp_spans_nodes_evenly_; }
+  // This rank's node, named by its lowest world rank.
+  int node() const { return node_; }
   // Collective over group: how many of its ranks (this one included) share this rank's node.
   int members_on_node(Communicator& group);
 

@@ -20,6 +20,12 @@
 // when synchronous) and every load reads into them and copies up to the device. On the CPU,
 // synchronous saves and all loads use the live tensors in place.
 //
+// Two tiers (checkpoint.local_dir): between the global checkpoints, save_local() writes each
+// rank's own state to node-local storage (train/local_tier.hpp); resume() with
+// checkpoint.resume = auto takes the newest step complete on every rank in the local tier when
+// it is newer than the global tier's newest, else the global tier (another layout, a lost node
+// without copies, a corrupt file: the global one).
+//
 // Gradient compression state (error-feedback residuals, PowerSGD's Q) is per rank and has no
 // global shape: each rank stores its own as /comm/state/rank_<world rank, 5 digits> (one fp32
 // vector), with the root attribute comm_compression. A resume with the same dp, tp, pp, ZeRO
@@ -41,6 +47,7 @@
 #include "trident/dist/topology.hpp"
 #include "trident/io/checkpoint_file.hpp"
 #include "trident/model/gpt_model.hpp"
+#include "trident/train/local_tier.hpp"
 #include "trident/train/optim/adamw.hpp"
 #include "trident/train/run_config.hpp"
 #include "trident/train/run_hooks.hpp"
@@ -58,6 +65,10 @@ class Checkpointer {
   // Collective: checkpoints the state after `steps_done` optimizer steps, synchronously or, in
   // async mode, by snapshot and background write. Returns the seconds training stalled.
   double save(int64_t steps_done);
+  // Collective: this rank's state to the local tier (checkpoint.local_dir; needs it). Returns
+  // the seconds training stalled.
+  double save_local(int64_t steps_done);
+  bool has_local_tier() const { return local_ != nullptr; }
   // Collective: waits for an asynchronous write in flight (no-op otherwise); rethrows its error.
   void wait();
   // Seconds the last completed write took (the whole write, in the background when async).
@@ -138,6 +149,15 @@ class Checkpointer {
   // Tries load on each resume candidate until one succeeds (see resume()); returns its path.
   std::string load_first(const std::function<void(const std::string&)>& load);
   io::CheckpointState load_training_state(const std::string& path);
+  // The loaded state's scalars into the optimizer and the restored_* values.
+  void restore_scalars(const io::CheckpointState& state);
+  // Copies pieces read into host buffers up to the live state (staged through the host).
+  void copy_up(const std::vector<io::ShardPiece>& staged, const std::vector<io::ShardPiece>& live);
+  // Local tier: the key its files carry (layout, datasets, compression), and a resume from it:
+  // the step loaded, or 0 when no local step newer than the global tier's loads on every rank.
+  std::string local_key() const;
+  int64_t resume_local();
+  io::CheckpointState load_local(const std::string& path);
   // Writes the file, then (rank 0) replaces `latest` and prunes; collective over comm.
   void write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces);
   // Removes the oldest step files at or below `written` beyond checkpoint.keep (rank 0).
@@ -169,6 +189,7 @@ class Checkpointer {
   std::vector<int64_t> moment_offsets_;  // segment i's offset in the snapshot moment buffers
   std::thread writer_;
   std::exception_ptr writer_error_;
+  std::unique_ptr<LocalTier> local_;  // checkpoint.local_dir (nullptr: one tier)
 };
 
 }  // namespace trident::train

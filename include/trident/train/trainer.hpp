@@ -49,6 +49,10 @@ class Trainer {
   void check_health(int64_t step, const StepResult& r);
   // Collective: a checkpoint after `steps_done` steps, with rank 0's training time.
   void save(int64_t steps_done);
+  // The local tier's save of `steps_done` (checkpoint.local_interval).
+  void save_local(int64_t steps_done);
+  // The scalars every checkpoint carries (elapsed, loss scale, tokens, privacy), handed over.
+  void prepare_save(int64_t steps_done);
   // Runs checkpoint I/O; a failure stops the run, or is logged when checkpoint.on_error = warn.
   void guarded_save(const std::function<void()>& io);
 
@@ -65,6 +69,7 @@ class Trainer {
   bool preempted_ = false;
   double peak_flops_ = 0;    // MFU denominator per rank
   double bubble_theory_ = 0;
+  double ckpt_local_s_ = 0;  // training time the last local-tier save took
   double ckpt_stall_s_ = 0;  // training time the last checkpoint took (the whole write when sync)
   double elapsed_ = 0;       // training seconds of the run, earlier starts included
   double tokens_ = 0;        // input positions trained on, earlier starts included
