@@ -69,7 +69,8 @@ DpTimes dp_reduction(const Cluster& c, const Layout& l, double params, int ranks
   // A reduce-scatter moves what an all-gather of the same result moves.
   if (L > 1 && nodes > 1) {
     const double inside = all_gather_seconds(c, g, L, true);  // reduce-scatter of B over L, and its mirror
-    r.grads = inside + (l.zero ? all_gather_seconds(c, g / L, nodes, false) : all_reduce_seconds(c, g / L, nodes, false) + inside);
+    const double across = l.zero ? all_gather_seconds(c, g / L, nodes, false) : all_reduce_seconds(c, g / L, nodes, false);
+    r.grads = inside + across + (l.zero ? 0.0 : inside);  // ZeRO-1 keeps its shard: no gather back
     if (l.zero) r.params = all_gather_seconds(c, w / L, nodes, false) + all_gather_seconds(c, w, L, true);
   } else if (l.zero) {
     r.grads = all_gather_seconds(c, g, ranks, intra);
