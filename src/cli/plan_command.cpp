@@ -53,7 +53,13 @@ of N ranks, drops those that do not fit in device memory, and prints the best; -
                         tries every divisor of dp that divides the experts)
   --sp on|off           sequence parallelism (default: --layout off, search on where tp > 1)
   --zero 0|1            ZeRO-1 optimizer sharding (default: --layout 0, search 1 where dp > 1)
-  --dp-overlap on|off   gradient all-reduce overlapped with the last backward (default on)
+  --dp-overlap on|off   gradient all-reduce overlapped with the last backward, and ZeRO-1's
+                        parameter all-gather with the next forward (default on)
+  --hierarchical on|off|auto  node-aware dp reduction where the dp group spans nodes with more
+                        than one of its ranks on each (comm.hierarchical; default auto: on where
+                        that holds; on = auto, a group inside one node has nothing to split)
+  --tp-overlap on|off   tensor-parallel communication overlapped with its GEMMs, as Megatron-Core's
+                        --tp-comm-overlap (needs --sp; default off: trident's engine)
   --attention flash|unfused  override the preset's attention kernel (a100-80g: unfused, the
                         SC21 stack; the others: flash)
   --precision fp32|bf16 local preset only: GEMM precision (default: the config's, else fp32)
@@ -65,7 +71,8 @@ of N ranks, drops those that do not fit in device memory, and prints the best; -
 )";
 
 struct Options {
-  std::string model, cluster = "a100-80g", layout, schedule, sp, zero, dp_overlap, attention, precision, recompute;
+  std::string model, cluster = "a100-80g", layout, schedule, sp, zero, dp_overlap, hierarchical, tp_overlap, attention,
+      precision, recompute;
   std::string calibration;
   long ranks = 0, global_batch = 0, seq = 0, ep = 1;
   int top = 5;
@@ -111,6 +118,8 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--sp") o.sp = value;
     else if (arg == "--zero") o.zero = value;
     else if (arg == "--dp-overlap") o.dp_overlap = value;
+    else if (arg == "--hierarchical") o.hierarchical = value;
+    else if (arg == "--tp-overlap") o.tp_overlap = value;
     else if (arg == "--attention") o.attention = value;
     else if (arg == "--precision") o.precision = value;
     else if (arg == "--recompute") o.recompute = value;
@@ -197,7 +206,15 @@ plan::Cluster make_cluster(const Options& o, int ranks, const std::string& preci
                          o.attention, "')");
     c.flash_attention = o.attention == "flash";
   }
+  c.tp_comm_overlap = !o.tp_overlap.empty() && on_off("--tp-overlap", o.tp_overlap);
   return c;
+}
+
+// --hierarchical: auto and on both mean "where it applies" (the planner has no other way to run it).
+bool hierarchical_dp(const Options& o) {
+  if (o.hierarchical.empty() || o.hierarchical == "auto" || o.hierarchical == "on") return true;
+  TRIDENT_CONFIG_CHECK(o.hierarchical == "off", "--hierarchical must be on, off or auto (got '", o.hierarchical, "')");
+  return false;
 }
 
 Json layout_json(const plan::StepEstimate& e) {
@@ -215,6 +232,7 @@ Json layout_json(const plan::StepEstimate& e) {
   j.set("zero", Json(l.zero ? 1 : 0));
   j.set("recompute", Json(plan::recompute_name(l.recompute)));
   j.set("dp_overlap", Json(l.dp_overlap));
+  j.set("hierarchical_dp", Json(l.hierarchical_dp));
   return j;
 }
 
@@ -324,6 +342,7 @@ int plan_main(const Options& o) {
     l.sequence_parallel = !o.sp.empty() && on_off("--sp", o.sp);
     l.zero = !o.zero.empty() && on_off("--zero", o.zero);
     l.dp_overlap = o.dp_overlap.empty() || on_off("--dp-overlap", o.dp_overlap);
+    l.hierarchical_dp = hierarchical_dp(o);
     cluster = make_cluster(o, l.ranks(), precision);
     rows.push_back(plan::estimate_step(model, l, cluster, global_batch));
   } else {
@@ -338,6 +357,7 @@ int plan_main(const Options& o) {
     if (!o.sp.empty()) space.sequence_parallel = on_off("--sp", o.sp);
     if (!o.zero.empty()) space.zero = on_off("--zero", o.zero);
     space.dp_overlap = o.dp_overlap.empty() || on_off("--dp-overlap", o.dp_overlap);
+    space.hierarchical_dp = hierarchical_dp(o);
     const plan::SearchResult found = plan::search_layouts(model, cluster, space);
     if (found.fitting.empty()) {
       std::string why = detail::concat("no layout of ", ranks, " ranks fits: ", found.considered, " valid layouts, ",

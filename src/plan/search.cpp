@@ -49,6 +49,7 @@ SearchResult search_layouts(const ModelShape& m, const Cluster& c, const SearchS
               l.sequence_parallel = tp > 1 && space.sequence_parallel.value_or(true);
               l.zero = dp > 1 && space.zero.value_or(true);
               l.dp_overlap = space.dp_overlap;
+              l.hierarchical_dp = space.hierarchical_dp;
               if (!layout_problem(m, l, c, space.global_batch).empty()) continue;
               StepEstimate e = estimate_step(m, l, c, space.global_batch);
               ++result.considered;

@@ -77,8 +77,9 @@ MemoryBreakdown estimate_memory(const ModelShape& m, const Layout& l, const Clus
     working = full_layer;                         // one block rebuilt at a time
   } else if (l.recompute == Recompute::kSelective) {
     // Flash-style stacks (trident) drop q, k, v and the attention output and rebuild them from
-    // the norm output; unfused attention drops the score matrix only (Megatron).
-    const double dropped = c.flash_attention ? (2.0 * m.hidden + 2.0 * m.kv() * m.head_size()) * e + b.core : b.core;
+    // the norm output; Megatron-Core (flash) and unfused attention drop the core's own tensors.
+    const bool with_qkv = c.flash_attention && c.selective_recomputes_qkv;
+    const double dropped = with_qkv ? (2.0 * m.hidden + 2.0 * m.kv() * m.head_size()) * e + b.core : b.core;
     per_layer = full_layer - tokens * dropped / t;
     working = tokens * dropped / t;
   }

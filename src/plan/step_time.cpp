@@ -14,7 +14,8 @@ struct BlockTimes {
   double forward = 0;            // GEMMs, attention, elementwise
   double backward = 0;
   double recompute = 0;          // extra forward work in backward
-  double tp_forward = 0;         // tensor-parallel collectives of one forward
+  double tp_forward = 0;         // tensor-parallel collectives of one forward (what is exposed)
+  double tp_backward = 0;
   double tp_recompute = 0;
   double ep_forward = 0;         // expert all-to-alls of one forward (MoE layers)
   double ep_recompute = 0;
@@ -36,12 +37,48 @@ MlpTimes mlp_times(const ModelShape& m, const Cluster& c, double rows, double f,
   return r;
 }
 
+// Under tp_comm_overlap, the share of an overlapped collective's time that still lands on the
+// critical path: Transformer Engine's pipelined reduce-scatter holds 20-24 of H100's 132 SMs
+// (15-18%) while its GEMM runs, and the ring-exchange all-gathers compete for HBM bandwidth.
+constexpr double kTpOverlapInterference = 0.2;
+
+// A collective of `comm` seconds pipelined with a GEMM of `gemm` seconds: the part longer than
+// the GEMM, and the interference for the part that hides.
+double overlapped_seconds(double comm, double gemm) {
+  return std::max(0.0, comm - gemm) + kTpOverlapInterference * std::min(comm, gemm);
+}
+
 // All-to-all among `ranks` devices: each sends (ranks - 1) / ranks of `bytes` to the others.
 double all_to_all_seconds(const Cluster& c, double bytes, int ranks, bool intra) {
   if (ranks <= 1) return 0;
   const double bandwidth = intra ? c.intra_bandwidth : c.inter_bandwidth;
   const double latency = intra ? c.intra_latency_s : c.inter_latency_s;
   return bytes * (ranks - 1) / ranks / bandwidth + (ranks - 1) * latency;
+}
+
+// Data-parallel reduction of `params` weights over `ranks` ranks: the gradients (all-reduce;
+// ZeRO-1: reduce-scatter) and ZeRO-1's all-gather of the updated weights. node_ranks = L > 1:
+// hierarchical, L of the ranks on each node (NVLink inside, the network across ranks / L nodes).
+struct DpTimes {
+  double grads = 0, params = 0;
+};
+DpTimes dp_reduction(const Cluster& c, const Layout& l, double params, int ranks, bool intra, int node_ranks) {
+  DpTimes r;
+  const double g = params * c.grad_bytes, w = params * c.weight_bytes;
+  const int L = node_ranks, nodes = L > 1 ? ranks / L : 1;
+  // A reduce-scatter moves what an all-gather of the same result moves.
+  if (L > 1 && nodes > 1) {
+    const double inside = all_gather_seconds(c, g, L, true);  // reduce-scatter of B over L, and its mirror
+    const double across = l.zero ? all_gather_seconds(c, g / L, nodes, false) : all_reduce_seconds(c, g / L, nodes, false);
+    r.grads = inside + across + (l.zero ? 0.0 : inside);  // ZeRO-1 keeps its shard: no gather back
+    if (l.zero) r.params = all_gather_seconds(c, w / L, nodes, false) + all_gather_seconds(c, w, L, true);
+  } else if (l.zero) {
+    r.grads = all_gather_seconds(c, g, ranks, intra);
+    r.params = all_gather_seconds(c, w, ranks, intra);
+  } else {
+    r.grads = all_reduce_seconds(c, g, ranks, intra);
+  }
+  return r;
 }
 
 BlockTimes block_times(const ModelShape& m, const Layout& l, const Cluster& c) {
@@ -116,6 +153,22 @@ BlockTimes block_times(const ModelShape& m, const Layout& l, const Cluster& c) {
   r.forward = qkv + proj + mlp_f + core_f + elem_f;
   r.backward = qkv_b + proj_b + mlp_b + core_b + elem_b;
   r.tp_forward = 2 * tp_one;
+  r.tp_backward = 2 * tp_one;
+  if (c.tp_comm_overlap && l.sequence_parallel && l.tp > 1) {
+    // Each half (all-gather or reduce-scatter) runs chunk by chunk with the GEMM next to it.
+    // Forward: gather -> QKV, projection -> scatter, gather -> MLP in, MLP out -> scatter.
+    // Backward, mirrored: gather -> MLP-out input gradient, MLP-in input gradient -> scatter,
+    // gather -> projection input gradient, QKV input gradient -> scatter. (MoE layers: the
+    // dense MLP's GEMMs stand for the window.)
+    const double half = tp_one / 2, in = (m.gated() ? 2 : 1) * f / t;
+    const double fc1 = gemm_seconds(c, tokens, in, h), fc2 = gemm_seconds(c, tokens, h, f / t);
+    const double fc1_b = gemm_seconds(c, tokens, h, in), fc2_b = gemm_seconds(c, tokens, f / t, h);
+    const double qkv_dgrad = gemm_seconds(c, tokens, h, (h + 2 * kvw) / t), proj_dgrad = gemm_seconds(c, tokens, h / t, h);
+    r.tp_forward = overlapped_seconds(half, qkv) + overlapped_seconds(half, proj) + overlapped_seconds(half, fc1) +
+                   overlapped_seconds(half, fc2);
+    r.tp_backward = overlapped_seconds(half, fc2_b) + overlapped_seconds(half, fc1_b) +
+                    overlapped_seconds(half, proj_dgrad) + overlapped_seconds(half, qkv_dgrad);
+  }
   r.ep_forward = q_moe * a2a;
   if (l.recompute == Recompute::kFull) {
     r.recompute = r.forward;
@@ -123,14 +176,24 @@ BlockTimes block_times(const ModelShape& m, const Layout& l, const Cluster& c) {
     r.ep_recompute = r.ep_forward;
     r.recompute_flops = tokens * (m.block_gemm_flops_per_token() + m.block_attention_flops_per_token()) / t;
   } else if (l.recompute == Recompute::kSelective) {
-    // Flash stacks rebuild q, k, v (one GEMM) and the attention; unfused ones the attention core.
-    r.recompute = core_f + (c.flash_attention ? qkv : 0);
-    r.recompute_flops = tokens * (m.block_attention_flops_per_token() + (c.flash_attention ? 2 * h * (h + 2 * kvw) : 0)) / t;
+    // Flash stacks rebuild q, k, v (one GEMM) and the attention (trident), or the attention core
+    // alone (Megatron-Core); unfused ones the attention core.
+    const bool with_qkv = c.flash_attention && c.selective_recomputes_qkv;
+    r.recompute = core_f + (with_qkv ? qkv : 0);
+    r.recompute_flops = tokens * (m.block_attention_flops_per_token() + (with_qkv ? 2 * h * (h + 2 * kvw) : 0)) / t;
   }
   return r;
 }
 
 }  // namespace
+
+int dp_node_ranks(const Layout& l, const Cluster& c) {
+  // rank = (pp_i * dp + dp_i) * tp + tp_i: a dp group's ranks sit tp apart, nodes hold
+  // devices_per_node consecutive ranks.
+  const int n = c.devices_per_node;
+  if (l.dp * l.tp <= n || n % l.tp || (l.dp * l.tp) % n) return 1;
+  return n / l.tp;
+}
 
 std::string layout_problem(const ModelShape& m, const Layout& l, const Cluster& c, long global_batch) {
   if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.micro_batch < 1) return "dp, tp, pp and the micro-batch must be >= 1";
@@ -184,7 +247,7 @@ StepEstimate estimate_step(const ModelShape& m, const Layout& l, const Cluster& 
   // Per micro-batch on a stage (all its chunks): compute, tp collectives, p2p.
   const double blocks_f = layers_per_stage * blk.forward, blocks_b = layers_per_stage * blk.backward;
   const double blocks_r = layers_per_stage * blk.recompute;
-  const double blocks_tp = layers_per_stage * (2 * blk.tp_forward + blk.tp_recompute);
+  const double blocks_tp = layers_per_stage * (blk.tp_forward + blk.tp_backward + blk.tp_recompute);
   const double blocks_ep = layers_per_stage * (2 * blk.ep_forward + blk.ep_recompute);
   const double p2p_bytes = tokens * m.hidden * e / t;  // scatter/gather or SP: each tp rank sends its 1/t
   const double p2p = l.pp > 1 ? 2 * v * p2p_seconds(c, p2p_bytes, pp_intra) : 0;
@@ -218,14 +281,17 @@ StepEstimate estimate_step(const ModelShape& m, const Layout& l, const Cluster& 
                               (l.pp == 1 ? (m.embedding_params() + m.head_params()) / t
                                          : std::max(m.embedding_params(), double(m.vocab) * m.hidden) / t);
   const double stage_params = dense_params + expert_params;
-  auto reduction = [&](double params, int ranks) {
-    return l.zero ? all_gather_seconds(c, params * c.grad_bytes, ranks, dp_intra) +
-                        all_gather_seconds(c, params * c.weight_bytes, ranks, dp_intra)
-                  : all_reduce_seconds(c, params * c.grad_bytes, ranks, dp_intra);
-  };
-  tb.dp_comm = reduction(dense_params, l.dp) + (expert_params > 0 ? reduction(expert_params, l.dp / l.ep) : 0.0);
-  const double window = l.dp_overlap ? slow.b + slow.r : 0.0;
-  tb.dp_exposed = std::max(0.0, tb.dp_comm - window);
+  // Dense weights reduce over the dp group (hierarchically where dp_node_ranks says it applies),
+  // expert weights over the dp / ep ranks sharing them (flat, as the engine does).
+  const int node_ranks = dp_node_ranks(l, c);
+  const DpTimes dense_dp = dp_reduction(c, l, dense_params, l.dp, dp_intra, l.hierarchical_dp ? node_ranks : 1);
+  const DpTimes expert_dp = expert_params > 0 ? dp_reduction(c, l, expert_params, l.dp / l.ep, dp_intra, 1) : DpTimes{};
+  const double grad_comm = dense_dp.grads + expert_dp.grads, param_comm = dense_dp.params + expert_dp.params;
+  tb.dp_comm = grad_comm + param_comm;
+  // Overlapped: the gradients behind the last micro-batch's backward, ZeRO-1's parameter
+  // all-gather behind the first forward of the next step.
+  tb.dp_exposed = l.dp_overlap ? std::max(0.0, grad_comm - (slow.b + slow.r)) + std::max(0.0, param_comm - slow.f)
+                               : tb.dp_comm;
   if (l.pp > 1 && m.tied) tb.embedding_sync = all_reduce_seconds(c, double(m.vocab) * m.hidden / t * c.grad_bytes, 2, pp_intra);
   // AdamW reads the gradient and m, v (and the fp32 master), writes them and the weights; the
   // gradient norm reads the gradients once more.

@@ -56,6 +56,34 @@ set +e
 set -e
 [ "$code" -eq 2 ] && grep -q "ep=3 must divide dp=2" "$work/err" || fail "plan --ep 3 with dp 2: exit $code: $(cat "$work/err")"
 
+# Node-aware dp reduction: 16 ranks on two nodes of 8, nothing overlapped, reduce faster
+# hierarchically than over one flat ring; --tp-overlap hides tp traffic (sequence parallel).
+for h in auto off; do
+  "$trident" plan --model layers=24,hidden=2048,heads=16,vocab=50304 --cluster h100-sxm --layout 16,1,1,1 \
+    --global-batch 64 --seq 2048 --dp-overlap off --hierarchical $h --json > "$work/hier_$h.jsonl"
+done
+for t in on off; do
+  "$trident" plan --model layers=24,hidden=2048,heads=16,vocab=50304 --cluster h100-sxm --layout 2,4,1,1 --sp on \
+    --global-batch 64 --seq 2048 --tp-overlap $t --json > "$work/tpo_$t.jsonl"
+done
+python3 - "$work" <<'PY'
+import json, pathlib, sys
+work = pathlib.Path(sys.argv[1])
+row = lambda name: json.loads((work / name).read_text().splitlines()[0])
+auto, off = row("hier_auto.jsonl"), row("hier_off.jsonl")
+assert auto["layout"]["hierarchical_dp"] and not off["layout"]["hierarchical_dp"], (auto["layout"], off["layout"])
+assert auto["time_s"]["dp_comm"] < 0.5 * off["time_s"]["dp_comm"], (auto["time_s"], off["time_s"])
+on, plain = row("tpo_on.jsonl"), row("tpo_off.jsonl")
+assert on["time_s"]["tp_comm"] < 0.5 * plain["time_s"]["tp_comm"] and on["step_s"] < plain["step_s"], (on, plain)
+print(f"hierarchical dp: {auto['time_s']['dp_comm']:.4f} s vs flat {off['time_s']['dp_comm']:.4f} s; "
+      f"tp overlap: {on['time_s']['tp_comm']:.4f} s vs {plain['time_s']['tp_comm']:.4f} s exposed")
+PY
+set +e
+"$trident" plan --model layers=4,hidden=64,heads=4,vocab=100 --layout 2,1,1,1 --global-batch 8 --seq 64 \
+  --hierarchical sometimes > "$work/err" 2>&1; code=$?
+set -e
+[ "$code" -eq 2 ] && grep -q "on, off or auto" "$work/err" || fail "plan --hierarchical sometimes: exit $code: $(cat "$work/err")"
+
 for bad in "--model layers=2,hidden=64 --ranks 2" "--model layers=4,hidden=64,heads=4,vocab=100 --ranks 2 --cluster moon" \
            "--model layers=4,hidden=64,heads=4,vocab=100 --ranks 0"; do
   set +e

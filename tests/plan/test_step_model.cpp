@@ -103,6 +103,59 @@ TEST(PlanStepModel, InterleavingShrinksTheBubble) {
   EXPECT_GT(inter.time.p2p, plain.time.p2p);  // v times the point-to-point traffic
 }
 
+// Hierarchical dp reduction (comm.hierarchical): faster than one flat ring where the dp group
+// spans nodes with several of its ranks on each, the same where the group fits in one node.
+TEST(PlanStepModel, HierarchicalReductionAcrossNodes) {
+  ModelShape m = parse_model_spec("layers=24,hidden=2048,heads=16,vocab=50304,seq=2048");
+  m.resolve();
+  const Cluster c = cluster_preset("h100-sxm");
+  auto dp_time = [&](int dp, int tp, bool zero, bool hierarchical) {
+    Layout l;
+    l.dp = dp, l.tp = tp, l.zero = zero, l.hierarchical_dp = hierarchical;
+    l.dp_overlap = false;  // the whole reduction on the critical path
+    const StepEstimate e = estimate_step(m, l, c, 64);
+    EXPECT_DOUBLE_EQ(e.time.dp_exposed, e.time.dp_comm);
+    return e.time.dp_comm;
+  };
+  for (bool zero : {false, true}) {
+    // 16 ranks on two nodes of 8: reduce-scatter over NVLink, 1/8 of the bytes over the network.
+    EXPECT_LT(dp_time(16, 1, zero, true), 0.5 * dp_time(16, 1, zero, false)) << "zero " << zero;
+    EXPECT_LT(dp_time(8, 2, zero, true), dp_time(8, 2, zero, false)) << "zero " << zero;  // 4 per node
+    // One node: nothing to split.
+    EXPECT_DOUBLE_EQ(dp_time(8, 1, zero, true), dp_time(8, 1, zero, false)) << "zero " << zero;
+    // tp = 8 fills the node: one dp rank per node, flat either way.
+    EXPECT_DOUBLE_EQ(dp_time(4, 8, zero, true), dp_time(4, 8, zero, false)) << "zero " << zero;
+  }
+  Layout l;
+  l.dp = 16, l.tp = 1;
+  EXPECT_EQ(dp_node_ranks(l, c), 8);
+  l.dp = 8, l.tp = 2;
+  EXPECT_EQ(dp_node_ranks(l, c), 4);
+  l.dp = 8, l.tp = 1;
+  EXPECT_EQ(dp_node_ranks(l, c), 1);
+  l.dp = 4, l.tp = 8;
+  EXPECT_EQ(dp_node_ranks(l, c), 1);
+}
+
+// The distributed optimizer's overlap: the gradient reduce-scatter hides behind the backward and
+// the parameter all-gather behind the next forward.
+TEST(PlanStepModel, ZeroOverlapsBothHalves) {
+  ModelShape m = parse_model_spec("layers=24,hidden=2048,heads=16,vocab=50304,seq=2048");
+  m.resolve();
+  const Cluster c = cluster_preset("h100-sxm");
+  Layout l;
+  l.dp = 64, l.tp = 1, l.micro_batch = 1, l.zero = true, l.hierarchical_dp = false;
+  l.dp_overlap = false;
+  const StepEstimate plain = estimate_step(m, l, c, 64);
+  l.dp_overlap = true;
+  const StepEstimate overlapped = estimate_step(m, l, c, 64);
+  EXPECT_DOUBLE_EQ(plain.time.dp_comm, overlapped.time.dp_comm);
+  // Each half hides behind up to one pass: what stays is at most the excess over each window.
+  const double window = overlapped.time.forward + overlapped.time.backward;  // one micro-batch per rank
+  EXPECT_LT(overlapped.time.dp_exposed, plain.time.dp_exposed);
+  EXPECT_GE(overlapped.time.dp_exposed, plain.time.dp_comm - window - 1e-12);
+}
+
 TEST(PlanStepModel, InvalidLayoutsAreExplained) {
   const ModelShape m = gpt2_small();
   const Cluster c = cluster_preset("a100-80g");

@@ -38,6 +38,13 @@ struct Cluster {
   bool stores_dropout_masks = true;  // masks kept as bytes (Megatron) or rebuilt from the RNG (trident)
   double logits_chunk_bytes = 0;     // the loss computed over chunks of rows holding at most this
                                      // much logits at once (trident: 64 MiB); 0 = all rows at once
+  // Tensor-parallel collectives split into chunks and pipelined with the GEMM that produces or
+  // consumes them (Megatron-Core --tp-comm-overlap, Transformer Engine userbuffers): only the
+  // part longer than its GEMM, and one chunk of each, stays on the critical path.
+  bool tp_comm_overlap = false;
+  // Selective recompute rebuilds the q, k, v projection as well as the attention core (trident);
+  // false: the attention core only (Megatron-Core's "selective": core attention).
+  bool selective_recomputes_qkv = true;
 };
 
 // Names of the presets, for --help and error messages.

@@ -17,7 +17,15 @@ struct Layout {
   Recompute recompute = Recompute::kNone;
   bool sequence_parallel = false;
   bool zero = false;        // ZeRO-1: optimizer state (and fp32 master) sharded over dp
-  bool dp_overlap = true;   // gradient all-reduce started during the last backward
+  // Gradient reduction started during the last backward, bucket by bucket (DDP); under ZeRO-1
+  // also the parameter all-gather overlapped with the next forward (Megatron-Core's distributed
+  // optimizer: --overlap-grad-reduce --overlap-param-gather).
+  bool dp_overlap = true;
+  // Node-aware data-parallel reduction (trident's comm.hierarchical): where the dp group spans
+  // nodes with the same number L > 1 of its ranks on each, a bucket is reduce-scattered inside the
+  // node, its 1/L shard all-reduced (ZeRO-1: reduce-scattered) across nodes, then all-gathered
+  // inside the node. true = auto (on where that holds); false = one flat ring.
+  bool hierarchical_dp = true;
 
   int ranks() const { return dp * tp * pp; }
   // "dp=32 tp=8 pp=8 mb=2 interleaved v=2 sp full zero1"

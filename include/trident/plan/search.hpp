@@ -15,6 +15,7 @@ struct SearchSpace {
   std::optional<bool> sequence_parallel;      // unset: on wherever tp > 1 (same traffic, less memory)
   std::optional<bool> zero;                   // unset: on wherever dp > 1
   bool dp_overlap = true;
+  bool hierarchical_dp = true;                // Layout::hierarchical_dp of every layout
   int max_micro_batch = 64;
   int max_virtual_stages = 8;
 };

@@ -14,9 +14,24 @@
 //   combine passes, and four all-to-alls (dispatch and combine, forward and backward) of
 //   T*k*h*(ep-1)/ep bytes per rank, inside a node when ep*tp ranks fit one. Expert weights are
 //   split over ep; their gradients reduce over dp/ep ranks.
+//   Tensor-parallel overlap (Cluster::tp_comm_overlap, Megatron-Core --tp-comm-overlap; needs
+//   sequence parallelism): each all-gather / reduce-scatter half runs chunk by chunk with the GEMM
+//   that consumes or produces it (QKV, projection, MLP in, MLP out; their input-gradient GEMMs in
+//   backward), exposing only what is longer than that GEMM plus a fixed share of the hidden part
+//   (the SMs and HBM bandwidth the communication kernels take from the GEMM).
 //   step = (m + (pp - 1) / v) * slowest stage per micro-batch      (the bubble is the second term)
-//        + data-parallel gradient reduction not hidden behind the last micro-batch's backward
+//        + data-parallel reduction not hidden: with dp_overlap, the gradient all-reduce (ZeRO-1:
+//          reduce-scatter) behind the last micro-batch's backward and ZeRO-1's parameter
+//          all-gather behind the next step's first forward (Megatron-Core's distributed optimizer
+//          with --overlap-grad-reduce --overlap-param-gather); hierarchical where the dp group
+//          spans nodes with L > 1 of its ranks on each (Layout::hierarchical_dp, trident's
+//          comm.hierarchical = auto): reduce-scatter over the L ranks of a node (NVLink), all-reduce
+//          (ZeRO-1: reduce-scatter) of the 1/L shard over the dp / L nodes (network), all-gather
+//          in the node; ZeRO-1's parameter all-gather mirrors it (across nodes, then inside)
 //        + tied-embedding all-reduce + optimizer (memory-bound).
+// Validated against Narayanan et al. SC21 Table 1 (A100, tests/plan/test_sc21.cpp) and NVIDIA's
+// published H100 BF16 Megatron-Core recipes (tests/plan/test_h100.cpp). Not modelled: context
+// parallelism, fp8 GEMMs.
 // Memory (the stage that needs most): weights, fp32 gradients, Adam state (+ fp32 master) / dp
 // under ZeRO-1, activations per layer (Korthikanti et al. 2022: replicated and tp-split tensors,
 // the s x s score matrix of unfused attention, dropout masks) times layers per chunk times the
@@ -56,6 +71,10 @@ struct StepEstimate {
   TimeBreakdown time;
   MemoryBreakdown memory;
 };
+
+// Ranks of a dp group on each node where the group spans more than one node evenly (the
+// hierarchical reduction's L), else 1 (one node, or an uneven split: flat).
+int dp_node_ranks(const Layout& layout, const Cluster& cluster);
 
 // Empty when the layout is valid for the model and cluster, else why not (for messages and the
 // search): ranks, divisibility of heads/layers/batch, tp within a node, schedule rules.
