@@ -88,8 +88,9 @@ job_setup() {
   if [[ ${SLURM_RESTART_COUNT:-0} -gt 0 ]] && ! has_override log.overwrite; then
     job_args+=(--log.overwrite=true)
   fi
-  # One rank per task: data parallelism takes what tp x pp leaves.
-  if ! has_override parallel.dp; then
+  # One rank per task: data parallelism takes what tp x pp leaves (parallel.layout = auto: trident
+  # plans the layout for the tasks it gets, a requeue on more or fewer of them included).
+  if ! has_override parallel.dp && [[ $(key_value parallel.layout) != auto ]]; then
     local tp pp
     tp=$(key_value parallel.tp) pp=$(key_value parallel.pp)
     tp=${tp:-1} pp=${pp:-1}

@@ -30,6 +30,8 @@ const std::vector<ConfigKey>& config_schema() {
       {"model.eos_token_id", "", "the model's end-of-sequence token ids, comma-separated (generation stops at them; exported)"},
       {"model.pad_token_id", "-1", "the model's padding token id (-1 = none; exported)"},
       {"model.init_from", "", "start from a Hugging Face model directory (its config.json sets the model keys) or a trident checkpoint .h5"},
+      {"parallel.layout", "manual", "manual (parallel.dp/tp/pp as given) | auto: the planner picks dp, tp, pp and the micro-batch (<= train.micro_batch) for the job's ranks at start, so a requeued job on more or fewer ranks goes on with the same global batch"},
+      {"parallel.cluster", "local", "what parallel.layout = auto plans for: local (this machine, from `trident plan --calibrate`'s file, else nominal CPU figures) | a100-80g | h100-sxm | h200"},
       {"parallel.dp", "1", "data-parallel ranks"},
       {"parallel.tp", "1", "tensor-parallel ranks (heads, kv_heads and ffn_hidden divisible by it; vocab padded to a multiple)"},
       {"parallel.pp", "1", "pipeline stages"},

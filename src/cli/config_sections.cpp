@@ -7,6 +7,7 @@
 
 #include "config_values.hpp"
 #include "trident/cli/config_parser.hpp"
+#include "trident/plan/cluster.hpp"
 #include "trident/train/eval/likelihood_task.hpp"
 #include "trident/train/eval/perturb.hpp"
 #include "trident/train/optim/loss_scaler.hpp"
@@ -438,6 +439,23 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   resolve_topk_schedule(v, c);
   c.lisa = read_lisa_section(v, c);
   c.privacy = read_privacy_section(v, c);
+  const std::string layout = v.str("parallel.layout");
+  TRIDENT_CONFIG_CHECK(layout == "manual" || layout == "auto", "parallel.layout must be manual or auto (got '", layout,
+                       "')");
+  const std::vector<std::string> clusters = plan::cluster_preset_names();
+  TRIDENT_CONFIG_CHECK(std::find(clusters.begin(), clusters.end(), v.str("parallel.cluster")) != clusters.end(),
+                       "parallel.cluster must be local, a100-80g, h100-sxm or h200 (got '", v.str("parallel.cluster"),
+                       "')");
+  if (layout == "auto")
+    choose_auto_layout(v, c, world_size, [world_size](const train::RunConfig& trial) {
+      train::RunConfig copy = trial;
+      try {
+        check_across_sections(copy, world_size);
+        return true;
+      } catch (const ConfigError&) {
+        return false;
+      }
+    });
   check_across_sections(c, world_size);
   c.resolved_ini = resolved_ini(v);
   return c;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -60,6 +61,14 @@ class Values {
 std::string resolved_ini(const Values& v);
 // [model] and [lora]: the model, resolved (defaults filled, rules checked).
 model::ModelConfig read_model_section(const Values& v);
+// Where `trident plan --calibrate` keeps this machine's figures: TRIDENT_CALIBRATION, else the
+// XDG cache (XDG_CACHE_HOME or ~/.cache)/trident/calibration.json (plan_command.cpp).
+std::string calibration_path();
+// parallel.layout = auto (auto_layout.cpp): sets c.layout's dp/tp/pp and train.micro_batch to
+// the planner's best layout of world_size ranks that `valid` accepts (trident's own rules),
+// and c.layout_note to say so. Collective over the job's ranks when MPI runs.
+void choose_auto_layout(const Values& v, train::RunConfig& c, int world_size,
+                        const std::function<bool(const train::RunConfig&)>& valid);
 // Every section and the rules across them; world_size is checked against dp * tp * pp.
 train::RunConfig to_run_config(const Values& v, int world_size);
 

@@ -21,16 +21,14 @@ namespace trident::cli {
 
 plan::LocalCalibration calibrate_local_machine();  // plan_calibrate.cpp
 
-namespace {
-
-// Where `trident plan --calibrate` keeps this machine's figures: TRIDENT_CALIBRATION, else the
-// XDG cache (XDG_CACHE_HOME or ~/.cache)/trident/calibration.json.
-std::string default_calibration_path() {
+std::string calibration_path() {
   if (const char* p = std::getenv("TRIDENT_CALIBRATION"); p && *p) return p;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/trident/calibration.json";
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : ".") + "/.cache/trident/calibration.json";
 }
+
+namespace {
 
 constexpr const char* kUsage = R"(usage: trident plan --model SPEC --ranks N --cluster PRESET --global-batch B --seq S [options]
        trident plan --calibrate [--calibration FILE]      (mpirun -np 2 also measures MPI)
@@ -185,7 +183,7 @@ plan::Layout parse_layout(const std::string& text) {
 plan::Cluster make_cluster(const Options& o, int ranks, const std::string& precision) {
   plan::Cluster c;
   if (o.cluster == "local") {
-    const std::string path = o.calibration.empty() ? default_calibration_path() : o.calibration;
+    const std::string path = o.calibration.empty() ? calibration_path() : o.calibration;
     plan::LocalCalibration cal;
     if (std::filesystem::exists(path)) {
       cal = plan::read_calibration(path);
@@ -419,7 +417,7 @@ int run_plan(int argc, char** argv) {
     if (o.calibrate) {
       const plan::LocalCalibration c = calibrate_local_machine();
       if (mpi.world_rank() != 0) return 0;
-      const std::string path = o.calibration.empty() ? default_calibration_path() : o.calibration;
+      const std::string path = o.calibration.empty() ? calibration_path() : o.calibration;
       plan::write_calibration(c, path);
       std::printf("calibration of this machine (%d cores, %s) written to %s\n", c.cores, c.measured_at.c_str(), path.c_str());
       std::printf("  peak fp32 %.1f GFLOP/s, bf16 %.1f; GEMM fp32 %.1f, bf16 %.1f; attention fp32 %.1f\n", c.peak_fp32 / 1e9,

@@ -50,6 +50,7 @@ void log_training_banner(RunBuilder& run, double peak_flops) {
   GradReducer& reducer = run.reducer();
   const dist::Layout& layout = run.topology().layout();
   const double state_mib = double(optimizer.state_bytes()) / (1 << 20);
+  if (!cfg.layout_note.empty()) log.info(cfg.layout_note);
   if (m.lora.enabled()) {
     const int64_t trainable = trainable_params(cfg, m);
     log.info("LoRA: rank ", m.lora.r, ", alpha ", m.lora.alpha, " on ", m.lora.targets, ": ", trainable,

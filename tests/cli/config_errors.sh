@@ -66,6 +66,10 @@ expect 2 "--config /dev/zero: larger than 1 MiB" train --config /dev/zero $run
 touch "$work/a-file"
 expect 2 "log.run_dir = $work/a-file exists and is not a directory" train --config $cfg --log.run_dir="$work/a-file"
 expect 2 "checkpoint.dir = $work/a-file exists and is not a directory" train --config $cfg --checkpoint.dir="$work/a-file" $run
+expect 2 "parallel.dp = 2 with parallel.layout = auto: the planner chooses it" train --config $cfg --parallel.layout=auto --parallel.dp=2 $run
+expect 2 "parallel.layout must be manual or auto" train --config $cfg --parallel.layout=elastic $run
+expect 2 "parallel.cluster must be local, a100-80g, h100-sxm or h200" train --config $cfg --parallel.cluster=tpu $run
+expect 2 "parallel.layout = auto: no layout of 1 ranks fits on h100-sxm" train --config $cfg --parallel.layout=auto --parallel.cluster=h100-sxm --model.layers=400 --model.hidden=8192 --model.heads=64 --model.ffn_hidden=32768 $run
 expect 2 "checkpoint.resume: $work is a directory, not a checkpoint file" train --config $cfg --checkpoint.resume="$work" $run
 expect 2 "checkpoint.resume: checkpoint $work/none.h5 not found" eval --config $cfg --checkpoint "$work/none.h5" $run
 long_name=/$(printf 'x%.0s' $(seq 300))  # a name the file system refuses: named, not an exception

@@ -3,7 +3,9 @@
 # slurmctld + slurmd on this machine): a training job (output, exit state, run directory,
 # metrics), a failing job's exit state, a preempted job (SIGUSR1 to the batch shell, as
 # --signal=B:USR1@120 sends it) that checkpoints, requeues itself and resumes to the last step
-# (with srun --mpi=pmix and with mpirun), and a scaling study through Slurm with its report.
+# (with srun --mpi=pmix and with mpirun), a scaling study through Slurm with its report, and an
+# elastic run (parallel.layout = auto): preempted on 4 ranks, resumed on 2, then on 4 again, on the
+# uninterrupted curve.
 # usage: slurm_jobs.sh TRIDENT SOURCE_DIR
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -19,7 +21,7 @@ if [[ $(id -u) -ne 0 ]] && ! scontrol ping > /dev/null 2>&1; then
   exit 0
 fi
 if [[ $(id -u) -eq 0 ]]; then
-  (($(nproc) >= 2)) || export SLURM_LOCAL_CPUS=2  # the jobs below run 2 tasks
+  (($(nproc) >= 4)) || export SLURM_LOCAL_CPUS=4  # the jobs below run up to 4 tasks
   utils/slurm-local.sh start || fail "utils/slurm-local.sh could not start a local Slurm (logs in /var/log/trident-slurm)"
 fi
 
@@ -29,6 +31,8 @@ cleanup() {  # cancels what this test submitted and is still queued or running
 }
 trap cleanup EXIT
 export TRIDENT=$trident TRIDENT_RUNS=$work/runs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# 4 tasks on fewer cores: mpirun may oversubscribe, and srun-started ranks yield while they wait
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 
 submit() {  # submit SBATCH_ARGS... : prints the job id
   local id
@@ -146,3 +150,48 @@ if /usr/bin/python3 -c 'import matplotlib' 2> /dev/null; then
   [[ -s $work/study/scaling-strong.png ]] || fail "no plot: $(tail -n 5 "$work/study.log")"
 fi
 echo "scaling study through Slurm: 2 points, CSV, table and plot in $((SECONDS - t0)) s"
+
+# 5. Elastic restarts: parallel.layout = auto, one run directory, three jobs of 4, 2 and 4 tasks.
+# The first two are preempted (SIGUSR1 to the batch shell) and checkpoint without requeueing
+# (TRIDENT_MAX_REQUEUES=0); each next job plans its own layout and reshards the checkpoint. The
+# losses equal one rank's uninterrupted run.
+t0=$SECONDS
+steps=40 run=$work/elastic
+"$trident" train --config input/configs/tiny.ini --train.steps=$steps --log.run_dir="$work/one-rank" > "$work/one-rank.log" \
+  || fail "one-rank reference: $(tail -n 5 "$work/one-rank.log")"
+done_steps=0
+for tasks in 4 2 4; do
+  id=$(TRIDENT_MAX_REQUEUES=0 submit --ntasks-per-node=$tasks jobs/train.sbatch input/configs/tiny.ini \
+    --parallel.layout=auto --train.steps=$steps --log.run_dir="$run")
+  out=$work/$id.out
+  if ((tasks == 2 || done_steps == 0)); then  # preempt after 3 more steps
+    end=$((SECONDS + 240))
+    until [[ -f $run/metrics.jsonl && $(wc -l < "$run/metrics.jsonl") -ge $((done_steps + 3)) ]]; do
+      ((SECONDS < end)) || fail "elastic $tasks tasks: no 3 steps after 240 s: $(tail -n 5 "$out" 2> /dev/null)"
+      [[ $(field "$id" JobState) == @(PENDING|RUNNING|CONFIGURING) ]] || fail "elastic job ended early: $(tail -n 5 "$out")"
+      sleep 0.2
+    done
+    scancel --signal=USR1 --batch "$id"
+  fi
+  wait_state "$id" 240 COMPLETED FAILED CANCELLED TIMEOUT
+  [[ $(field "$id" JobState) == COMPLETED ]] || fail "elastic $tasks tasks: $(field "$id" JobState): $(tail -n 20 "$out")"
+  grep -q "parallel.layout = auto: dp $tasks tp 1 pp 1" "$out" || fail "elastic: no auto layout for $tasks: $(grep -i auto "$out")"
+  if ((done_steps > 0)); then
+    grep -q "resumed from $run/checkpoints/step_0*$done_steps.h5: $done_steps steps done (written by dp $prev " "$out" ||
+      fail "elastic $tasks tasks: did not reshard step $done_steps of dp $prev: $(grep -i resum "$out")"
+  fi
+  done_steps=$(sed -n 's/^preempted: checkpoint of step \([0-9]*\).*/\1/p' "$out")
+  done_steps=${done_steps:-$steps}
+  prev=$tasks
+done
+((done_steps == steps)) || fail "elastic: the last job stopped at step $done_steps"
+python3 - "$work/one-rank/metrics.jsonl" "$run/metrics.jsonl" << 'PY' || fail "elastic: the curve differs from one rank's"
+import json, sys
+ref = {r["step"]: r["loss"] for r in map(json.loads, open(sys.argv[1]))}
+got = [json.loads(l) for l in open(sys.argv[2])]
+assert [r["step"] for r in got] == sorted(ref), f"steps {[r['step'] for r in got]}"
+worst = max(abs(r["loss"] - ref[r["step"]]) / ref[r["step"]] for r in got)
+assert worst < 1e-5, f"relative loss difference {worst}"
+print(f"elastic: {len(got)} steps over 4, 2 and 4 ranks within {worst:.1e} of one rank")
+PY
+echo "elastic restarts through Slurm (4 -> 2 -> 4 tasks, parallel.layout = auto) in $((SECONDS - t0)) s"

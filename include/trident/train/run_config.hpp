@@ -90,6 +90,7 @@ struct RunConfig {
   bool balanced_partition = false;
   bool sequence_parallel = false;
   model::Recompute recompute = model::Recompute::kNone;
+  std::string layout_note;  // parallel.layout = auto: what the planner chose ("" otherwise)
   TrainConfig train;
   DataConfig data;
   CommConfig comm;
