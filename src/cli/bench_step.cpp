@@ -162,7 +162,9 @@ int bench_step(int argc, char** argv) {
     train::TrainingStep& step = run.step();
     train::DataSource& data = run.train_data();
     train::log_model_banner(run);
-    train::log_training_banner(run, ops->peak_flops(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32));
+    // The precision the GEMMs really compute in (train.precision = bf16 or auto may fall back).
+    const DType compute = run.matmul_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32;
+    train::log_training_banner(run, ops->peak_flops(compute));
     train::PrivateTraining* private_steps = run.privacy();  // DP-SGD's two passes and noise
     auto train_step = [&](int64_t s) {
       return private_steps ? private_steps->run(s) : step.run(s, data.load(s), data.global_batch_stats(s));
@@ -212,8 +214,7 @@ int bench_step(int argc, char** argv) {
     const double tokens_per_step = double(cfg.train.global_batch) * double(m.seq_len);
     const double tokens_per_s = tokens_per_step / worst[0];
     const double flops_per_s = tokens_per_s * m.train_flops_per_token();
-    const DType peak_dtype = cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32;
-    const double peak = ops->peak_flops(peak_dtype) * mpi.world_size();
+    const double peak = ops->peak_flops(compute) * mpi.world_size();
     const double mfu = flops_per_s / peak;
     const double gemm_rate = kernel_times.seconds[0] > 0 ? kernel_times.gemm_flops / kernel_times.seconds[0] : 0;
     const double accounted_mb = double(train::parameter_bytes(run.model().params()) + run.optimizer().state_bytes() +
@@ -228,7 +229,7 @@ int bench_step(int argc, char** argv) {
       out.set("layout", Json(detail::concat("dp=", cfg.layout.dp, ",tp=", cfg.layout.tp, ",pp=", cfg.layout.pp)));
       out.set("ranks", Json(mpi.world_size()));
       out.set("threads_per_rank", Json(threads));
-      out.set("precision", Json(dtype_name(cfg.train.precision)));
+      out.set("precision", Json(dtype_name(run.matmul_dtype())));
       out.set("steps", Json(options.steps));
       out.set("tokens_per_step", Json(tokens_per_step));
       out.set("step_s", Json(worst[0]));
@@ -253,13 +254,16 @@ int bench_step(int argc, char** argv) {
     }
     std::printf("\nbench step: %lld timed steps after %lld warm-up, %d rank(s) x %d thread(s), %s, layout dp=%d tp=%d pp=%d\n",
                 (long long)options.steps, (long long)options.warmup, mpi.world_size(), threads,
-                std::string(dtype_name(cfg.train.precision)).c_str(), cfg.layout.dp, cfg.layout.tp, cfg.layout.pp);
+                std::string(dtype_name(run.matmul_dtype())).c_str(), cfg.layout.dp, cfg.layout.tp, cfg.layout.pp);
     std::printf("  tokens/s            %12.1f   (%g tokens per step, %.4f s per step)\n", tokens_per_s, tokens_per_step,
                 worst[0]);
     std::printf("  model TFLOP/s       %12.4f   (6 x %lld matmul parameters + 12 x %d x %lld x %d attention, per token)\n",
                 flops_per_s / 1e12, (long long)m.matmul_params(), m.layers, (long long)m.seq_len, m.hidden);
-    std::printf("  MFU                 %11.1f%%   of %.0f GFLOP/s measured peak (%s FMA rate x %d rank(s))\n", 100 * mfu,
-                peak / 1e9, std::string(dtype_name(peak_dtype)).c_str(), mpi.world_size());
+    const std::string peak_kind = compute == DType::kBF16 && ops->device() == Device::kCPU
+                                      ? "fp32 FMA rate x measured bf16:fp32 GEMM speed"
+                                      : std::string(dtype_name(compute)) + " FMA rate";
+    std::printf("  MFU                 %11.1f%%   of %.0f GFLOP/s measured peak (%s x %d rank(s))\n", 100 * mfu,
+                peak / 1e9, peak_kind.c_str(), mpi.world_size());
     std::printf("  GEMM rate (rank 0)  %12.1f   GFLOP/s inside GEMM calls\n", gemm_rate / 1e9);
     std::printf("  peak RSS            %12.1f   MiB per rank (accounted: %.1f MiB parameters+gradients+optimizer+activations)\n",
                 worst[1], accounted_mb);

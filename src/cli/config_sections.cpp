@@ -188,9 +188,10 @@ train::TrainConfig read_train_section(const Values& v) {
   t.eps = v.number("train.eps");
   t.clip = v.number("train.clip");
   t.seed = static_cast<uint64_t>(v.integer("train.seed"));
-  t.precision = dtype_from_name(v.str("train.precision"));
+  t.precision_auto = v.str("train.precision") == "auto";
+  t.precision = t.precision_auto ? DType::kBF16 : dtype_from_name(v.str("train.precision"));
   TRIDENT_CONFIG_CHECK(t.precision == DType::kF32 || t.precision == DType::kBF16 || t.precision == DType::kF16,
-                       "train.precision must be fp32, bf16 or fp16 (got ", v.str("train.precision"), ")");
+                       "train.precision must be fp32, bf16, fp16 or auto (got ", v.str("train.precision"), ")");
   t.loss_scale = v.str("train.loss_scale");
   (void)train::LossScaler(t.loss_scale, /*enabled=*/true);  // checks the value
   t.threads = v.int32("train.threads");

@@ -11,9 +11,13 @@ void log_model_banner(RunBuilder& run) {
   model::GPTModel& model = run.model();
   const model::ModelConfig& m = model.config();
   const DType matmul = run.matmul_dtype();
-  if (matmul != cfg.train.precision)
-    log.info("train.precision = ", dtype_name(cfg.train.precision), ": this processor has no ",
-             dtype_name(cfg.train.precision), " instructions; computing in ", dtype_name(matmul));
+  if (cfg.train.precision_auto)
+    log.info("train.precision = auto: ", dtype_name(matmul), run.ops().matmul_precision_note().empty()
+                                                               ? std::string(" (16-bit GEMMs are the faster here)")
+                                                               : "; " + run.ops().matmul_precision_note());
+  else if (matmul != cfg.train.precision)
+    log.info("train.precision = ", dtype_name(cfg.train.precision), ": ", run.ops().matmul_precision_note(),
+             "; computing in ", dtype_name(matmul));
   if (matmul != DType::kF32)
     log.info("mixed precision: weights (a copy refreshed each step) and the activations kept for backward in ",
              dtype_name(matmul), ", GEMMs accumulating in fp32; fp32 master weights, gradients, optimizer state, ",
@@ -81,8 +85,10 @@ void log_training_banner(RunBuilder& run, double peak_flops) {
   if (docs.skipped_documents() > 0)
     log.info("data.truncate = skip: ", docs.skipped_documents(), " fine-tuning examples with prompts longer than ",
              "seq_len = ", m.seq_len, " tokens left out");
+  const bool bf16 = run.matmul_dtype() == DType::kBF16 && run.ops().device() == Device::kCPU;
   log.info("backend: ", run.ops().name(), ", peak ", peak_flops / 1e9, " GFLOP/s per rank for ",
-           dtype_name(cfg.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32), " (measured FMA rate)");
+           dtype_name(run.matmul_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32),
+           bf16 ? " (the measured fp32 FMA rate x the measured bf16:fp32 GEMM speed)" : " (measured FMA rate)");
 }
 
 }  // namespace trident::train

@@ -33,8 +33,9 @@ double padding_share(const data::GlobalBatchStats& s) {
 Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
     : run_(run), signals_(signals), cfg_(run.config()), topology_(run.topology()), log_(run.log()), step_(run.step()),
       checkpointer_(run.checkpointer()) {
-  // MFU against the peak of the arithmetic the GEMMs use (bf16 dot products: twice fp32).
-  peak_flops_ = run.ops().peak_flops(cfg_.train.precision == DType::kBF16 ? DType::kBF16 : DType::kF32);
+  // MFU against the peak of the arithmetic the GEMMs really use (bf16 where they compute in bf16).
+  run.model();  // decides the GEMM precision
+  peak_flops_ = run.ops().peak_flops(run.matmul_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32);
   const dist::Layout& layout = topology_.layout();
   const int micro_batches = cfg_.micro_batches_per_step();
   bubble_theory_ = layout.pp > 1 ? theoretical_bubble(cfg_.schedule, layout.pp, micro_batches, cfg_.virtual_stages) : 0;

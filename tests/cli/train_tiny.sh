@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end: `trident train` on the tiny config writes the run directory of docs/design.md
-# section 5 and the loss falls; 2 data-parallel ranks reproduce the single-rank loss curve.
+# section 5 and the loss falls; 2 data-parallel ranks reproduce the single-rank loss curve;
+# train.precision = auto | bf16 states the GEMM precision it measured its way to.
 # usage: train_tiny.sh TRIDENT SOURCE_DIR
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -35,3 +36,20 @@ print("dp=2 reproduces the single-rank loss curve within 1e-5")
 config = (work / "dp2" / "config.ini").read_text()
 assert "[parallel]\ndp = 2" in config, "resolved config.ini lacks the dp override"
 PY
+
+# train.precision = auto and bf16: the GEMM precision is decided by measuring bf16 against fp32
+# GEMMs here, stated in one line, and the MFU's peak is the one of the precision really used.
+for p in auto bf16; do
+  "$trident" train --config input/configs/tiny.ini --train.steps=2 --train.precision=$p \
+    --log.run_dir="$work/precision-$p" > "$work/precision-$p.log" 2>&1 || fail "precision $p: $(tail -3 "$work/precision-$p.log")"
+  used=$(sed -n 's/^mixed precision: .* kept for backward in \([a-z0-9]*\),.*/\1/p' "$work/precision-$p.log")
+  used=${used:-fp32}
+  grep -q "^backend: cpu, peak .* GFLOP/s per rank for $used " "$work/precision-$p.log" \
+    || fail "precision $p: computing in $used but the peak line says $(grep '^backend: cpu' "$work/precision-$p.log")"
+  if [ "$p" = auto ]; then
+    grep -q "^train.precision = auto: $used" "$work/precision-$p.log" || fail "auto: no decision line"
+  elif [ "$used" = fp32 ]; then
+    grep -q "^train.precision = bf16: .*; computing in fp32" "$work/precision-$p.log" || fail "bf16 in fp32 unsaid"
+  fi
+  echo "train.precision = $p: GEMMs in $used"
+done

@@ -63,6 +63,8 @@ class Ops {
   // they are whatever this setting. Returns the precision the backend will use
   // (kF32 where the hardware or library has no such path).
   virtual DType set_matmul_precision(DType dtype) = 0;
+  // Why the last set_matmul_precision returned another precision than asked ("" when it did not).
+  virtual std::string matmul_precision_note() const { return ""; }
 
   // c = alpha * op(a) @ op(b) + beta * c, a and b seen as 2-D [rows, last dim].
   // op(a): [M, K], op(b): [K, N], c: [M, N]. trans_b with b = W[out, in] gives x @ W^T.

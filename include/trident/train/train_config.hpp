@@ -26,6 +26,7 @@ struct TrainConfig {
   double clip = 1.0;        // 0: no clipping
   uint64_t seed = 1234;
   DType precision = DType::kF32;   // GEMM inputs: fp32, bf16 or fp16 (fp32 accumulation)
+  bool precision_auto = false;     // train.precision = auto: bf16 (precision) where it measures faster, else fp32
   std::string loss_scale = "dynamic";
   int threads = 0;          // 0: cores of the node / ranks on the node
   std::string backend = "auto";  // auto (cuda when this rank sees a GPU, else cpu) | cpu | cuda

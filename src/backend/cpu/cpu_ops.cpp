@@ -24,8 +24,9 @@ class CpuOps final : public Ops {
       return *peak_f64_;
     }
     if (!peak_f32_) peak_f32_ = cpu::measure_peak_fma_flops(DType::kF32);
-    // bf16 dot products (vdpbf16ps) do twice the fp32 work per instruction.
-    if (dtype == DType::kBF16 && cpu::cpu_has_avx512_bf16()) return 2.0 * *peak_f32_;
+    // bf16: the fp32 FMA peak scaled by how much faster a large bf16 GEMM runs than an fp32 one
+    // here, both measured (AVX-512 BF16 dot products, or AMX tiles where oneDNN finds them).
+    if (dtype == DType::kBF16 && cpu::cpu_has_avx512_bf16()) return *peak_f32_ * gemm_rate(DType::kBF16) / gemm_rate(DType::kF32);
     return *peak_f32_;
   }
 
@@ -36,10 +37,22 @@ class CpuOps final : public Ops {
   DType set_matmul_precision(DType dtype) override {
     TRIDENT_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16, "matmul precision ",
                   dtype_name(dtype));
-    // Without AVX-512 BF16 a bf16 GEMM would only be emulated, slower than fp32: compute in fp32.
-    matmul_precision_ = dtype == DType::kBF16 && !cpu::cpu_has_avx512_bf16() ? DType::kF32 : dtype;
+    // Without AVX-512 BF16 a bf16 GEMM would only be emulated, slower than fp32: compute in fp32;
+    // with it, bf16 must also measure faster than fp32 here (some processors run vdpbf16ps at
+    // half the FMA rate and hide AMX).
+    note_.clear();
+    matmul_precision_ = dtype;
+    if (dtype == DType::kBF16 && !cpu::cpu_has_avx512_bf16()) {
+      matmul_precision_ = DType::kF32;
+      note_ = "this processor has no AVX-512 BF16 instructions";
+    } else if (dtype == DType::kBF16 && gemm_rate(DType::kBF16) <= gemm_rate(DType::kF32)) {
+      matmul_precision_ = DType::kF32;
+      note_ = detail::concat("bf16 GEMMs measured ", gemm_rate(DType::kBF16) / 1e9, " GFLOP/s here against ",
+                             gemm_rate(DType::kF32) / 1e9, " for fp32 (bf16 would be slower)");
+    }
     return matmul_precision_;
   }
+  std::string matmul_precision_note() const override { return note_; }
 
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
             Tensor& c) override {
@@ -155,9 +168,32 @@ class CpuOps final : public Ops {
   }
 
  private:
+  // FLOP/s of a 1536 x 1536 x 1536 GEMM in dtype (fp32 sgemm, or bf16 inputs with fp32 output),
+  // the best of four after a warm-up (~0.1 s for fp32); measured once per dtype.
+  double gemm_rate(DType dtype) {
+    std::optional<double>& rate = dtype == DType::kBF16 ? gemm_bf16_ : gemm_f32_;
+    if (rate) return *rate;
+    constexpr int64_t n = 1536;
+    Tensor a = Tensor::zeros(Shape{n, n}, dtype), b = Tensor::zeros(Shape{n, n}, dtype);
+    Tensor c = Tensor::zeros(Shape{n, n}, DType::kF32);
+    cpu::fill(a, 0.5);
+    cpu::fill(b, 0.25);
+    double best = 0;
+    for (int i = 0; i < 5; ++i) {
+      const double start = omp_get_wtime();
+      if (dtype == DType::kF32) cpu::gemm(false, false, 1.0, a, b, 0.0, c);
+      else low_precision_.run(DType::kBF16, false, false, 1.0, a, b, 0.0, c);
+      const double seconds = omp_get_wtime() - start;
+      if (i > 0) best = std::max(best, 2.0 * n * n * n / seconds);
+    }
+    rate = best;
+    return best;
+  }
+
   cpu::RopeTable rope_table_;
-  std::optional<double> peak_f32_, peak_f64_;
+  std::optional<double> peak_f32_, peak_f64_, gemm_f32_, gemm_bf16_;
   DType matmul_precision_ = DType::kF32;
+  std::string note_;  // matmul_precision_note()
   cpu::LowPrecisionGemm low_precision_;
 };
 
