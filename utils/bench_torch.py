@@ -7,7 +7,8 @@ token), or one JSON object with --json.
 
     /usr/bin/python3 utils/bench_torch.py --config input/configs/bench-gpt2-124m.ini --threads 2
 
-Uses Debian's python3-torch (or any PyTorch); fp32, or bf16 autocast with --precision bf16.
+Uses Debian's python3-torch (or any PyTorch); fp32, or bf16 autocast with --precision bf16;
+eager, or torch.compile (inductor) with --compile.
 
 A mixture-of-experts config (arch = llama with [moe] experts > 0, e.g. bench-moe.ini) is timed
 with transformers' MixtralForCausalLM of the same shapes (the model users would pick; needs
@@ -146,6 +147,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=0, help="0: the config's train.threads, else all cores")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the model (inductor; the warm-up steps include the compilation)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--experts-implementation", default=None,
                     help="mixtures of experts: transformers' experts_implementation (default: its own default)")
@@ -159,6 +162,7 @@ def main():
     torch.manual_seed(1234)
 
     model = mixtral(cfg, args.experts_implementation) if cfg["experts"] else GPT(cfg)
+    forward = torch.compile(model) if args.compile else model
     embedding = ("wte", "wpe", "embed_tokens")
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not any(e in n for e in embedding)]
     no_decay = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and not any(e in n for e in embedding))]
@@ -174,7 +178,7 @@ def main():
         for _ in range(accumulation):
             tokens = torch.randint(0, cfg["vocab"], (B, T + 1), generator=generator)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
-                loss = model(tokens[:, :-1], tokens[:, 1:]) / accumulation
+                loss = forward(tokens[:, :-1], tokens[:, 1:]) / accumulation
             loss.backward()
             loss_value += loss.item()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -191,7 +195,8 @@ def main():
     c, L = cfg["hidden"], cfg["layers"]
     flops_per_token = 6 * matmul_params(cfg) + 12 * L * T * c
     tokens_per_s = G * T / seconds
-    result = {"engine": "pytorch " + torch.__version__, "threads": threads, "precision": args.precision,
+    result = {"engine": "pytorch " + torch.__version__ + (" compiled" if args.compile else " eager"), "threads": threads,
+              "precision": args.precision, "compiled": args.compile,
               "step_s": seconds, "tokens_per_s": tokens_per_s, "tflops": tokens_per_s * flops_per_token / 1e12,
               "loss": loss}
     if args.profile:

@@ -94,7 +94,9 @@ void ParamStore::initialize(Ops& ops, uint64_t seed) {
     if (p->spec.init == Init::kNormal) {
       const uint64_t key = rng_key(seed, p->spec.name);
       const int64_t row_elems = p->spec.global_shape.numel() / std::max<int64_t>(1, p->spec.global_shape[0]);
-      // Rounded to fp32 first so every dtype starts from the same fp32 values.
+      // Rounded to fp32 first so every dtype starts from the same fp32 values. Each element is a
+      // pure function of (key, global index): the threads split them in any way.
+#pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < n; ++i) {
         const int64_t g = global_index(*p, i);
         const bool padding = p->spec.init_rows >= 0 && g / row_elems >= p->spec.init_rows;
@@ -102,6 +104,7 @@ void ParamStore::initialize(Ops& ops, uint64_t seed) {
       }
     } else if (p->spec.init == Init::kUniform) {
       const uint64_t key = rng_key(seed, p->spec.name);
+#pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < n; ++i) {
         const double u = rng_uniform(key, static_cast<uint64_t>(ParamStore::global_index(*p, i)));
         host[i] = static_cast<float>(p->spec.init_std * (2.0 * u - 1.0));
