@@ -157,8 +157,11 @@ CheckpointAttributes read_local_attributes(const std::string& path) {
   return attributes_of(read_header(f.get(), path).json);
 }
 
-CheckpointAttributes read_local_state(const std::string& path, const std::vector<LocalPiece>& pieces) {
-  File f = open_file(path, "rb");
+namespace {
+
+// Opens path, reads its header and checks that it holds exactly `pieces`; f is left at the payload.
+Header open_checked(const std::string& path, const std::vector<LocalPiece>& pieces, File& f) {
+  f = open_file(path, "rb");
   TRIDENT_CONFIG_CHECK(f != nullptr, path, ": cannot be opened: ", std::strerror(errno));
   Header h = read_header(f.get(), path);
   const Json::Array& stored = h.json.at("pieces").as_array();
@@ -172,9 +175,14 @@ CheckpointAttributes read_local_state(const std::string& path, const std::vector
                          path, ": piece ", i, " is not ", p.dataset, " [", p.begin, ", +", p.data.numel(),
                          ") as this run holds it (another layout or model)");
   }
-  // First the checksum of the whole file (no tensor touched), then the pieces: a corrupt file
-  // leaves the state as it was.
-  const long payload = std::ftell(f.get());
+  return h;
+}
+
+}  // namespace
+
+CheckpointAttributes verify_local_state(const std::string& path, const std::vector<LocalPiece>& pieces) {
+  File f(nullptr, std::fclose);
+  Header h = open_checked(path, pieces, f);
   {
     uint64_t sum = h.checksum;
     std::vector<char> buf(kBlockBytes);
@@ -192,7 +200,12 @@ CheckpointAttributes read_local_state(const std::string& path, const std::vector
     TRIDENT_CONFIG_CHECK(std::fread(&extra, 1, 1, f.get()) == 0, path, ": bytes after the checksum");
     TRIDENT_CONFIG_CHECK(stored_sum == sum, path, ": checksum mismatch (corrupt local-tier file)");
   }
-  TRIDENT_CONFIG_CHECK(std::fseek(f.get(), payload, SEEK_SET) == 0, path, ": cannot seek");
+  return attributes_of(h.json);
+}
+
+CheckpointAttributes read_local_state(const std::string& path, const std::vector<LocalPiece>& pieces) {
+  File f(nullptr, std::fclose);
+  Header h = open_checked(path, pieces, f);
   for (const LocalPiece& p : pieces) {
     TRIDENT_CHECK(p.data.device() == Device::kCPU, "local checkpoint: ", p.dataset, " is not a host tensor");
     TRIDENT_CONFIG_CHECK(std::fread(p.data.raw(), 1, p.data.bytes(), f.get()) == p.data.bytes(), path,

@@ -520,33 +520,45 @@ int64_t Checkpointer::resume_local() {
               "global tier resumes");
   for (const int64_t step : steps) {
     std::exception_ptr error;
-    io::CheckpointState state;
+    std::string path;
     try {
-      const std::string path = local_->restore(step);  // collective; fails on every rank together
+      path = local_->restore(step);  // collective; fails on every rank together
       try {
-        state = load_local(path);
+        io::verify_local_state(path, local_pieces(/*target=*/true));
       } catch (const ConfigError&) {
         error = std::current_exception();
       }
       dist::throw_if_any_failed(topology_.world().comm(), error);
-      log_.info("resumed from the local tier (", cfg_.checkpoint.local_dir, "): ", state.step, " steps done",
-                global > 0 ? detail::concat("; the global tier's newest has ", int64_t(global)) : std::string());
-      return state.step;
     } catch (const std::exception& e) {
       if (topology_.world_rank() == 0)
         log_.warn("local checkpoint of step ", step, " not resumed: ", e.what(), "; trying the next older one");
+      continue;
     }
+    // Every rank's file is intact: only now does any tensor change (a failure here is an I/O
+    // error mid-read, which ends the run rather than resume from mixed state).
+    const io::CheckpointState state = load_local(path);
+    log_.info("resumed from the local tier (", cfg_.checkpoint.local_dir, "): ", state.step, " steps done",
+              global > 0 ? detail::concat("; the global tier's newest has ", int64_t(global)) : std::string());
+    return state.step;
   }
   return 0;
 }
 
-io::CheckpointState Checkpointer::load_local(const std::string& path) {
-  std::vector<io::ShardPiece> live = live_pieces();
-  const std::vector<io::ShardPiece> target = stage_through_host() ? snapshot_pieces() : live;
+std::vector<io::LocalPiece> Checkpointer::local_pieces(bool target) {
   std::vector<io::LocalPiece> pieces;
-  for (const io::ShardPiece& p : target) pieces.push_back({p.dataset, p.begin, p.data});
-  const io::CheckpointAttributes attrs = io::read_local_state(path, pieces);
-  if (stage_through_host()) copy_up(target, live);
+  for (const io::ShardPiece& p : target && stage_through_host() ? snapshot_pieces() : live_pieces())
+    pieces.push_back({p.dataset, p.begin, p.data});
+  return pieces;
+}
+
+io::CheckpointState Checkpointer::load_local(const std::string& path) {
+  io::CheckpointAttributes attrs;
+  try {
+    attrs = io::read_local_state(path, local_pieces(/*target=*/true));
+  } catch (const ConfigError& e) {
+    throw Error(detail::concat("local checkpoint: ", e.what(), " while loading a verified file"));
+  }
+  if (stage_through_host()) copy_up(snapshot_pieces(), live_pieces());
   const io::CheckpointState state = io::checkpoint_state(attrs, path);
   restore_scalars(state);
   return state;

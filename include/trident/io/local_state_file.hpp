@@ -34,9 +34,12 @@ void write_local_state(const std::string& path, const CheckpointAttributes& attr
 // is not one: a truncated or foreign file).
 CheckpointAttributes read_local_attributes(const std::string& path);
 
-// Reads the pieces into `pieces`' tensors after checking the checksum and that the file holds
-// exactly these pieces (dataset, begin, elements, dtype) in this order; a ConfigError naming
-// the file and the difference otherwise. Returns the attributes.
+// Checks that the file holds exactly these pieces (dataset, begin, elements, dtype) in this
+// order and that its checksum holds, writing no tensor; a ConfigError naming the file and the
+// difference otherwise. Returns the attributes.
+CheckpointAttributes verify_local_state(const std::string& path, const std::vector<LocalPiece>& pieces);
+// Reads the pieces into `pieces`' tensors (the same checks of the header, not the checksum:
+// verify_local_state first, on every rank, so that no rank loads a step another cannot).
 CheckpointAttributes read_local_state(const std::string& path, const std::vector<LocalPiece>& pieces);
 
 // The checksum the files carry (4 lanes of 64-bit multiply-rotate over 8-byte words, the tail

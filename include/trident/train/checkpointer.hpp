@@ -157,7 +157,11 @@ class Checkpointer {
   // the step loaded, or 0 when no local step newer than the global tier's loads on every rank.
   std::string local_key() const;
   int64_t resume_local();
+  // Reads a verified local file into the state (an Error when that fails: no fallback then).
   io::CheckpointState load_local(const std::string& path);
+  // The state's pieces as the local tier stores them; target: where a load reads them into
+  // (the host snapshot when staged).
+  std::vector<io::LocalPiece> local_pieces(bool target);
   // Writes the file, then (rank 0) replaces `latest` and prunes; collective over comm.
   void write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces);
   // Removes the oldest step files at or below `written` beyond checkpoint.keep (rank 0).
