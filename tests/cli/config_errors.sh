@@ -48,7 +48,7 @@ expect 2 "train.decay: unknown schedule 'step'" train --config $cfg --train.deca
 expect 2 "parallel.virtual_stages = 2 needs parallel.schedule = interleaved" train --config $cfg --parallel.virtual_stages=2 $run
 expect 2 "parallel.schedule: unknown schedule 'zigzag'" train --config $cfg --parallel.schedule=zigzag $run
 expect 2 "model.layers = 8 must be >= parallel.pp \* parallel.virtual_stages = 12" train --config $cfg --parallel.pp=3 --parallel.schedule=interleaved --parallel.virtual_stages=4 $run
-expect 2 "train.precision must be fp32, bf16 or fp16 \(got fp64\)" train --config $cfg --train.precision=fp64 $run
+expect 2 "train.precision must be fp32, bf16, fp16 or auto \(got fp64\)" train --config $cfg --train.precision=fp64 $run
 expect 2 "train.loss_scale: expected dynamic or a positive number, got '-3'" train --config $cfg --train.precision=fp16 --train.loss_scale=-3 $run
 expect 2 "model.heads = 4 must be divisible by parallel.tp = 3" train --config $cfg --parallel.tp=3 $run
 expect 2 "model.kv_heads = 2 must be divisible by parallel.tp = 4" train --config $cfg --model.arch=llama --model.kv_heads=2 --parallel.tp=4 $run
