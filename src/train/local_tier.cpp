@@ -89,12 +89,13 @@ LocalTier::LocalTier(const std::string& local_dir, bool replicas, const std::str
   world.all_gather_bytes(&mine, nodes.data(), sizeof(int));
   bool ok = r < size;
   for (int i = 0; i < size && ok; ++i) ok = nodes[static_cast<size_t>((i + r) % size)] != nodes[static_cast<size_t>(i)];
-  double worst = ok ? 0.0 : 1.0;
-  world.all_reduce_max(&worst, 1);
-  if (worst > 0) {
+  // Every rank must shift by the same R: nodes of unequal size give no partners at all.
+  double checks[3] = {ok ? 0.0 : 1.0, double(r), -double(r)};
+  world.all_reduce_max(checks, 3);
+  if (checks[0] > 0 || checks[1] != -checks[2]) {
     if (world.rank() == 0)
       log_.warn("checkpoint.local_replicas = 1: no rank has a partner on another node (", size, " ranks, ", r,
-              " on this node, not in blocks of consecutive ranks); the local tier keeps no copies");
+              " on this node: one node, nodes of unequal size, or ranks not in blocks of consecutive ranks); the local tier keeps no copies");
     return;
   }
   partner_shift_ = r;

@@ -92,6 +92,13 @@ mpirun -np 2 "$trident" train --config input/configs/tiny.ini --train.steps=4 --
 grep -q "the local tier keeps no copies" "$work/onenode.log" || fail "one node: no warning"
 [ -f "$(echo "$work"/one/trident-*/node_0/rank_00001/step_00000002.bin)" ] || fail "one node: no local file"
 
+# Nodes of unequal size (2 + 1 ranks): no partners, said once; the run goes on.
+TRIDENT_NODE_SIZE=2 mpirun -np 3 "$trident" train --config input/configs/tiny.ini --train.steps=4 --parallel.dp=3 \
+  --train.global_batch=12 --checkpoint.local_dir="$work/uneven" --checkpoint.local_interval=2 \
+  --checkpoint.local_replicas=1 --log.run_dir="$work/uneven-run" > "$work/uneven.log" 2>&1 \
+  || fail "uneven nodes: $(tail -5 "$work/uneven.log")"
+[ "$(grep -c "the local tier keeps no copies" "$work/uneven.log")" -eq 1 ] || fail "uneven nodes: no single warning"
+
 expect_exit2() {  # expect_exit2 PATTERN ARGS...
   local pattern=$1; shift
   set +e
