@@ -373,8 +373,8 @@ double Checkpointer::save_local(int64_t steps_done) {
   } catch (...) {
     earlier = std::current_exception();
   }
-  std::vector<io::LocalPiece> pieces;
-  for (const io::ShardPiece& p : staged ? snapshot() : live_pieces()) pieces.push_back({p.dataset, p.begin, p.data});
+  if (staged) snapshot();
+  std::vector<io::LocalPiece> pieces = local_pieces(staged);
   io::CheckpointAttributes attrs = attributes(steps_done);
   attrs.numbers["format_version"] = io::kCheckpointFormatVersion;
   if (!background) {
@@ -524,7 +524,7 @@ int64_t Checkpointer::resume_local() {
     try {
       path = local_->restore(step);  // collective; fails on every rank together
       try {
-        io::verify_local_state(path, local_pieces(/*target=*/true));
+        io::verify_local_state(path, local_pieces(stage_through_host()));
       } catch (const ConfigError&) {
         error = std::current_exception();
       }
@@ -544,9 +544,9 @@ int64_t Checkpointer::resume_local() {
   return 0;
 }
 
-std::vector<io::LocalPiece> Checkpointer::local_pieces(bool target) {
+std::vector<io::LocalPiece> Checkpointer::local_pieces(bool snapshot_buffers) {
   std::vector<io::LocalPiece> pieces;
-  for (const io::ShardPiece& p : target && stage_through_host() ? snapshot_pieces() : live_pieces())
+  for (const io::ShardPiece& p : snapshot_buffers ? snapshot_pieces() : live_pieces())
     pieces.push_back({p.dataset, p.begin, p.data});
   return pieces;
 }
@@ -554,7 +554,7 @@ std::vector<io::LocalPiece> Checkpointer::local_pieces(bool target) {
 io::CheckpointState Checkpointer::load_local(const std::string& path) {
   io::CheckpointAttributes attrs;
   try {
-    attrs = io::read_local_state(path, local_pieces(/*target=*/true));
+    attrs = io::read_local_state(path, local_pieces(stage_through_host()));
   } catch (const ConfigError& e) {
     throw Error(detail::concat("local checkpoint: ", e.what(), " while loading a verified file"));
   }

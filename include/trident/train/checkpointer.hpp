@@ -159,9 +159,8 @@ class Checkpointer {
   int64_t resume_local();
   // Reads a verified local file into the state (an Error when that fails: no fallback then).
   io::CheckpointState load_local(const std::string& path);
-  // The state's pieces as the local tier stores them; target: where a load reads them into
-  // (the host snapshot when staged).
-  std::vector<io::LocalPiece> local_pieces(bool target);
+  // The state's pieces as the local tier stores them: the snapshot buffers' or the live ones.
+  std::vector<io::LocalPiece> local_pieces(bool snapshot_buffers);
   // Writes the file, then (rank 0) replaces `latest` and prunes; collective over comm.
   void write(int64_t steps_done, MPI_Comm comm, const std::vector<io::ShardPiece>& pieces);
   // Removes the oldest step files at or below `written` beyond checkpoint.keep (rank 0).

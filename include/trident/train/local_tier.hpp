@@ -47,16 +47,14 @@ class LocalTier {
   std::string restore(int64_t step);
 
   // The key a file must carry (attribute text local_key); set again when the datasets change.
-  const std::string& key() const { return key_; }
   void set_key(std::string key) { key_ = std::move(key); }
-  std::string own_dir() const;
-  bool replicas() const { return partner_shift_ > 0; }
 
  private:
   struct Listing {
     std::vector<int64_t> own, held;  // steps of this rank's files and of the copies it holds
   };
   Listing list() const;
+  std::string own_dir() const;
   std::string replica_dir() const;
   // Sends the file at `send` (empty: nothing) to world rank `to` while receiving one from
   // `from` into `receive` (written atomically; empty: nothing), over the world communicator.
