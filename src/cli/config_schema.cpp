@@ -39,7 +39,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"parallel.virtual_stages", "1", "model chunks per pipeline rank (interleaved schedule)"},
       {"parallel.zero", "0", "ZeRO stage: 0 | 1 (optimizer state sharded over the dp group)"},
       {"parallel.sequence_parallel", "false", "split norm/dropout/residual regions over the tp ranks' rows (needs tp > 1)"},
-      {"parallel.partition", "uniform", "layers to stages: uniform | balanced (by per-layer FLOPs, embedding and head included)"},
+      {"parallel.partition", "uniform", "layers to stages: uniform | balanced (by per-layer FLOPs, embedding and head included) | balanced_sublayer (a stage may end between a block's attention and its MLP)"},
       {"parallel.layout", "manual", "manual (parallel.dp/tp/pp as given) | auto: the planner picks dp, tp, pp and the micro-batch (<= train.micro_batch) for the job's ranks at start, so a requeued job on more or fewer ranks goes on with the same global batch"},
       {"parallel.cluster", "local", "what parallel.layout = auto plans for: local (this machine, from `trident plan --calibrate`'s file, else nominal CPU figures) | a100-80g | h100-sxm | h200"},
       {"train.steps", "100", "optimizer steps"},

@@ -124,10 +124,7 @@ void read_parallel_section(const Values& v, train::RunConfig& c) {
   c.zero = v.int32("parallel.zero");
   c.schedule = train::schedule_from_name(v.str("parallel.schedule"));
   c.virtual_stages = v.int32("parallel.virtual_stages");
-  const std::string partition = v.str("parallel.partition");
-  TRIDENT_CONFIG_CHECK(partition == "uniform" || partition == "balanced", "parallel.partition: unknown partition '",
-                       partition, "' (expected uniform or balanced)");
-  c.balanced_partition = partition == "balanced";
+  c.partition = train::partition_from_name(v.str("parallel.partition"));
   c.sequence_parallel = v.boolean("parallel.sequence_parallel");
   TRIDENT_CONFIG_CHECK(c.zero == 0 || c.zero == 1, "parallel.zero must be 0 or 1 (got ", c.zero, ")");
 }
@@ -397,8 +394,13 @@ void check_across_sections(train::RunConfig& c, int world_size) {
                        "parallel.virtual_stages = ", c.virtual_stages, " needs parallel.schedule = interleaved");
   TRIDENT_CONFIG_CHECK(c.schedule != train::ScheduleKind::kInterleaved || c.virtual_stages > 1 || L.pp == 1,
                        "parallel.schedule = interleaved needs parallel.virtual_stages > 1");
-  TRIDENT_CONFIG_CHECK(m.layers >= L.pp * c.virtual_stages, "model.layers = ", m.layers,
-                       " must be >= parallel.pp * parallel.virtual_stages = ", L.pp * c.virtual_stages);
+  if (c.partition == train::Partition::kBalancedSublayer)
+    TRIDENT_CONFIG_CHECK(2 * m.layers >= L.pp * c.virtual_stages, "model.layers = ", m.layers, " has ",
+                         2 * m.layers, " halves (attention, MLP), fewer than parallel.pp * parallel.virtual_stages = ",
+                         L.pp * c.virtual_stages);
+  else
+    TRIDENT_CONFIG_CHECK(m.layers >= L.pp * c.virtual_stages, "model.layers = ", m.layers,
+                         " must be >= parallel.pp * parallel.virtual_stages = ", L.pp * c.virtual_stages);
   TRIDENT_CONFIG_CHECK(world_size == L.world(), "parallel.dp * parallel.tp * parallel.pp = ", L.dp, " * ", L.tp,
                        " * ", L.pp, " = ", L.world(), " but the job has ", world_size,
                        " ranks (world size must equal dp*tp*pp)");

@@ -23,12 +23,15 @@ const Tensor& through_dropout(Ops& ops, const DropoutSite& site, const Tensor& d
 }  // namespace
 
 TransformerBlock::TransformerBlock(ParamStore& store, int index, const ModelConfig& cfg, TensorParallel tp,
-                                   ExpertParallel ep)
-    : cfg_(cfg),
-      tp_(tp),
-      norm1_(store, block_prefix(index) + ".attn_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps),
-      attn_(store, block_prefix(index) + ".attn", cfg, tp, index),
-      norm2_(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps) {
+                                   ExpertParallel ep, BlockParts parts)
+    : cfg_(cfg), tp_(tp) {
+  // Parameters in forward order: the attention half's, then the MLP half's.
+  if (parts != BlockParts::kMlp) {
+    norm1_.emplace(store, block_prefix(index) + ".attn_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps);
+    attn_.emplace(store, block_prefix(index) + ".attn", cfg, tp, index);
+  }
+  if (parts == BlockParts::kAttention) return;
+  norm2_.emplace(store, block_prefix(index) + ".mlp_norm", cfg.hidden, cfg.arch == Arch::kGPT2, cfg.norm_eps);
   if (cfg.moe.layer(index))
     moe_ = std::make_unique<MoeLayer>(store, block_prefix(index) + ".moe", cfg, tp, moe_index(cfg, index), ep);
   else
@@ -39,12 +42,14 @@ BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DTy
                                                     std::optional<DType> stored) const {
   const int64_t rows = batch * cfg_.seq_len, local = tp_.local_rows(rows);
   BlockActivations a;
-  a.norm1 = norm1_.make_activations(ops, local, dtype, stored);
-  if (attention) a.attn = attn_.make_activations(ops, batch, dtype, stored);
-  a.mid = ops.zeros(Shape{local, cfg_.hidden}, dtype);
-  a.norm2 = norm2_.make_activations(ops, local, dtype, stored);
+  if (attn_) {
+    a.norm1 = norm1_->make_activations(ops, local, dtype, stored);
+    if (attention) a.attn = attn_->make_activations(ops, batch, dtype, stored);
+  }
+  if (attn_ && has_mlp()) a.mid = ops.zeros(Shape{local, cfg_.hidden}, dtype);
+  if (has_mlp()) a.norm2 = norm2_->make_activations(ops, local, dtype, stored);
   if (mlp_) a.mlp = mlp_->make_activations(ops, rows, dtype, stored);
-  else a.moe = moe_->make_activations(ops, rows, dtype, stored);
+  if (moe_) a.moe = moe_->make_activations(ops, rows, dtype, stored);
   return a;
 }
 
@@ -56,32 +61,46 @@ BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype
   s.dnorm = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   s.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.dnorm;
   s.branch = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.partial;
-  s.attn = attn_.make_scratch(ops, batch, dtype);
+  if (attn_) s.attn = attn_->make_scratch(ops, batch, dtype);
   if (mlp_) s.mlp = mlp_->make_scratch(ops, rows, dtype);
-  else s.moe = moe_->make_scratch(ops, rows, dtype);
+  if (moe_) s.moe = moe_->make_scratch(ops, rows, dtype);
   return s;
+}
+
+void TransformerBlock::forward(Ops& ops, const Tensor& x, const TokenPositions& positions, BlockActivations& a, Tensor& y,
+                               BlockScratch& s, const Dropout& dropout, const MoeStep& moe) const {
+  if (!has_mlp()) return forward_attention(ops, x, positions, a, y, s, dropout);
+  if (!attn_) return forward_mlp(ops, x, a, y, s, dropout, moe);
+  forward_attention(ops, x, positions, a, a.mid, s, dropout);
+  forward_mlp(ops, a.mid, a, y, s, dropout, moe);
 }
 
 // A branch goes through the scratch buffers when it must be complete before joining the
 // residual stream: tensor parallelism sums it over the group, or dropout applies to it.
 // Otherwise its output projection adds straight onto the residual stream.
-void TransformerBlock::forward(Ops& ops, const Tensor& x, const TokenPositions& positions, BlockActivations& a, Tensor& y,
-                               BlockScratch& s, const Dropout& dropout, const MoeStep& moe) const {
+void TransformerBlock::forward_attention(Ops& ops, const Tensor& x, const TokenPositions& positions,
+                                         BlockActivations& a, Tensor& h, BlockScratch& s,
+                                         const Dropout& dropout) const {
   const bool tensor_parallel = tp_.size() > 1;
-  norm1_.forward(ops, x, a.norm1);
+  norm1_->forward(ops, x, a.norm1);
   const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
-  ops.copy(x, a.mid);
+  ops.copy(x, h);
   if (tensor_parallel || dropout.attn.active()) {
-    attn_.forward(ops, attn_in, positions, a.attn, s.partial, /*accumulate=*/false, dropout.lora);
-    Tensor& out = tensor_parallel ? attn_.finish_output(ops, s.partial, s.branch) : s.partial;
+    attn_->forward(ops, attn_in, positions, a.attn, s.partial, /*accumulate=*/false, dropout.lora);
+    Tensor& out = tensor_parallel ? attn_->finish_output(ops, s.partial, s.branch) : s.partial;
     dropout.attn.apply(ops, out);
-    ops.add(a.mid, out, a.mid);
+    ops.add(h, out, h);
   } else {
-    attn_.forward(ops, attn_in, positions, a.attn, a.mid, /*accumulate=*/true, dropout.lora);
+    attn_->forward(ops, attn_in, positions, a.attn, h, /*accumulate=*/true, dropout.lora);
   }
-  norm2_.forward(ops, a.mid, a.norm2);
+}
+
+void TransformerBlock::forward_mlp(Ops& ops, const Tensor& h, BlockActivations& a, Tensor& y, BlockScratch& s,
+                                   const Dropout& dropout, const MoeStep& moe) const {
+  const bool tensor_parallel = tp_.size() > 1;
+  norm2_->forward(ops, h, a.norm2);
   const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
-  ops.copy(a.mid, y);
+  ops.copy(h, y);
   if (tensor_parallel || dropout.mlp.active()) {
     if (mlp_) mlp_->forward(ops, mlp_in, a.mlp, s.partial, /*accumulate=*/false, dropout.lora);
     else moe_->forward(ops, mlp_in, a.moe, s.partial, /*accumulate=*/false, moe);
@@ -99,6 +118,12 @@ void TransformerBlock::forward(Ops& ops, const Tensor& x, const TokenPositions& 
 
 void TransformerBlock::backward(Ops& ops, const Tensor& x, const TokenPositions& positions, const BlockActivations& a,
                                 Tensor& dres, BlockScratch& s, const Dropout& dropout) const {
+  if (has_mlp()) backward_mlp(ops, attn_ ? a.mid : x, a, dres, s, dropout);
+  if (attn_) backward_attention(ops, x, positions, a, dres, s, dropout);
+}
+
+void TransformerBlock::backward_mlp(Ops& ops, const Tensor& h, const BlockActivations& a, Tensor& dres,
+                                    BlockScratch& s, const Dropout& dropout) const {
   // y = h + drop(mlp(norm2(h))): dL/dh = dres + norm2'(mlp'(drop'(dres))). Under sequence
   // parallelism the branch sees all rows: gather the gradient and the norm output (kept as
   // this rank's rows only), and reduce-scatter d(norm output) back to rows.
@@ -106,17 +131,23 @@ void TransformerBlock::backward(Ops& ops, const Tensor& x, const TokenPositions&
   const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
   if (mlp_) mlp_->backward(ops, mlp_in, a.mlp, dmlp, s.mlp, s.dnorm, dropout.lora);
   else moe_->backward(ops, mlp_in, a.moe, dmlp, s.moe, s.dnorm);
-  norm2_.backward(ops, a.mid, a.norm2, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
+  norm2_->backward(ops, h, a.norm2, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
+}
+
+void TransformerBlock::backward_attention(Ops& ops, const Tensor& x, const TokenPositions& positions,
+                                          const BlockActivations& a, Tensor& dres, BlockScratch& s,
+                                          const Dropout& dropout) const {
   // h = x + drop(attn(norm1(x))): dL/dx = dres + norm1'(attn'(drop'(dres))).
   const Tensor& dattn = tp_.gather_rows(ops, through_dropout(ops, dropout.attn, dres, s.branch), s.partial);
   const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
-  attn_.backward(ops, attn_in, positions, a.attn, dattn, s.attn, s.dnorm, dropout.lora);
-  norm1_.backward(ops, x, a.norm1, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
+  attn_->backward(ops, attn_in, positions, a.attn, dattn, s.attn, s.dnorm, dropout.lora);
+  norm1_->backward(ops, x, a.norm1, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
 }
 
 void TransformerBlock::recompute_attention(Ops& ops, const TokenPositions& positions, BlockActivations& a,
                                            BlockScratch& s, const DropoutSite& lora) const {
-  attn_.recompute(ops, tp_.gather_rows(ops, a.norm1.y, s.gathered), positions, a.attn, lora);
+  if (!attn_) return;
+  attn_->recompute(ops, tp_.gather_rows(ops, a.norm1.y, s.gathered), positions, a.attn, lora);
 }
 
 DecodeScratch DecodeScratch::rows(int64_t n) const {
@@ -137,36 +168,73 @@ DecodeScratch DecodeScratch::rows(int64_t n) const {
 
 DecodeScratch TransformerBlock::make_decode_scratch(Ops& ops, int64_t rows, DType dtype) const {
   DecodeScratch s;
-  s.norm = norm1_.make_activations(ops, rows, dtype);
-  s.attn = attn_.make_decode_scratch(ops, rows, dtype);
+  s.norm = (norm1_ ? *norm1_ : *norm2_).make_activations(ops, rows, dtype);
+  if (attn_) s.attn = attn_->make_decode_scratch(ops, rows, dtype);
   if (mlp_) s.mlp = mlp_->make_activations(ops, rows, dtype);
-  else s.moe = moe_->make_activations(ops, rows, dtype);
+  if (moe_) s.moe = moe_->make_activations(ops, rows, dtype);
   s.branch = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   return s;
 }
 
 void TransformerBlock::decode(Ops& ops, Tensor& x, const Tensor& positions, const Tensor& start, KvCache& cache,
                               DecodeScratch& s) const {
-  norm1_.forward(ops, x, s.norm);
-  attn_.decode(ops, s.norm.y, positions, start, cache, s.attn, s.branch);
-  ops.add(x, s.branch, x);
-  norm2_.forward(ops, x, s.norm);
+  if (attn_) {
+    norm1_->forward(ops, x, s.norm);
+    attn_->decode(ops, s.norm.y, positions, start, cache, s.attn, s.branch);
+    ops.add(x, s.branch, x);
+  }
+  if (!has_mlp()) return;
+  norm2_->forward(ops, x, s.norm);
   if (mlp_) mlp_->decode(ops, s.norm.y, s.mlp, s.branch);
   else moe_->decode(ops, s.norm.y, s.moe, s.branch);
   ops.add(x, s.branch, x);
 }
 
 std::vector<Tensor> TransformerBlock::tp_partial_grads() const {
-  std::vector<Tensor> out = attn_.head_norm_grads();
+  std::vector<Tensor> out = head_norm_grads();
   if (moe_)
     for (const Tensor& g : moe_->replicated_grads()) out.push_back(g);
   return out;
 }
 
 std::vector<Tensor> TransformerBlock::norm_grads() const {
-  std::vector<Tensor> out = norm1_.grads();
-  for (const Tensor& t : norm2_.grads()) out.push_back(t);
+  std::vector<Tensor> out;
+  for (const std::optional<Norm>* norm : {&norm1_, &norm2_})
+    if (*norm)
+      for (const Tensor& t : (*norm)->grads()) out.push_back(t);
   return out;
+}
+
+void overlay(BlockActivations& into, const BlockActivations& from) {
+  if (from.norm1.y.defined()) into.norm1 = from.norm1;
+  if (from.attn.q.defined()) into.attn = from.attn;
+  if (from.mid.defined()) into.mid = from.mid;
+  if (from.norm2.y.defined()) into.norm2 = from.norm2;
+  if (from.mlp.act.defined()) into.mlp = from.mlp;
+  if (from.moe.logits.defined()) into.moe = from.moe;
+}
+
+void overlay(BlockScratch& into, const BlockScratch& from) {
+  if (!into.partial.defined()) {  // the parts every block has
+    into.gathered = from.gathered;
+    into.partial = from.partial;
+    into.dnorm = from.dnorm;
+    into.dnorm_rows = from.dnorm_rows;
+    into.branch = from.branch;
+  }
+  if (from.attn.dout.defined()) into.attn = from.attn;
+  if (from.mlp.dact.defined()) into.mlp = from.mlp;
+  if (from.moe.dlogits.defined()) into.moe = from.moe;
+}
+
+void overlay(DecodeScratch& into, const DecodeScratch& from) {
+  if (!into.branch.defined()) {
+    into.norm = from.norm;
+    into.branch = from.branch;
+  }
+  if (from.attn.q.defined()) into.attn = from.attn;
+  if (from.mlp.act.defined()) into.mlp = from.mlp;
+  if (from.moe.logits.defined()) into.moe = from.moe;
 }
 
 }  // namespace trident::model

@@ -3,6 +3,8 @@
 #include "trident/model/decoder.hpp"
 
 #include <cstring>
+#include <set>
+#include <tuple>
 
 namespace trident::model {
 
@@ -17,17 +19,13 @@ Decoder::Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max
   caches_.resize(model.num_chunks());
   for (int c = 0; c < model.num_chunks(); ++c)
     for (const auto& block : model.blocks(c)) caches_[c].push_back(block->make_cache(ops, batch, length, dtype));
-  // One set of buffers for all blocks; with MoE layers among dense ones, both kinds' parts.
-  bool dense = false, moe = false;
+  // One set of buffers for all blocks: the parts of every kind held (attention and MLP halves,
+  // dense and MoE layers).
+  std::set<std::tuple<bool, bool, bool>> kinds;
   for (int c = 0; c < model.num_chunks(); ++c)
-    for (const auto& block : model.blocks(c)) {
-      if (block->is_moe() ? moe : dense) continue;
-      DecodeScratch s = block->make_decode_scratch(ops, rows, dtype);
-      if (!scratch_.branch.defined()) scratch_ = s;
-      else if (block->is_moe()) scratch_.moe = s.moe;
-      else scratch_.mlp = s.mlp;
-      (block->is_moe() ? moe : dense) = true;
-    }
+    for (const auto& block : model.blocks(c))
+      if (kinds.insert({block->has_attention(), block->has_mlp(), block->is_moe()}).second)
+        overlay(scratch_, block->make_decode_scratch(ops, rows, dtype));
   if (model.head()) {
     greedy_ = model.head()->make_greedy_buffers(ops, batch, dtype);
     picked_ = ops.zeros(Shape{batch, cfg.hidden}, dtype);
@@ -90,7 +88,8 @@ std::vector<int32_t> Decoder::greedy(const std::vector<int32_t>& pick) {
 size_t Decoder::cache_bytes() const {
   size_t n = 0;
   for (const auto& chunk : caches_)
-    for (const KvCache& c : chunk) n += c.k.bytes() + c.v.bytes();
+    for (const KvCache& c : chunk)
+      if (c.k.defined()) n += c.k.bytes() + c.v.bytes();
   return n;
 }
 

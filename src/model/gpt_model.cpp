@@ -2,6 +2,9 @@
 // backward of one chunk for one micro-batch.
 #include "trident/model/gpt_model.hpp"
 
+#include <algorithm>
+#include <tuple>
+
 #include "trident/core/rng.hpp"
 #include "trimmed_views.hpp"
 
@@ -96,13 +99,19 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
       !cfg_.lora.enabled())
     tied_end_ = (embedding_ ? embedding_->token_weight() : *tied_copy_).local_shape.numel();
   for (size_t c = 0; c < plan_.chunks.size(); ++c) {
+    const auto [first, last] = plan_.chunks[c];  // sub-layers
+    TRIDENT_CHECK(0 <= first && first < last && last <= 2 * cfg_.layers, "stage plan: sub-layers [", first, ", ",
+                  last, ") of a ", cfg_.layers, "-layer model");
     Chunk chunk;
-    chunk.first_layer = plan_.chunks[c].first;
+    chunk.first_layer = first / 2;
     chunk.embeds = plan_.embedding && c == 0;
     chunk.predicts = plan_.head && c + 1 == plan_.chunks.size();
-    for (int l = plan_.chunks[c].first; l < plan_.chunks[c].second; ++l) {
+    for (int l = first / 2; 2 * l < last; ++l) {
+      const BlockParts parts = 2 * l < first     ? BlockParts::kMlp
+                               : 2 * l + 1 >= last ? BlockParts::kAttention
+                                                   : BlockParts::kWhole;
       chunk.block_offset.push_back(params_.numel());
-      chunk.blocks.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp, ep));
+      chunk.blocks.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp, ep, parts));
     }
     chunks_.push_back(std::move(chunk));
   }
@@ -120,14 +129,18 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
                 rows, ") divisible by tp (", tp_.size(), ")");
   if (needs_window_positions()) window_host_ = Tensor::zeros(Shape{rows}, DType::kI32);
-  // Blocks of each kind this rank holds: buffers shared by all blocks need both kinds' parts.
-  TransformerBlock *any_block = nullptr, *moe_block = nullptr, *dense_block = nullptr;
+  // Buffers shared by all blocks need the parts of every kind this rank holds (attention and
+  // MLP halves, dense and MoE layers): one block of each kind overlaid.
+  std::vector<const TransformerBlock*> kinds;
+  auto kind_of = [](const TransformerBlock& b) { return std::tuple(b.has_attention(), b.has_mlp(), b.is_moe()); };
   for (Chunk& chunk : chunks_)
-    for (auto& block : chunk.blocks) (block->is_moe() ? moe_block : dense_block) = block.get();
-  any_block = dense_block ? dense_block : moe_block;
+    for (auto& block : chunk.blocks)
+      if (std::none_of(kinds.begin(), kinds.end(), [&](const TransformerBlock* k) { return kind_of(*k) == kind_of(*block); }))
+        kinds.push_back(block.get());
+  const bool any_block = !kinds.empty();
   auto shared_activations = [&](bool attention) {
-    BlockActivations a = any_block->make_activations(ops_, micro_batch, dtype_, attention, stored);
-    if (dense_block && moe_block) a.moe = moe_block->make_activations(ops_, micro_batch, dtype_, false, stored).moe;
+    BlockActivations a;
+    for (const TransformerBlock* k : kinds) overlay(a, k->make_activations(ops_, micro_batch, dtype_, attention, stored));
     return a;
   };
   // With recompute, the activations rebuilt in backward live once, shared by every block and
@@ -151,7 +164,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   const bool keep_norm2 = !share_frozen_inputs || lora.rank_for("up") || lora.rank_for("gate");
   const bool keep_act = !share_frozen_inputs || lora.rank_for("down");
   if (share_frozen_inputs && !(keep_norm1 && keep_norm2 && keep_act)) {
-    frozen_inputs_ = any_block->make_activations(ops_, micro_batch, dtype_, /*attention=*/false, stored);
+    frozen_inputs_ = shared_activations(/*attention=*/false);
     activation_bytes_ += (keep_norm1 ? 0 : bytes_of(frozen_inputs_.norm1.y)) +
                          (keep_norm2 ? 0 : bytes_of(frozen_inputs_.norm2.y)) + (keep_act ? 0 : bytes_of(frozen_inputs_.mlp.act));
   }
@@ -171,12 +184,17 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
         }
         const bool selective = plan_.recompute == Recompute::kSelective;
         BlockActivations a = block->make_activations(ops_, micro_batch, dtype_, /*attention=*/!selective, stored);
-        if (!keep_norm1) a.norm1.y = frozen_inputs_.norm1.y;
-        if (!keep_norm2) a.norm2.y = frozen_inputs_.norm2.y;
-        if (!keep_act) a.mlp.act = frozen_inputs_.mlp.act;
-        activation_bytes_ += activation_bytes_of(a) - (keep_norm1 ? 0 : bytes_of(a.norm1.y)) -
-                             (keep_norm2 ? 0 : bytes_of(a.norm2.y)) - (keep_act ? 0 : bytes_of(a.mlp.act));
-        if (selective) a.attn = shared_acts_.attn;  // rebuilt in backward
+        activation_bytes_ += activation_bytes_of(a);
+        // Only the parts the block holds (a half block leaves the other half's undefined).
+        auto share = [&](bool keep, Tensor& t, const Tensor& frozen) {
+          if (keep || !t.defined()) return;
+          activation_bytes_ -= bytes_of(t);
+          t = frozen;
+        };
+        share(keep_norm1, a.norm1.y, frozen_inputs_.norm1.y);
+        share(keep_norm2, a.norm2.y, frozen_inputs_.norm2.y);
+        share(keep_act, a.mlp.act, frozen_inputs_.mlp.act);
+        if (selective && block->has_attention()) a.attn = shared_acts_.attn;  // rebuilt in backward
         s.acts.push_back(std::move(a));
       }
       s.dres = ops_.zeros(Shape{local, cfg_.hidden}, dtype_);
@@ -186,8 +204,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
     }
     slots_.push_back(std::move(slots));
   }
-  if (any_block) scratch_ = any_block->make_scratch(ops_, micro_batch, dtype_, stored);
-  if (dense_block && moe_block) scratch_.moe = moe_block->make_scratch(ops_, micro_batch, dtype_, stored).moe;
+  for (const TransformerBlock* k : kinds) overlay(scratch_, k->make_scratch(ops_, micro_batch, dtype_, stored));
   if (cfg_.moe.enabled()) moe_stats_.assign(size_t(cfg_.moe_layers()) * (kMoeStatFields + cfg_.moe.experts), 0.0);
   if (head_) {
     head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored);

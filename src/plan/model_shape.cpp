@@ -63,11 +63,19 @@ double ModelShape::total_params() const {
   return layers * block_params() + embedding_params() + head_params() + (arch == ModelArch::kGPT2 ? 2.0 : 1.0) * hidden;
 }
 
-double ModelShape::layer_gemm_flops_per_token(int l) const {
+double ModelShape::attention_gemm_flops_per_token() const {
   const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size();
-  const double attention = h * (q + 2 * kvw) + q * h, mlp = (gated() ? 3 : 2) * h;
-  if (!moe_layer(l)) return 2.0 * (attention + mlp * ffn);
-  return 2.0 * (attention + h * experts + top_k * mlp * moe_ffn + (shared_ffn > 0 ? mlp * shared_ffn + h : 0.0));
+  return 2.0 * (h * (q + 2 * kvw) + q * h);
+}
+
+double ModelShape::mlp_gemm_flops_per_token(int l) const {
+  const double h = hidden, mlp = (gated() ? 3 : 2) * h;
+  if (!moe_layer(l)) return 2.0 * mlp * ffn;
+  return 2.0 * (h * experts + top_k * mlp * moe_ffn + (shared_ffn > 0 ? mlp * shared_ffn + h : 0.0));
+}
+
+double ModelShape::layer_gemm_flops_per_token(int l) const {
+  return attention_gemm_flops_per_token() + mlp_gemm_flops_per_token(l);
 }
 
 double ModelShape::block_gemm_flops_per_token() const {

@@ -318,8 +318,11 @@ StepEstimate estimate_step(const ModelShape& m, const Layout& l, const Cluster& 
 
 PartitionCosts partition_costs(const ModelShape& m) {
   PartitionCosts p;
-  for (int l = 0; l < m.layers; ++l)  // MoE layers count their router, k experts and shared MLP
-    p.layers.push_back(3.0 * (m.layer_gemm_flops_per_token(l) + m.block_attention_flops_per_token()));
+  for (int l = 0; l < m.layers; ++l) {  // MoE layers count their router, k experts and shared MLP
+    p.sublayers.push_back(3.0 * (m.attention_gemm_flops_per_token() + m.block_attention_flops_per_token()));
+    p.sublayers.push_back(3.0 * m.mlp_gemm_flops_per_token(l));
+    p.layers.push_back(p.sublayers[2 * l] + p.sublayers[2 * l + 1]);
+  }
   p.first_extra = 0.0;  // a gather: no FLOPs worth counting
   // Logits forward and both backward GEMMs, plus the softmax / cross-entropy passes.
   p.last_extra = 3.0 * m.head_flops_per_token() + 10.0 * m.vocab;

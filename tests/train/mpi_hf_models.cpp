@@ -60,7 +60,7 @@ TEST_P(HfParallel, PipelineLoss) {
   const testing::HfFixture f = testing::load_hf_fixture(GetParam());
   ASSERT_EQ(f.config.layers, 2);
   const int stage = world_rank();
-  model::StagePlan plan{.chunks = {{stage, stage + 1}}, .embedding = stage == 0, .head = stage == 1};
+  model::StagePlan plan{.chunks = {model::StagePlan::blocks(stage, stage + 1)}, .embedding = stage == 0, .head = stage == 1};
   model::GPTModel model(f.config, *ops_, DType::kF32, int(f.batch), 1, {}, plan);
   load_hf_model(model.params(), *ops_, f.config, f.dir);
   double loss = 0;
@@ -98,7 +98,7 @@ TEST_P(HfParallel, PipelineGeneration) {
   const testing::HfFixture f = testing::load_hf_fixture(GetParam());
   const testing::HfGeneration g = testing::load_hf_generation(GetParam());
   const int stage = world_rank();
-  model::StagePlan plan{.chunks = {{stage, stage + 1}}, .embedding = stage == 0, .head = stage == 1};
+  model::StagePlan plan{.chunks = {model::StagePlan::blocks(stage, stage + 1)}, .embedding = stage == 0, .head = stage == 1};
   model::GPTModel model(f.config, *ops_, DType::kF32, 1, 1, {}, plan);
   load_hf_model(model.params(), *ops_, f.config, f.dir);
   dist::Communicator world(MPI_COMM_WORLD);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "test_util.hpp"
 #include "trident/backend/cpu_ops.hpp"
 #include "trident/data/prep.hpp"
+#include "trident/train/pipeline/stage_plan.hpp"
 #include "trident/train/trainer.hpp"
 
 namespace trident::train {
@@ -251,6 +253,51 @@ TEST_F(LayoutInvariance, PipelineAndThreeDimensionalLayouts) {
         EXPECT_LT(parameter_error(got, reference), 1e-5) << what.str();
       }
     }
+  }
+}
+
+// Sub-layer partition: stage bounds between a block's attention and its MLP (the residual
+// stream h crossing stages) give the single-rank curve for GPT-2 with dropout, Llama, an MoE
+// model, LoRA and both recompute modes, under 1f1b and interleaved schedules, pp = 2 and pp =
+// world (with dp and tp where the world allows), each partition checked to cut a block.
+TEST_F(LayoutInvariance, SublayerPartitionMatchesSingleRank) {
+  for (const std::string variant : {"gpt2", "llama", "moe", "lora", "recompute"}) {
+    RunConfig ref_cfg = variant == "moe" ? moe_run(true, ref_dir()) : tiny_run(1, ref_dir());
+    if (variant != "moe") {
+      ref_cfg.model.arch = variant == "gpt2" || variant == "recompute" ? model::Arch::kGPT2 : model::Arch::kLlama;
+      ref_cfg.model.layers = 4;
+      ref_cfg.model.kv_heads = ref_cfg.model.arch == model::Arch::kLlama ? 2 : 4;
+      ref_cfg.model.tie_embeddings = ref_cfg.model.arch == model::Arch::kGPT2;
+      ref_cfg.model.ffn_hidden = 0;
+      ref_cfg.model.dropout = variant == "gpt2" || variant == "recompute" ? 0.1 : 0.0;
+    }
+    if (variant == "lora") ref_cfg.model.lora = {.r = 4, .alpha = 8, .targets = "q,v,up,down"};
+    ref_cfg.model.resolve();
+    ref_cfg.train.steps = 10;
+    const Curve reference = train(ref_cfg, MPI_COMM_SELF);
+    std::vector<Layout3> layouts = {{world / 2, 1, 2}};
+    if (world >= 4) layouts.insert(layouts.end(), {{1, 1, world}, {world / 4, 2, 2}});
+    for (const Layout3& L : layouts)
+      for (ScheduleKind kind : {ScheduleKind::kOneFOneB, ScheduleKind::kInterleaved}) {
+        RunConfig cfg = in_layout(ref_cfg, L, dp_dir());
+        cfg.partition = Partition::kBalancedSublayer;
+        cfg.schedule = kind;
+        cfg.virtual_stages = kind == ScheduleKind::kInterleaved ? 2 : 1;
+        cfg.sequence_parallel = L.tp > 1;
+        if (variant == "recompute") cfg.recompute = L.pp == 2 ? model::Recompute::kSelective : model::Recompute::kFull;
+        if (2 * cfg.model.layers < L.pp * cfg.virtual_stages) continue;
+        if (kind == ScheduleKind::kInterleaved && cfg.micro_batches_per_step() % L.pp) continue;
+        const std::vector<std::pair<int, int>> parts = partition_sublayers(cfg);
+        std::ostringstream what;
+        what << variant << " " << L.str() << " " << schedule_name(kind) << " sub-layers";
+        for (const auto& [first, last] : parts) what << " [" << first << "," << last << ")";
+        ASSERT_TRUE(std::any_of(parts.begin(), parts.end(), [](const auto& p) { return p.first % 2; }))
+            << what.str() << ": no stage starts between a block's halves";
+        const Curve got = train(cfg, MPI_COMM_WORLD);
+        for (size_t s = 0; s < reference.losses.size(); ++s)
+          EXPECT_NEAR(got.losses[s], reference.losses[s], 1e-5 * reference.losses[s]) << what.str() << " step " << s + 1;
+        EXPECT_LT(parameter_error(got, reference), 1e-5) << what.str();
+      }
   }
 }
 

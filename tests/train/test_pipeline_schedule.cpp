@@ -4,12 +4,14 @@
 // schedule's bound; and the partitioner is optimal on hand-checked costs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include "trident/core/error.hpp"
+#include "trident/plan/step_model.hpp"
 #include "trident/train/pipeline/pipeline_schedule.hpp"
 
 namespace trident::train {
@@ -161,6 +163,32 @@ TEST(Partition, BalancedIsOptimalOnHandCheckedCosts) {
   EXPECT_EQ(balanced_partition({1, 2, 3, 4, 5, 6}, 2, 0, 0), (P{{0, 4}, {4, 6}}));
   // An embedding cost on the first stage moves its layers onto the next one.
   EXPECT_EQ(balanced_partition({1, 1, 1, 1}, 2, 2.0, 0), (P{{0, 1}, {1, 4}}));
+}
+
+// Sub-layer units (attention, MLP halves) can only improve on block bounds, which are among
+// their cuts; with a heavy head (GPT-2's 50257-token vocabulary) they do strictly better.
+TEST(Partition, SublayerBalancesAtLeastAsWellAsBlocks) {
+  plan::ModelShape gpt2{.arch = plan::ModelArch::kGPT2, .layers = 12, .hidden = 768, .heads = 12, .vocab = 50257,
+                        .seq = 1024};
+  plan::ModelShape llama{.arch = plan::ModelArch::kLlama, .layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 8,
+                         .ffn = 14336, .vocab = 128256, .seq = 8192, .tied = false};
+  for (plan::ModelShape* m : {&gpt2, &llama}) {
+    m->resolve();
+    const plan::PartitionCosts c = plan::partition_costs(*m);
+    ASSERT_EQ(c.sublayers.size(), 2 * c.layers.size());
+    for (int stages : {2, 4, 8}) {
+      auto slowest = [&](const std::vector<std::pair<int, int>>& parts, const std::vector<double>& costs) {
+        const std::vector<double> s = stage_costs(parts, costs, c.first_extra, c.last_extra);
+        return *std::max_element(s.begin(), s.end());
+      };
+      const double blocks = slowest(balanced_partition(c.layers, stages, c.first_extra, c.last_extra), c.layers);
+      const double halves = slowest(balanced_partition(c.sublayers, stages, c.first_extra, c.last_extra), c.sublayers);
+      EXPECT_LE(halves, blocks * (1 + 1e-12)) << m->layers << " layers, " << stages << " stages";
+      if (m == &gpt2 && stages == 4) EXPECT_LT(halves, 0.97 * blocks);
+    }
+  }
+  // stage_costs: units plus the first and last stage's extras.
+  EXPECT_EQ(stage_costs({{0, 1}, {1, 3}}, {1, 2, 4}, 10, 100), (std::vector<double>{11, 106}));
 }
 
 }  // namespace

@@ -18,9 +18,12 @@
 
 namespace trident::model {
 
-// Which layers this rank runs. chunks[c] = [first, last) global layer indices of its model
-// chunk c (virtual stage c*pp + stage); embedding / head: whether it holds virtual stage 0 /
-// the last one; slots: micro-batches in flight per chunk.
+// Which layers this rank runs, in sub-layers: sub-layer 2l is block l's attention half (norm,
+// attention, residual add), 2l + 1 its MLP (or MoE) half. chunks[c] = [first, last) sub-layers
+// of its model chunk c (virtual stage c*pp + stage); an odd bound cuts a block between its
+// halves (parallel.partition = balanced_sublayer), whose residual stream h then crosses stages.
+// embedding / head: whether it holds virtual stage 0 / the last one; slots: micro-batches in
+// flight per chunk.
 struct StagePlan {
   std::vector<std::pair<int, int>> chunks;
   bool embedding = true;
@@ -29,8 +32,10 @@ struct StagePlan {
   Recompute recompute = Recompute::kNone;
   bool tied_copy() const { return head && !embedding; }  // holds the head's copy of the tied table
 
+  // Whole blocks [first, last) as sub-layers.
+  static std::pair<int, int> blocks(int first, int last) { return {2 * first, 2 * last}; }
   static StagePlan whole(const ModelConfig& cfg, Recompute recompute = Recompute::kNone) {
-    return {{{0, cfg.layers}}, true, true, 1, recompute};
+    return {{blocks(0, cfg.layers)}, true, true, 1, recompute};
   }
 };
 

@@ -49,6 +49,9 @@ struct ModelShape {
   // values per token (full s x s, the SC21 convention). layer_gemm_flops_per_token: layer l's own.
   double block_gemm_flops_per_token() const;
   double layer_gemm_flops_per_token(int l) const;
+  // Its two halves: the q, k, v and o projections; the MLP (router, experts, shared MLP).
+  double attention_gemm_flops_per_token() const;
+  double mlp_gemm_flops_per_token(int l) const;
   double block_attention_flops_per_token() const;
   double head_flops_per_token() const { return 2.0 * double(vocab) * hidden; }
   // Model FLOPs of one training step per token (forward + backward, no recompute).

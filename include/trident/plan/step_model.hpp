@@ -85,10 +85,11 @@ StepEstimate estimate_step(const ModelShape& model, const Layout& layout, const 
 
 MemoryBreakdown estimate_memory(const ModelShape& model, const Layout& layout, const Cluster& cluster, int micro_batches);
 
-// Costs for the pipeline partitioner, in training FLOPs per token: each block, and what the first
-// stage (embedding) and the last stage (final norm, head, loss) carry besides their blocks.
+// Costs for the pipeline partitioner, in training FLOPs per token: each block, each half of a
+// block (sublayers[2l]: attention, [2l + 1]: MLP), and what the first stage (embedding) and the
+// last stage (final norm, head, loss) carry besides their blocks.
 struct PartitionCosts {
-  std::vector<double> layers;
+  std::vector<double> layers, sublayers;
   double first_extra = 0, last_extra = 0;
 };
 PartitionCosts partition_costs(const ModelShape& model);

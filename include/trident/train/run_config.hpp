@@ -87,7 +87,7 @@ struct RunConfig {
   int zero = 0;             // parallel.zero: ZeRO stage (0 or 1)
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int virtual_stages = 1;   // model chunks per pipeline rank (interleaved)
-  bool balanced_partition = false;
+  Partition partition = Partition::kUniform;
   bool sequence_parallel = false;
   model::Recompute recompute = model::Recompute::kNone;
   std::string layout_note;  // parallel.layout = auto: what the planner chose ("" otherwise)

@@ -15,6 +15,23 @@ ScheduleKind schedule_from_name(const std::string& name) {
   throw ConfigError("parallel.schedule: unknown schedule '" + name + "' (expected gpipe, 1f1b or interleaved)");
 }
 
+Partition partition_from_name(const std::string& name) {
+  if (name == "uniform") return Partition::kUniform;
+  if (name == "balanced") return Partition::kBalanced;
+  if (name == "balanced_sublayer") return Partition::kBalancedSublayer;
+  throw ConfigError("parallel.partition: unknown partition '" + name +
+                    "' (expected uniform, balanced or balanced_sublayer)");
+}
+
+const char* partition_name(Partition partition) {
+  switch (partition) {
+    case Partition::kUniform: return "uniform";
+    case Partition::kBalanced: return "balanced";
+    case Partition::kBalancedSublayer: return "balanced_sublayer";
+  }
+  return "?";
+}
+
 const char* schedule_name(ScheduleKind kind) {
   switch (kind) {
     case ScheduleKind::kGPipe: return "gpipe";
@@ -142,6 +159,21 @@ std::vector<std::pair<int, int>> balanced_partition(const std::vector<double>& c
   for (int s = stages, l = n; s >= 1; --s) {
     out[s - 1] = {cut[s][l], l};
     l = cut[s][l];
+  }
+  return out;
+}
+
+std::vector<double> stage_costs(const std::vector<std::pair<int, int>>& parts, const std::vector<double>& costs,
+                                double first_extra, double last_extra) {
+  std::vector<double> out;
+  for (const auto& [first, last] : parts) {
+    double sum = 0;
+    for (int u = first; u < last; ++u) sum += costs.at(static_cast<size_t>(u));
+    out.push_back(sum);
+  }
+  if (!out.empty()) {
+    out.front() += first_extra;
+    out.back() += last_extra;
   }
   return out;
 }

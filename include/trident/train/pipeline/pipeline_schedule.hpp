@@ -18,6 +18,13 @@ enum class ScheduleKind { kGPipe, kOneFOneB, kInterleaved };
 ScheduleKind schedule_from_name(const std::string& name);
 const char* schedule_name(ScheduleKind kind);
 
+// parallel.partition: layers to the pp * v virtual stages: uniform, balanced by the planner's
+// costs at block boundaries, or balanced at sub-layer boundaries (a stage may end between a
+// block's attention and its MLP).
+enum class Partition { kUniform, kBalanced, kBalancedSublayer };
+Partition partition_from_name(const std::string& name);
+const char* partition_name(Partition partition);
+
 enum class ActionKind { kRecvAct, kForward, kSendAct, kRecvGrad, kBackward, kSendGrad };
 
 struct Action {
@@ -37,14 +44,17 @@ int max_in_flight(const std::vector<Action>& actions, int chunks);
 // Bubble fraction in theory: (pp - 1) / (v * m + pp - 1) (v = 1 for gpipe and 1f1b).
 double theoretical_bubble(ScheduleKind kind, int pp, int micro_batches, int virtual_stages);
 
-// Layer ranges [first, last) of the pp * v virtual stages: uniform (earlier stages take one
-// more layer when layers do not divide), or balanced by dynamic programming over per-layer
-// costs to minimise the slowest stage (balanced_partition).
+// Layer (or sub-layer) ranges [first, last) of the pp * v virtual stages: uniform (earlier
+// stages take one more layer when layers do not divide), or balanced by dynamic programming over
+// per-unit costs to minimise the slowest stage (balanced_partition).
 std::vector<std::pair<int, int>> uniform_partition(int layers, int stages);
 // costs[l]: cost of layer l; first_extra / last_extra: cost the first / last stage carries
 // besides its layers (embedding; final norm, head and loss); make_stage_plan takes them from the
 // planner's cost model (plan::partition_costs). Every stage gets >= 1 layer.
 std::vector<std::pair<int, int>> balanced_partition(const std::vector<double>& costs, int stages,
                                                      double first_extra, double last_extra);
+// The cost of each stage of `parts` under those costs (its units plus the extras).
+std::vector<double> stage_costs(const std::vector<std::pair<int, int>>& parts, const std::vector<double>& costs,
+                                double first_extra, double last_extra);
 
 }  // namespace trident::train
