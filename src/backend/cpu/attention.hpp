@@ -2,7 +2,9 @@
 // the checked shape, key-tile packing and the score row q . K_tile^T.
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "common.hpp"
@@ -101,6 +103,27 @@ void pack_transposed(const T* src, int64_t stride, int64_t rows, int64_t HS, T* 
   }
 }
 
+// Every key tile of k packed once for all query tiles that read it: tile jt of (b, kv head g) at
+// ((b * NKV + g) * tiles + jt) * HS * kAttnTile, each as pack_transposed lays it out. The buffer
+// is the calling thread's, reused across calls (huge pages for large ones, see f32_stand_in).
+template <typename T>
+const T* pack_key_tiles(const AttnShape& s, const T* k) {
+  const int64_t tiles = (s.T + kAttnTile - 1) / kAttnTile, tile = s.HS * kAttnTile, kvs = s.kv_stride();
+  static thread_local std::shared_ptr<Storage> buffer;
+  const size_t bytes = static_cast<size_t>(s.B * s.NKV * tiles * tile) * sizeof(T);
+  if (!buffer || buffer->bytes() < bytes) buffer = allocate_host(bytes);
+  T* packed = static_cast<T*>(buffer->data());
+#pragma omp parallel for collapse(3) schedule(static) if (s.B * s.T * kvs > (int64_t(1) << 16))
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t g = 0; g < s.NKV; ++g)
+      for (int64_t jt = 0; jt < tiles; ++jt) {
+        const int64_t j0 = jt * kAttnTile;
+        pack_transposed(k + (b * s.T + j0) * kvs + g * s.HS, kvs, std::min(kAttnTile, s.T - j0), s.HS,
+                        packed + ((b * s.NKV + g) * tiles + jt) * tile);
+      }
+  return packed;
+}
+
 // 64-byte vectors (one zmm) through GCC/Clang vector extensions: the accumulators below must
 // live in registers, which plain arrays in auto-vectorised loops did not reliably get.
 template <typename T> struct Simd;
@@ -120,6 +143,93 @@ inline typename Simd<T>::V vload(const T* p) {
 template <typename T>
 inline void vstore(T* p, typename Simd<T>::V v) {
   std::memcpy(p, &v, sizeof v);
+}
+
+template <typename T> using Vec = typename Simd<T>::V;
+
+// Elementwise max of two vectors, and the largest / the sum of a vector's lanes (halving
+// trees: a chain of one add per lane would be latency-bound).
+template <typename T>
+inline Vec<T> vmax(Vec<T> a, Vec<T> b) {
+  return a > b ? a : b;
+}
+template <typename T>
+inline T hmax(Vec<T> v) {
+  alignas(64) T a[kLanes<T>];
+  vstore(a, v);
+  for (int64_t w = kLanes<T> / 2; w >= 1; w /= 2)
+    for (int64_t i = 0; i < w; ++i) a[i] = a[i + w] > a[i] ? a[i + w] : a[i];
+  return a[0];
+}
+template <typename T>
+inline T hsum(Vec<T> v) {
+  alignas(64) T a[kLanes<T>];
+  vstore(a, v);
+  for (int64_t w = kLanes<T> / 2; w >= 1; w /= 2)
+    for (int64_t i = 0; i < w; ++i) a[i] += a[i + w];
+  return a[0];
+}
+
+// exp of every lane: fp32 by exp_fast's polynomial on whole vectors (the same arithmetic, so the
+// same values), fp64 (the test path) lane by lane with std::exp. -inf lanes give 0.
+template <typename T>
+inline Vec<T> exp_lanes(Vec<T> x) {
+  if constexpr (sizeof(T) == 8) {
+    for (int64_t i = 0; i < kLanes<T>; ++i) x[i] = std::exp(x[i]);
+    return x;
+  } else {
+    using V = Vec<float>;
+    typedef int32_t IV __attribute__((vector_size(64)));
+    const V low = V{} + -87.3f, high = V{} + 88.0f;
+    const V xc = vmax<float>(x, low) < high ? vmax<float>(x, low) : high;
+    const V n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    V r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    V p = V{} + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const IV bits = (__builtin_convertvector(n, IV) + 127) << 23;
+    V scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    return x < low ? V{} : p * scale;
+  }
+}
+
+// Over n fp32 scores x: the largest x * scale, and x = exp(x * scale - shift) in place
+// returning their sum; whole vectors, then a scalar tail.
+inline float scaled_max(const float* x, int64_t n, float scale) {
+  constexpr int64_t L = kLanes<float>;
+  Vec<float> most = Vec<float>{} - INFINITY;
+  int64_t j = 0;
+  for (; j + L <= n; j += L) most = vmax<float>(most, vload(x + j) * scale);
+  float m = hmax<float>(most);
+  for (; j < n; ++j) m = std::max(m, x[j] * scale);
+  return m;
+}
+inline float scaled_exp_sum(float* x, int64_t n, float scale, float shift) {
+  constexpr int64_t L = kLanes<float>;
+  Vec<float> total{};
+  int64_t j = 0;
+  for (; j + L <= n; j += L) {
+    const Vec<float> e = exp_lanes<float>(vload(x + j) * scale - shift);
+    vstore(x + j, e);
+    total += e;
+  }
+  float sum = hsum<float>(total);
+  for (; j < n; ++j) sum += x[j] = exp_fast(x[j] * scale - shift);
+  return sum;
+}
+
+// A score row of one key tile where only keys [lo, hi) are visible: the others set to -inf (so
+// exp makes them 0), touching nothing when the whole tile is visible.
+template <typename T>
+inline void mask_outside(T* p, int64_t lo, int64_t hi) {
+  for (int64_t j = 0; j < lo; ++j) p[j] = -INFINITY;
+  for (int64_t j = hi; j < kAttnTile; ++j) p[j] = -INFINITY;
 }
 
 // Rows handled together by the blocked kernels below: each vector of the shared operand (a key

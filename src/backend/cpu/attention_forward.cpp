@@ -16,14 +16,15 @@ void attention_forward_impl(const AttnShape& s, const DocStarts& doc_start, cons
   const int64_t qs = s.q_stride(), kvs = s.kv_stride();
   const int64_t q_tiles = (Tn + kAttnTile - 1) / kAttnTile;
   const T scale = T(1) / std::sqrt(T(HS));
+  const T* k_packed = pack_key_tiles(s, k);
 #pragma omp parallel for collapse(3) schedule(dynamic, 1) if (B * NH * Tn * Tn * HS > (int64_t(1) << 18))
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < NH; ++h) {
       for (int64_t qt = 0; qt < q_tiles; ++qt) {
-        T* kt = thread_scratch<T, 0>(static_cast<size_t>(HS * kAttnTile));
         T* acc = thread_scratch<T, 1>(static_cast<size_t>(kAttnTile * HS));
         T m[kAttnTile], l[kAttnTile];
         constexpr int R = kRowBlock<T>;
+        constexpr int NV = kAttnTile / kLanes<T>;
         alignas(64) T scores[R * kAttnTile];
         T* pad = thread_scratch<T, 2>(static_cast<size_t>(HS));  // output row of padding rows
         const int64_t i0 = qt * kAttnTile, ni = std::min(kAttnTile, Tn - i0);
@@ -36,7 +37,7 @@ void attention_forward_impl(const AttnShape& s, const DocStarts& doc_start, cons
         const int64_t first_key = doc_start(b, i0) / kAttnTile * kAttnTile;
         for (int64_t j0 = first_key; j0 < i0 + ni; j0 += kAttnTile) {
           const int64_t nj = std::min(kAttnTile, i0 + ni - j0);
-          pack_transposed(k + (b * Tn + j0) * kvs + kv_col, kvs, nj, HS, kt);
+          const T* kt = k_packed + ((b * s.NKV + h / group) * q_tiles + j0 / kAttnTile) * HS * kAttnTile;
           const T* v_tile = v + (b * Tn + j0) * kvs + kv_col;
           for (int64_t i = 0; i < ni; i += R) {
             const int64_t nr = std::min<int64_t>(R, ni - i);
@@ -56,16 +57,19 @@ void attention_forward_impl(const AttnShape& s, const DocStarts& doc_start, cons
                 std::fill(p, p + kAttnTile, T(0));
                 continue;
               }
-              T row_max = m[i + r];
-#pragma omp simd reduction(max : row_max)
-              for (int64_t j = 0; j < kAttnTile; ++j) row_max = j >= lo && j < hi && p[j] > row_max ? p[j] : row_max;
+              // Online softmax on whole vectors: the tile's max, p = exp(s - max), their sum.
+              mask_outside(p, lo, hi);
+              Vec<T> x[NV], most = vload(p);
+              for (int v = 0; v < NV; ++v) most = vmax<T>(most, x[v] = vload(p + v * kLanes<T>));
+              const T row_max = std::max(m[i + r], hmax<T>(most));
               alpha[r] = m[i + r] == -INFINITY ? T(0) : exp_t<T>(m[i + r] - row_max);
-              T sum = 0;
-#pragma omp simd reduction(+ : sum)
-              for (int64_t j = 0; j < kAttnTile; ++j) {
-                p[j] = j >= lo && j < hi ? exp_t<T>(p[j] - row_max) : T(0);
-                sum += p[j];
+              Vec<T> total{};
+              for (int v = 0; v < NV; ++v) {
+                x[v] = exp_lanes<T>(x[v] - row_max);
+                total += x[v];
+                vstore(p + v * kLanes<T>, x[v]);
               }
+              const T sum = hsum<T>(total);
               m[i + r] = row_max;
               l[i + r] = l[i + r] * alpha[r] + sum;
               keys = std::max(keys, hi);

@@ -81,6 +81,14 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, int he
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         const Tensor& dout, int heads, int kv_heads, const Tensor& positions, Tensor& dq,
                         Tensor& dk, Tensor& dv);
+// attention_matmul.cpp: the same with bf16 q, k, v through oneDNN bf16 matmuls (scores and
+// probabilities in fp32, P and dS rounded to bf16 for the products); out, dout, dq, dk, dv fp32 or
+// bf16, lse fp32. CpuOps takes it when the matmul precision is bf16.
+void attention_forward_matmul(const Tensor& q, const Tensor& k, const Tensor& v, int heads, int kv_heads,
+                              const Tensor& positions, Tensor& out, Tensor& lse);
+void attention_backward_matmul(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                               const Tensor& dout, int heads, int kv_heads, const Tensor& positions, Tensor& dq,
+                               Tensor& dk, Tensor& dv);
 // attention_cached.cpp
 void attention_cached(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int heads, int kv_heads,
                       const Tensor& start, Tensor& out, int window);
