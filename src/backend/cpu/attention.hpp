@@ -182,20 +182,11 @@ inline Vec<T> exp_lanes(Vec<T> x) {
     typedef int32_t IV __attribute__((vector_size(64)));
     const V low = V{} + -87.3f, high = V{} + 88.0f;
     const V xc = vmax<float>(x, low) < high ? vmax<float>(x, low) : high;
-    const V n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    V r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    V p = V{} + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    const V n = exp_round(xc);
     const IV bits = (__builtin_convertvector(n, IV) + 127) << 23;
     V scale;
     std::memcpy(&scale, &bits, sizeof scale);
-    return x < low ? V{} : p * scale;
+    return x < low ? V{} : exp_rest(xc, n) * scale;
   }
 }
 

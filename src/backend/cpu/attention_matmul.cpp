@@ -126,19 +126,23 @@ struct Chunk {
   }
   int64_t sequence(int64_t e) const { return b0 + e / nkv; }
   int64_t kv_head(int64_t e) const { return g0 + e % nkv; }
+  // Tile j as [batch, rows(j), HS] rows of a [B, T, heads * HS] tensor: k or v (one row per
+  // position of the entry's kv head), or q, dout, out, dq (the group's heads stacked).
+  int64_t rows(int64_t j, bool queries) const { return (queries ? group() : 1) * len(j); }
+  // The element offset in that tensor of row r's first value.
+  int64_t offset(int64_t j, bool queries, int64_t r) const {
+    const int64_t n = rows(j, queries), e = r / n, hh = r % n / len(j), i = r % len(j);
+    const int64_t head = queries ? kv_head(e) * group() + hh : kv_head(e);
+    return (sequence(e) * s.T + j * kTile + i) * (queries ? s.NH : s.NKV) * s.HS + head * s.HS;
+  }
 };
 
-// The rows of tile j of x [B, T, heads * HS] (k or v: heads = NKV, one row per position; q or
-// dout: heads = NH, the group's heads stacked) as bf16 [batch, rows, HS] at dst.
+// The rows of tile j of x (Chunk::rows) as bf16 [batch, rows, HS] at dst.
 void gather_tile(const Chunk& c, const Tensor& x, bool queries, int64_t j, uint16_t* dst) {
   const AttnShape& s = c.s;
-  const int64_t len = c.len(j), per = queries ? c.group() : 1, width = (queries ? s.NH : s.NKV) * s.HS;
-  const int64_t rows = per * len;
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < c.batch() * rows; ++r) {
-    const int64_t e = r / rows, hh = r % rows / len, i = r % len;
-    const int64_t head = queries ? c.kv_head(e) * c.group() + hh : c.kv_head(e);
-    const int64_t at = (c.sequence(e) * s.T + j * kTile + i) * width + head * s.HS;
+  for (int64_t r = 0; r < c.batch() * c.rows(j, queries); ++r) {
+    const int64_t at = c.offset(j, queries, r);
     uint16_t* out = dst + r * s.HS;
     if (x.dtype() == DType::kBF16) {
       std::memcpy(out, static_cast<const uint16_t*>(x.raw()) + at, size_t(s.HS) * 2);
@@ -155,15 +159,9 @@ void gather_tile(const Chunk& c, const Tensor& x, bool queries, int64_t j, uint1
 
 // The inverse for results: fp32 src [batch, rows, HS] of tile j into x's rows (any float dtype).
 void scatter_tile(const Chunk& c, const float* src, bool queries, int64_t j, const Tensor& x) {
-  const AttnShape& s = c.s;
-  const int64_t len = c.len(j), per = queries ? c.group() : 1, width = (queries ? s.NH : s.NKV) * s.HS;
-  const int64_t rows = per * len;
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < c.batch() * rows; ++r) {
-    const int64_t e = r / rows, hh = r % rows / len, i = r % len;
-    const int64_t head = queries ? c.kv_head(e) * c.group() + hh : c.kv_head(e);
-    store_values(src + r * s.HS, x, (c.sequence(e) * s.T + j * kTile + i) * width + head * s.HS, s.HS);
-  }
+  for (int64_t r = 0; r < c.batch() * c.rows(j, queries); ++r)
+    store_values(src + r * c.s.HS, x, c.offset(j, queries, r), c.s.HS);
 }
 
 // Sequences and kv heads per chunk: all kv heads and as many sequences as fit kChunkBytes, or

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "trident/core/tensor.hpp"
@@ -91,21 +92,32 @@ void check_ids(const Tensor& ids, int64_t limit, const char* op, const char* nam
 
 // exp(x) in fp32 to ~2 ulp (Cephes expf: 2^n * poly(r), |r| <= ln2/2); 0 below -87.3, inputs
 // above 88 are clamped. Branch-free, so `#pragma omp simd` loops calling it vectorise.
-inline float exp_fast(float x) {
-  const float xc = std::min(std::max(x, -87.3f), 88.0f);
+// The steps shared by the scalar form and whole vectors (V = float or a GCC vector of floats),
+// for clamped xc: n = round(xc / ln 2) and exp(r) of the rest r = xc - n ln 2, |r| <= ln2/2.
+template <typename V>
+inline V exp_round(V xc) {
   // round to nearest by adding 1.5 * 2^23 (std::floor/rint block vectorisation without -ffast-math)
-  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = xc - n * 0.693359375f;
+  return (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+}
+template <typename V>
+inline V exp_rest(V xc, V n) {
+  V r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
+  V p;
+  if constexpr (std::is_same_v<V, float>) p = 1.9875691500e-4f;
+  else p = V{} + 1.9875691500e-4f;  // every lane
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  return p * r * r + r + 1.0f;
+}
+inline float exp_fast(float x) {
+  const float xc = std::min(std::max(x, -87.3f), 88.0f);
+  const float n = exp_round(xc);
   const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-  return x < -87.3f ? 0.0f : p * scale;
+  return x < -87.3f ? 0.0f : exp_rest(xc, n) * scale;
 }
 
 template <typename T> inline T exp_t(T x) { return std::exp(x); }
