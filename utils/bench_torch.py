@@ -8,7 +8,10 @@ token), or one JSON object with --json.
     /usr/bin/python3 utils/bench_torch.py --config input/configs/bench-gpt2-124m.ini --threads 2
 
 Uses Debian's python3-torch (or any PyTorch); fp32, or bf16 autocast with --precision bf16;
-eager, or torch.compile (inductor) with --compile.
+eager, or torch.compile (inductor) with --compile. --ddp N runs N processes under
+DistributedDataParallel (gloo on 127.0.0.1), each with the config's batch and --threads threads,
+as `mpirun -np N trident bench step --parallel.dp=N` with N times the global batch; tokens/s count
+all N.
 
 A mixture-of-experts config (arch = llama with [moe] experts > 0, e.g. bench-moe.ini) is timed
 with transformers' MixtralForCausalLM of the same shapes (the model users would pick; needs
@@ -155,14 +158,31 @@ def main():
     ap.add_argument("--profile", action="store_true",
                     help="after timing, profile --steps more steps and print the time per phase and per operator "
                          "(torch.profiler self time), in trident bench step's phases")
+    ap.add_argument("--ddp", type=int, default=1, help="data-parallel processes (DistributedDataParallel, gloo)")
     args = ap.parse_args()
+    if args.ddp > 1:
+        import socket
+        with socket.socket() as s:  # a free port on the loopback for the rendezvous
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        torch.multiprocessing.spawn(run, args=(args, port), nprocs=args.ddp)
+    else:
+        run(0, args, None)
+
+
+def run(rank, args, port):
     cfg = read_config(args.config)
     threads = args.threads or cfg["threads"] or os.cpu_count()
     torch.set_num_threads(threads)
     torch.manual_seed(1234)
+    world = args.ddp
+    if world > 1:
+        torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                             world_size=world)
 
     model = mixtral(cfg, args.experts_implementation) if cfg["experts"] else GPT(cfg)
-    forward = torch.compile(model) if args.compile else model
+    trained = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    forward = torch.compile(trained) if args.compile else trained
     embedding = ("wte", "wpe", "embed_tokens")
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not any(e in n for e in embedding)]
     no_decay = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and not any(e in n for e in embedding))]
@@ -170,7 +190,7 @@ def main():
                                    {"params": no_decay, "weight_decay": 0.0}], lr=cfg["lr"])
     B, T, G = cfg["micro_batch"], cfg["seq_len"], cfg["global_batch"]
     accumulation = G // B
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(rank)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
@@ -192,10 +212,15 @@ def main():
         loss = step()
     seconds = (time.perf_counter() - start) / args.steps
 
+    if world > 1:
+        torch.distributed.destroy_process_group()
+        if rank > 0:
+            return
     c, L = cfg["hidden"], cfg["layers"]
     flops_per_token = 6 * matmul_params(cfg) + 12 * L * T * c
-    tokens_per_s = G * T / seconds
-    result = {"engine": "pytorch " + torch.__version__ + (" compiled" if args.compile else " eager"), "threads": threads,
+    tokens_per_s = world * G * T / seconds
+    result = {"engine": "pytorch " + torch.__version__ + (" compiled" if args.compile else " eager")
+              + (f" DDP x {world}" if world > 1 else ""), "threads": threads,
               "precision": args.precision, "compiled": args.compile,
               "step_s": seconds, "tokens_per_s": tokens_per_s, "tflops": tokens_per_s * flops_per_token / 1e12,
               "loss": loss}
@@ -204,7 +229,7 @@ def main():
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"pytorch {torch.__version__}, {threads} thread(s), {args.precision}: {tokens_per_s:.1f} tokens/s, "
+        print(f"pytorch {torch.__version__}, {world} x {threads} thread(s), {args.precision}: {tokens_per_s:.1f} tokens/s, "
               f"{result['tflops'] * 1e3:.1f} model GFLOP/s, {seconds:.4f} s per step")
         if args.profile:
             print("time per step by phase (profiled steps, operators' self time):")
