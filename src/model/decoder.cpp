@@ -24,7 +24,7 @@ Decoder::Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max
   std::set<std::tuple<bool, bool, bool>> kinds;
   for (int c = 0; c < model.num_chunks(); ++c)
     for (const auto& block : model.blocks(c))
-      if (kinds.insert({block->has_attention(), block->has_mlp(), block->is_moe()}).second)
+      if (kinds.insert(block->kind()).second)
         overlay(scratch_, block->make_decode_scratch(ops, rows, dtype));
   if (model.head()) {
     greedy_ = model.head()->make_greedy_buffers(ops, batch, dtype);

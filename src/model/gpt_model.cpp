@@ -3,6 +3,7 @@
 #include "trident/model/gpt_model.hpp"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 #include "trident/core/rng.hpp"
@@ -132,11 +133,10 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   // Buffers shared by all blocks need the parts of every kind this rank holds (attention and
   // MLP halves, dense and MoE layers): one block of each kind overlaid.
   std::vector<const TransformerBlock*> kinds;
-  auto kind_of = [](const TransformerBlock& b) { return std::tuple(b.has_attention(), b.has_mlp(), b.is_moe()); };
+  std::set<std::tuple<bool, bool, bool>> seen;
   for (Chunk& chunk : chunks_)
     for (auto& block : chunk.blocks)
-      if (std::none_of(kinds.begin(), kinds.end(), [&](const TransformerBlock* k) { return kind_of(*k) == kind_of(*block); }))
-        kinds.push_back(block.get());
+      if (seen.insert(block->kind()).second) kinds.push_back(block.get());
   const bool any_block = !kinds.empty();
   auto shared_activations = [&](bool attention) {
     BlockActivations a;

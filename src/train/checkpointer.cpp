@@ -77,8 +77,7 @@ std::string Checkpointer::local_key() const {
   std::string text = detail::concat("world ", topology_.world_size(), " dp ", L.dp, " tp ", L.tp, " pp ", L.pp, " ep ",
                                     L.ep, " zero ", cfg_.zero, " comm ", dist::compression_name(compression_),
                                     " hierarchical ", int(cfg_.comm.hierarchical), " partition ",
-                                    partition_name(cfg_.partition), " chunks ",
-                                    cfg_.schedule == ScheduleKind::kInterleaved ? cfg_.virtual_stages : 1);
+                                    partition_name(cfg_.partition), " chunks ", cfg_.chunks_per_rank());
   for (const auto& [name, shape] : datasets_) {
     text += '\n';
     text += name;

@@ -93,16 +93,7 @@ const AttnCase kCases[] = {
 // (some shorter than a query block, some spanning several key tiles).
 const int kDocLengths[] = {5, 1, 70, 31, 2, 64, 17, 100, 3};
 
-std::vector<int32_t> packed_positions(int64_t B, int64_t T) {
-  std::vector<int32_t> pos(static_cast<size_t>(B * T));
-  size_t next = 0;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0, left = 0, p = 0; t < T; ++t, ++p, --left) {
-      if (left == 0) left = kDocLengths[next++ % std::size(kDocLengths)], p = 0;
-      pos[b * T + t] = static_cast<int32_t>(p);
-    }
-  return pos;
-}
+std::vector<int32_t> packed_positions(int64_t B, int64_t T) { return document_positions(B, T, kDocLengths); }
 
 template <typename T>
 void check_against_reference(Ops& ops, bool document_masking) {

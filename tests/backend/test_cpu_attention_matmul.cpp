@@ -18,18 +18,8 @@ struct Case {
   bool documents;
 };
 
-// Positions restarting every `len` tokens, with len cycling through a few document lengths.
-Tensor document_positions(int64_t B, int64_t T) {
-  const int lengths[] = {5, 1, 150, 31, 2, 64, 17};
-  std::vector<int32_t> pos(static_cast<size_t>(B * T));
-  size_t next = 0;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0, left = 0, p = 0; t < T; ++t, ++p, --left) {
-      if (left == 0) left = lengths[next++ % std::size(lengths)], p = 0;
-      pos[b * T + t] = static_cast<int32_t>(p);
-    }
-  return i32_tensor(pos);
-}
+// Documents shorter than a tile, and one spanning two tiles of 128.
+const int kDocLengths[] = {5, 1, 150, 31, 2, 64, 17};
 
 TEST(CpuAttentionMatmul, MatchesTheFp32FlashKernelOnBf16Inputs) {
   std::unique_ptr<Ops> bf16_ops = make_cpu_ops(0), f32_ops = make_cpu_ops(0);
@@ -47,7 +37,7 @@ TEST(CpuAttentionMatmul, MatchesTheFp32FlashKernelOnBf16Inputs) {
     const Pair q = random_pair(ops, q_shape, seed++, DType::kBF16, 1.5), k = random_pair(ops, kv_shape, seed++, DType::kBF16, 1.5),
                v = random_pair(ops, kv_shape, seed++, DType::kBF16);
     const Tensor dout = randn<float>(q_shape, seed++);
-    const Tensor positions = c.documents ? document_positions(c.B, c.T) : Tensor();
+    const Tensor positions = c.documents ? i32_tensor(document_positions(c.B, c.T, kDocLengths)) : Tensor();
     // Reference: the fp32 flash kernel on the widened values.
     Tensor want_out = ops.zeros(q_shape, DType::kF32), want_lse = ops.zeros(lse_shape, DType::kF32);
     Tensor want_dq = ops.zeros(q_shape, DType::kF32), want_dk = ops.zeros(kv_shape, DType::kF32),

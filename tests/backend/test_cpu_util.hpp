@@ -51,6 +51,20 @@ Tensor randn(Shape shape, uint64_t seed, double scale = 1.0) {
   return from_vec<T>(randn_vec(shape.numel(), seed, scale), shape);
 }
 
+// Positions of rows packed with documents: each row b cut into documents of lengths[0],
+// lengths[1], ... (cycled across rows), positions restarting at 0 in each. [B*T].
+template <size_t N>
+std::vector<int32_t> document_positions(int64_t B, int64_t T, const int (&lengths)[N]) {
+  std::vector<int32_t> pos(static_cast<size_t>(B * T));
+  size_t next = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0, left = 0, p = 0; t < T; ++t, ++p, --left) {
+      if (left == 0) left = lengths[next++ % N], p = 0;
+      pos[b * T + t] = static_cast<int32_t>(p);
+    }
+  return pos;
+}
+
 inline Tensor i32_tensor(const std::vector<int32_t>& v) {
   Tensor t = Tensor::zeros(Shape{static_cast<int64_t>(v.size())}, DType::kI32);
   std::copy(v.begin(), v.end(), t.data<int32_t>());

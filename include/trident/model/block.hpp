@@ -8,6 +8,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "trident/model/attention.hpp"
@@ -109,6 +110,8 @@ class TransformerBlock {
   bool is_moe() const { return moe_ != nullptr; }
   bool has_attention() const { return attn_.has_value(); }
   bool has_mlp() const { return mlp_ || moe_; }
+  // What shapes the block's buffers: which halves it holds, and dense or MoE.
+  std::tuple<bool, bool, bool> kind() const { return {has_attention(), has_mlp(), is_moe()}; }
   // On entry dres = dL/dy; on return dres = dL/dx. Parameter gradients accumulate.
   void backward(Ops& ops, const Tensor& x, const TokenPositions& positions, const BlockActivations& a, Tensor& dres,
                 BlockScratch& s, const Dropout& dropout) const;

@@ -105,6 +105,8 @@ struct RunConfig {
 
   // Sequences per micro-batch per dp rank and micro-batches per step.
   int micro_batches_per_step() const { return train.global_batch / (train.micro_batch * layout.dp); }
+  // Model chunks per pipeline rank: virtual_stages under the interleaved schedule, else 1.
+  int chunks_per_rank() const { return schedule == ScheduleKind::kInterleaved ? virtual_stages : 1; }
 };
 
 

@@ -59,7 +59,7 @@ void attention_forward_impl(const AttnShape& s, const DocStarts& doc_start, cons
               }
               // Online softmax on whole vectors: the tile's max, p = exp(s - max), their sum.
               mask_outside(p, lo, hi);
-              Vec<T> x[NV], most = vload(p);
+              Vec<T> x[NV], most = Vec<T>{} - T(INFINITY);
               for (int v = 0; v < NV; ++v) most = vmax<T>(most, x[v] = vload(p + v * kLanes<T>));
               const T row_max = std::max(m[i + r], hmax<T>(most));
               alpha[r] = m[i + r] == -INFINITY ? T(0) : exp_t<T>(m[i + r] - row_max);

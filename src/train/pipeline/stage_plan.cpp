@@ -16,7 +16,7 @@ std::string bound_text(int sublayer) { return std::to_string(sublayer / 2) + (su
 }  // namespace
 
 std::vector<std::pair<int, int>> partition_sublayers(const RunConfig& cfg, double* balance) {
-  const int stages = cfg.layout.pp * (cfg.schedule == ScheduleKind::kInterleaved ? cfg.virtual_stages : 1);
+  const int stages = cfg.layout.pp * cfg.chunks_per_rank();
   const model::ModelConfig& m = cfg.model;
   // Per-unit costs from the planner's cost model (training FLOPs per token of a block or a half,
   // the head and loss on the last stage).
@@ -39,7 +39,7 @@ std::vector<std::pair<int, int>> partition_sublayers(const RunConfig& cfg, doubl
 
 model::StagePlan make_stage_plan(const RunConfig& cfg, int pp_rank, int micro_batches, std::string* description) {
   const int pp = cfg.layout.pp;
-  const int v = cfg.schedule == ScheduleKind::kInterleaved ? cfg.virtual_stages : 1;
+  const int v = cfg.chunks_per_rank();
   double balance = 1;
   const std::vector<std::pair<int, int>> parts = partition_sublayers(cfg, &balance);
   model::StagePlan plan;
