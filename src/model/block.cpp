@@ -61,8 +61,12 @@ BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype
   s.dnorm = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   s.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.dnorm;
   s.branch = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.partial;
-  if (attn_) s.attn = attn_->make_scratch(ops, batch, dtype);
-  if (mlp_) s.mlp = mlp_->make_scratch(ops, rows, dtype);
+  // The branches' internal gradients in the compute dtype (16 bits under mixed precision, as
+  // autocast keeps them): each is rounded once where it is made, and the GEMMs and the
+  // tensor-core attention backward read it as it is; the residual stream's stay fp32.
+  const DType branch = stored.value_or(dtype);
+  if (attn_) s.attn = attn_->make_scratch(ops, batch, branch);
+  if (mlp_) s.mlp = mlp_->make_scratch(ops, rows, branch);
   if (moe_) s.moe = moe_->make_scratch(ops, rows, dtype);
   return s;
 }
