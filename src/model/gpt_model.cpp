@@ -209,6 +209,7 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   if (head_) {
     head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored);
     activation_bytes_ += bytes_of(head_buffers_.logits);
+    if (head_buffers_.dlogits.raw() != head_buffers_.logits.raw()) activation_bytes_ += bytes_of(head_buffers_.dlogits);
   }
 }
 
@@ -246,7 +247,7 @@ void GPTModel::set_micro_batch_position(int chunk, int slot, int64_t step, int64
   }
 }
 
-void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, double* loss_sum) {
+void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, bool loss) {
   Chunk& c = chunks_[chunk];
   Slot& s = slots_[chunk][slot];
   const bool dropout = train && any_dropout();
@@ -261,9 +262,9 @@ void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, d
                          dropout ? s.block_dropout[l] : TransformerBlock::Dropout{}, moe);
   if (!c.predicts) return;
   head_->forward(ops_, s.residual.back(), head_buffers_);
-  if (!loss_sum) return;
+  if (!loss) return;
   if (units_) units_->set_micro_batch(s.units, s.length);
-  *loss_sum = head_->loss_backward(ops_, s.residual.back(), s.targets, grad_scale, head_buffers_, s.dres, units_);
+  head_->loss_backward(ops_, s.residual.back(), s.targets, grad_scale, head_buffers_, s.dres, losses_, units_);
 }
 
 void GPTModel::finish_norm_grads(const std::vector<Tensor>& grads) const {
@@ -311,8 +312,8 @@ void GPTModel::load_micro_batch(int chunk, int slot, const Tensor& tokens, const
   if (chunks_[chunk].predicts) load(targets, s.targets);
 }
 
-double GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
-                         double grad_scale, bool last_micro_batch) {
+void GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
+                       double grad_scale, bool last_micro_batch) {
   load_micro_batch(chunk, slot, tokens, targets, positions);
   // The auxiliary losses of each MoE layer, averaged over the layers, enter the objective with
   // the micro-batch's share of the global batch's tokens (the same for any layout). Set
@@ -320,13 +321,11 @@ double GPTModel::forward(int chunk, int slot, const Tensor& tokens, const Tensor
   Slot& s = slots_[chunk][slot];
   s.moe_aux_scale = cfg_.moe.enabled() ? moe_loss_scale_ * double(positions.numel()) / cfg_.moe_layers() : 0.0;
   const LengthScope scope(*this, chunk, slot);
-  double loss_sum = 0;
-  run_forward(chunk, slot, /*train=*/true, grad_scale, &loss_sum);
+  run_forward(chunk, slot, /*train=*/true, grad_scale, /*loss=*/true);
   if (chunks_[chunk].predicts && last_micro_batch) {
     finish_norm_grads(head_->norm_grads());
     grads_ready_from(head_offset_);
   }
-  return loss_sum;
 }
 
 void GPTModel::backward(int chunk, int slot, bool last_micro_batch) {
@@ -362,7 +361,7 @@ EvalSums GPTModel::evaluate(int chunk, int slot, const Tensor& tokens, const Ten
   load_micro_batch(chunk, slot, tokens, targets, positions);
   const LengthScope scope(*this, chunk, slot);
   Slot& s = slots_[chunk][slot];
-  run_forward(chunk, slot, /*train=*/false, 0.0, nullptr);
+  run_forward(chunk, slot, /*train=*/false, 0.0, /*loss=*/false);
   return chunks_[chunk].predicts ? head_->evaluate(ops_, s.targets, head_buffers_, per_token) : EvalSums{};
 }
 
@@ -370,9 +369,9 @@ double GPTModel::forward_backward(const Tensor& tokens, const Tensor& targets, c
                                   double grad_scale) {
   TRIDENT_CHECK(chunks_.size() == 1 && chunks_[0].embeds && chunks_[0].predicts,
                 "forward_backward needs the whole model on this rank");
-  const double loss = forward(0, 0, tokens, targets, positions, grad_scale);
+  forward(0, 0, tokens, targets, positions, grad_scale);
   backward(0, 0);
-  return loss;
+  return take_loss_sum();
 }
 
 const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& positions) {
@@ -383,7 +382,7 @@ const Tensor& GPTModel::forward_logits(const Tensor& tokens, const Tensor& posit
   ops_.copy(tokens, s.tokens);
   ops_.copy(positions, s.positions);
   if (s.window_positions.defined()) load_window_positions(s, positions);
-  run_forward(0, 0, /*train=*/false, 0.0, nullptr);
+  run_forward(0, 0, /*train=*/false, 0.0, /*loss=*/false);
   return head_->logits(ops_, head_buffers_);
 }
 
@@ -400,6 +399,7 @@ void GPTModel::set_unit_gradients(UnitGradients* units) {
       activation_bytes_ -= bytes_of(head_buffers_.logits);
       head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored_dtype_, cfg_.seq_len);
       activation_bytes_ += bytes_of(head_buffers_.logits);
+    if (head_buffers_.dlogits.raw() != head_buffers_.logits.raw()) activation_bytes_ += bytes_of(head_buffers_.dlogits);
     }
   }
   units_ = units;

@@ -37,8 +37,7 @@ HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype, std::optio
   b.dnorm = ops.zeros(Shape{rows, hidden}, dtype);
   b.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, hidden}, dtype) : b.dnorm;
   b.logits = ops.zeros(Shape{k, weight_->local_shape[0]}, dtype);
-  b.losses = ops.zeros(Shape{rows}, dtype);
-  b.host_losses = Tensor::zeros(Shape{rows}, DType::kF64);
+  b.dlogits = stored && *stored != dtype ? ops.zeros(b.logits.shape(), *stored) : b.logits;
   b.row_max = ops.zeros(Shape{k}, dtype);
   b.sum_exp = ops.zeros(Shape{k}, dtype);
   b.target_logit = ops.zeros(Shape{k}, dtype);
@@ -182,8 +181,8 @@ std::vector<int32_t> LMHead::greedy(Ops& ops, const Tensor& x, GreedyBuffers& b)
   return ids;
 }
 
-double LMHead::vocab_parallel_loss(Ops& ops, Tensor& logits, const Tensor& targets, const int32_t* t,
-                                   double grad_scale, HeadBuffers& b) const {
+double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& logits, const Tensor& targets, const int32_t* t,
+                                   double grad_scale, HeadBuffers& b, Tensor& dlogits) const {
   const int64_t n = logits.dim(0), k = b.row_max.numel();
   const int64_t valid_columns = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
   combine_stats(ops, logits, targets, b);
@@ -197,26 +196,28 @@ double LMHead::vocab_parallel_loss(Ops& ops, Tensor& logits, const Tensor& targe
   Tensor row_max = b.row_max.narrow(0, n), sum_exp = b.sum_exp.narrow(0, n);
   ops.copy(host_max, row_max);
   ops.copy(host_sum, sum_exp);
-  ops.cross_entropy_shard_backward(logits, targets, vocab_offset_, valid_columns, row_max, sum_exp, grad_scale, logits);
+  ops.cross_entropy_shard_backward(logits, targets, vocab_offset_, valid_columns, row_max, sum_exp, grad_scale,
+                                   dlogits);
   return loss_sum;
 }
 
-double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale,
-                             HeadBuffers& b, Tensor& dx, UnitGradients* units) const {
+void LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale, HeadBuffers& b,
+                           Tensor& dx, StepLosses& losses, UnitGradients* units) const {
   const Tensor& in = normed(b);  // all rows, from forward
   const int64_t n = in.dim(0), k = units ? units->whole_rows(b.row_max.numel()) : b.row_max.numel();
   const int32_t* t = tp_.size() > 1 ? host_targets(ops, targets, b) : nullptr;
-  double loss_sum = 0;
+  Tensor token_losses = tp_.size() == 1 ? losses.next(ops, n, b.logits.dtype()) : Tensor();
   // One chunk of rows at a time: logits, their loss and gradient, and both GEMMs of it.
   for (int64_t r0 = 0; r0 < n; r0 += k) {
     const int64_t r1 = std::min(n, r0 + k);
-    Tensor dlogits = chunk_logits(ops, b, r0, r1);
+    const Tensor logits = chunk_logits(ops, b, r0, r1);
+    Tensor dlogits = b.dlogits.narrow(0, r1 - r0);
     const Tensor chunk_targets = targets.narrow(r0, r1);
     if (tp_.size() == 1) {
-      Tensor losses = b.losses.narrow(r0, r1);
-      ops.cross_entropy_forward_backward(dlogits, chunk_targets, grad_scale, losses, dlogits);
+      Tensor chunk_losses = token_losses.narrow(r0, r1);
+      ops.cross_entropy_forward_backward(logits, chunk_targets, grad_scale, chunk_losses, dlogits);
     } else {
-      loss_sum += vocab_parallel_loss(ops, dlogits, chunk_targets, t + r0, grad_scale, b);
+      losses.add_host(vocab_parallel_loss(ops, logits, chunk_targets, t + r0, grad_scale, b, dlogits));
     }
     if (units) units->scale_rows(ops, dlogits, r0);  // each unit's weight (differential privacy)
     if (weight_->per_unit) weight_->per_unit->add_outer(ops, *weight_, dlogits, in.narrow(r0, r1), 1.0, r0);
@@ -224,16 +225,10 @@ double LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, d
     Tensor dnorm = b.dnorm.narrow(r0, r1);
     ops.gemm(false, false, 1.0, dlogits, weight_->gemm_value(), 0.0, dnorm);
   }
-  if (tp_.size() == 1) {  // the per-token losses, read back once
-    ops.copy(b.losses, b.host_losses);
-    const double* l = b.host_losses.data<double>();
-    for (int64_t i = 0; i < b.host_losses.numel(); ++i) loss_sum += l[i];
-  }
   // Each vocabulary shard contributes part of d(norm output).
   const Tensor& dnorm = tp_.reduce_to_rows(b.dnorm, b.dnorm_rows);
   ops.fill(dx, 0.0);
   norm_.backward(ops, x, b.norm, dnorm, dx);
-  return loss_sum;
 }
 
 }  // namespace trident::model

@@ -54,8 +54,6 @@ class SequenceTrim {
     t.gathered = rows(b.gathered);
     t.dnorm = rows(b.dnorm);
     t.dnorm_rows = rows(b.dnorm_rows);
-    t.losses = rows(b.losses);
-    t.host_losses = rows(b.host_losses);
     return t;
   }
 

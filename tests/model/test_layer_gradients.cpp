@@ -243,8 +243,9 @@ TEST_P(LayerGradients, HeadWithCrossEntropy) {
   check_gradients(*ops_, store, {{x, dx}}, [&](bool backward) {
     head.forward(*ops_, x, b);
     // loss_backward always computes the gradient; only the analytic pass keeps it.
-    const double loss = head.loss_backward(*ops_, x, targets, 0.25, b, backward ? dx : dx_scratch);
-    return 0.25 * loss;
+    StepLosses losses;
+    head.loss_backward(*ops_, x, targets, 0.25, b, backward ? dx : dx_scratch, losses);
+    return 0.25 * losses.take(*ops_);
   });
 }
 
@@ -268,8 +269,9 @@ TEST_P(LayerGradients, HeadInChunksEqualsAllRowsAtOnce) {
     store.zero_grads(*ops_);
     Tensor dx = Tensor::zeros(x.shape(), DType::kF64);
     head.forward(*ops_, x, b);
-    Result r{head.loss_backward(*ops_, x, targets, 0.5, b, dx), testing::to_vector(dx),
-             testing::to_vector(store.flat_grads()), {}};
+    StepLosses losses;
+    head.loss_backward(*ops_, x, targets, 0.5, b, dx, losses);
+    Result r{losses.take(*ops_), testing::to_vector(dx), testing::to_vector(store.flat_grads()), {}};
     head.forward(*ops_, x, b);
     r.eval = head.evaluate(*ops_, targets, b);
     return r;

@@ -52,7 +52,9 @@ Result run(dist::Communicator* comm, bool sequence_parallel, int64_t chunk) {
   store.zero_grads(*ops);
   head.forward(*ops, x, b);
   Result r;
-  r.loss = head.loss_backward(*ops, x, targets, 0.5, b, dx);
+  model::StepLosses losses;
+  head.loss_backward(*ops, x, targets, 0.5, b, dx, losses);
+  r.loss = losses.take(*ops);
   r.dx = testing::to_vector(dx);
   for (const auto& p : store.all())
     if (p->spec.name == "head.weight")

@@ -74,10 +74,14 @@ class GPTModel {
   // Forward of one chunk for the micro-batch in `slot`. The first virtual stage embeds tokens;
   // others read their input from input(chunk, slot) (received from the previous stage). The
   // last virtual stage also computes the loss and its gradient at once (so [N, V] logits are
-  // never kept per micro-batch) and returns the unscaled sum of token losses; others return 0.
+  // never kept per micro-batch); the unscaled sum of token losses waits on the device for
+  // take_loss_sum().
   // last_micro_batch: the step's final pass over this chunk (gradients become final).
-  double forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
+  void forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                  double grad_scale, bool last_micro_batch = true);
+  // The unscaled sum of token losses of the micro-batches forwarded since the last call (read
+  // from the device once; 0 on ranks without the head).
+  double take_loss_sum() { return losses_.take(ops_); }
   // Backward of one chunk: the last virtual stage starts from the loss gradient kept by
   // forward; others from grad(chunk, slot) (received from the next stage). Afterwards
   // grad(chunk, slot) holds the gradient of the chunk's input (to send to the previous stage).
@@ -159,7 +163,8 @@ class GPTModel {
     std::vector<int64_t> block_offset;  // flat offset of each block's first parameter
     bool embeds = false, predicts = false;
   };
-  void run_forward(int chunk, int slot, bool train, double grad_scale, double* loss_sum);
+  // loss: the last stage computes the loss and its gradient too (training).
+  void run_forward(int chunk, int slot, bool train, double grad_scale, bool loss);
   bool any_dropout() const { return cfg_.dropout > 0 || (cfg_.lora.enabled() && cfg_.lora.dropout > 0); }
   // Copies a micro-batch of length L = positions.numel() / B into the slot (its prefix).
   void load_micro_batch(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions);
@@ -196,9 +201,10 @@ class GPTModel {
   LoraScratch lora_scratch_;  // LoRA dropout's masked copies (grown on demand, never trimmed)
   BlockActivations shared_acts_;  // recompute: the one set of block activations rebuilt in backward
   BlockActivations frozen_inputs_;  // LoRA: where inputs only frozen weights' gradients read are written
-  Tensor recompute_out_;
-  Tensor window_host_;            // [B*T] int32 on the host: window positions on their way in          // full recompute: where the rerun block writes its (unused) output
+  Tensor recompute_out_;  // full recompute: where the rerun block writes its (unused) output
+  Tensor window_host_;    // [B*T] int32 on the host: window positions on their way in
   HeadBuffers head_buffers_;
+  StepLosses losses_;
   uint64_t embed_dropout_key_ = 0;
   std::vector<TransformerBlock::Dropout> layer_dropout_keys_;  // per global layer
   std::function<void(int64_t)> grad_ready_hook_;

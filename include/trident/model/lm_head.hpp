@@ -11,6 +11,7 @@
 #include <vector>
 #include "trident/model/model_config.hpp"
 #include "trident/model/norm.hpp"
+#include "trident/model/step_losses.hpp"
 #include "trident/model/tensor_parallel.hpp"
 
 namespace trident::model {
@@ -26,9 +27,10 @@ struct HeadBuffers {
   Tensor gathered;     // [N, C] the norm output of all rows (sequence parallelism)
   Tensor dnorm;        // [N, C] gradient of the norm output (this rank's vocabulary part)
   Tensor dnorm_rows;   // [R, C] ... summed over the group
-  Tensor logits;       // [K, V/tp] one chunk of K rows' logits, then their gradient
-  Tensor losses;       // [N] per-token loss (tp = 1)
-  Tensor host_losses;  // [N] host copy for the sum
+  Tensor logits;       // [K, V/tp] one chunk of K rows' logits (fp32: the loss reads them)
+  // [K, V/tp] their gradient, in `stored` under mixed precision (rounded once, fed to both
+  // GEMMs as it is); else a view of logits (written over them).
+  Tensor dlogits;
   // Vocabulary-parallel softmax statistics per row of a chunk: max, sum of exp, target logit
   // ([K] each, on the device and on the host where the group's values are combined).
   Tensor row_max, sum_exp, target_logit;
@@ -76,12 +78,13 @@ class LMHead {
 
   // The final norm of x ([R, C]) into b (gathered over the group with sequence parallelism).
   void forward(Ops& ops, const Tensor& x, HeadBuffers& b) const;
-  // After forward(): the loss, chunk by chunk, and its backward. Returns the loss summed over
-  // valid targets; dx is overwritten with grad_scale * dL/dx; parameter gradients accumulate.
+  // After forward(): the loss, chunk by chunk, and its backward. The loss over valid targets
+  // joins `losses` (per token on the device at tp = 1, summed on the host otherwise); dx is
+  // overwritten with grad_scale * dL/dx; parameter gradients accumulate.
   // units (differential privacy): each unit's rows of the loss gradient are scaled by its
   // weight, logits chunks hold whole rows, and its norm pass measures instead of accumulating.
-  double loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale, HeadBuffers& b,
-                       Tensor& dx, UnitGradients* units = nullptr) const;
+  void loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale, HeadBuffers& b,
+                     Tensor& dx, StepLosses& losses, UnitGradients* units = nullptr) const;
 
   // Loss and accuracy sums after forward(), no gradient (evaluation); the same on every rank
   // of the tensor-parallel group. per_token: also every row's scores (sized to the rows).
@@ -104,9 +107,9 @@ class LMHead {
   // relative to it, target logit, K each), from logits of `rows` rows.
   void combine_stats(Ops& ops, const Tensor& logits, const Tensor& targets, HeadBuffers& b) const;
   // Vocabulary-parallel path of a chunk: its loss summed over valid rows (t: the chunk's host
-  // targets), its dlogits written over logits.
-  double vocab_parallel_loss(Ops& ops, Tensor& logits, const Tensor& targets, const int32_t* t, double grad_scale,
-                             HeadBuffers& b) const;
+  // targets), its gradient written to dlogits.
+  double vocab_parallel_loss(Ops& ops, const Tensor& logits, const Tensor& targets, const int32_t* t,
+                             double grad_scale, HeadBuffers& b, Tensor& dlogits) const;
 
   Norm norm_;
   Parameter* weight_;

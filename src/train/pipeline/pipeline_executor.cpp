@@ -66,7 +66,7 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<
   const std::vector<Action>& actions = schedule_for(int(batches.size()));
   const double start = MPI_Wtime();
   wait_s_ = 0;
-  double loss_sum = 0;
+  model_.take_loss_sum();  // nothing left over from a pass that did not finish
   const int last_mb = final_pass ? int(batches.size()) - 1 : -1;
   for (const Action& a : actions) {
     const int s = slot(a.micro_batch), index = a.chunk * slots_ + s;
@@ -85,7 +85,7 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<
         const data::Batch& batch = batches[static_cast<size_t>(a.micro_batch)];
         model_.set_micro_batch_position(a.chunk, s, step, batch.first_sequence);
         model_.set_micro_batch_units(a.chunk, s, &batch.units);
-        loss_sum += model_.forward(a.chunk, s, batch.tokens, batch.targets, batch.positions, grad_scale,
+        model_.forward(a.chunk, s, batch.tokens, batch.targets, batch.positions, grad_scale,
                                    a.micro_batch == last_mb);
         break;
       }
@@ -117,7 +117,7 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<
   for (auto& r : sends_act_) r.wait();
   for (auto& r : sends_grad_) r.wait();
   run_s_ = MPI_Wtime() - start;
-  return loss_sum;
+  return model_.take_loss_sum();
 }
 
 // Every rank walks the (micro-batch, virtual stage) pairs in one global order and owns the
