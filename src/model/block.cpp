@@ -61,6 +61,7 @@ BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype
   s.dnorm = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   s.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.dnorm;
   s.branch = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.partial;
+  if (stored && *stored != dtype && (attn_ || mlp_)) s.dbranch_low = ops.zeros(Shape{rows, cfg_.hidden}, *stored);
   // The branches' internal gradients in the compute dtype (16 bits under mixed precision, as
   // autocast keeps them): each is rounded once where it is made, and the GEMMs and the
   // tensor-core attention backward read it as it is; the residual stream's stay fp32.
@@ -120,6 +121,17 @@ void TransformerBlock::forward_mlp(Ops& ops, const Tensor& h, BlockActivations& 
   }
 }
 
+namespace {
+// A branch's output gradient as its output projection's two GEMMs (weight and input gradients)
+// read it: rounded to 16 bits once into `low` under mixed precision, as autocast keeps it; else d.
+Tensor rounded_once(Ops& ops, const Tensor& d, const Tensor& low) {
+  if (!low.defined()) return d;
+  Tensor out = low.flat().narrow(0, d.numel()).view(d.shape());
+  ops.copy(d, out);
+  return out;
+}
+}  // namespace
+
 void TransformerBlock::backward(Ops& ops, const Tensor& x, const TokenPositions& positions, const BlockActivations& a,
                                 Tensor& dres, BlockScratch& s, const Dropout& dropout) const {
   if (has_mlp()) backward_mlp(ops, attn_ ? a.mid : x, a, dres, s, dropout);
@@ -133,7 +145,7 @@ void TransformerBlock::backward_mlp(Ops& ops, const Tensor& h, const BlockActiva
   // this rank's rows only), and reduce-scatter d(norm output) back to rows.
   const Tensor& dmlp = tp_.gather_rows(ops, through_dropout(ops, dropout.mlp, dres, s.branch), s.partial);
   const Tensor& mlp_in = tp_.gather_rows(ops, a.norm2.y, s.gathered);
-  if (mlp_) mlp_->backward(ops, mlp_in, a.mlp, dmlp, s.mlp, s.dnorm, dropout.lora);
+  if (mlp_) mlp_->backward(ops, mlp_in, a.mlp, rounded_once(ops, dmlp, s.dbranch_low), s.mlp, s.dnorm, dropout.lora);
   else moe_->backward(ops, mlp_in, a.moe, dmlp, s.moe, s.dnorm);
   norm2_->backward(ops, h, a.norm2, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
 }
@@ -144,7 +156,8 @@ void TransformerBlock::backward_attention(Ops& ops, const Tensor& x, const Token
   // h = x + drop(attn(norm1(x))): dL/dx = dres + norm1'(attn'(drop'(dres))).
   const Tensor& dattn = tp_.gather_rows(ops, through_dropout(ops, dropout.attn, dres, s.branch), s.partial);
   const Tensor& attn_in = tp_.gather_rows(ops, a.norm1.y, s.gathered);
-  attn_->backward(ops, attn_in, positions, a.attn, dattn, s.attn, s.dnorm, dropout.lora);
+  attn_->backward(ops, attn_in, positions, a.attn, rounded_once(ops, dattn, s.dbranch_low), s.attn, s.dnorm,
+                  dropout.lora);
   norm1_->backward(ops, x, a.norm1, tp_.reduce_to_rows(s.dnorm, s.dnorm_rows), dres);
 }
 
@@ -226,6 +239,7 @@ void overlay(BlockScratch& into, const BlockScratch& from) {
     into.dnorm_rows = from.dnorm_rows;
     into.branch = from.branch;
   }
+  if (from.dbranch_low.defined()) into.dbranch_low = from.dbranch_low;
   if (from.attn.dout.defined()) into.attn = from.attn;
   if (from.mlp.dact.defined()) into.mlp = from.mlp;
   if (from.moe.dlogits.defined()) into.moe = from.moe;

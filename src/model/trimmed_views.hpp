@@ -42,7 +42,7 @@ class SequenceTrim {
             a.moe.logits.defined() ? a.moe.prefix(L_, T_) : a.moe};
   }
   BlockScratch operator()(const BlockScratch& s) const {
-    return {rows(s.gathered), rows(s.partial), rows(s.dnorm), rows(s.dnorm_rows), rows(s.branch),
+    return {rows(s.gathered), rows(s.partial), rows(s.dnorm), rows(s.dnorm_rows), rows(s.branch), rows(s.dbranch_low),
             {sequence(s.attn.dout), sequence(s.attn.dq), sequence(s.attn.dk), sequence(s.attn.dv),
              sequence(s.attn.dq_raw), sequence(s.attn.dk_raw)},
             {rows(s.mlp.dact), rows(s.mlp.dgate)},

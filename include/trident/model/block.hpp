@@ -39,6 +39,9 @@ struct BlockScratch {
   Tensor dnorm;      // [N, C] gradient of the (gathered) norm output
   Tensor dnorm_rows; // [R, C] ... summed over the group, this rank's rows
   Tensor branch;     // [R, C] a branch output (or its gradient) on its way through dropout
+  // [N, C] mixed precision: a dense branch's output gradient rounded to 16 bits once, for both
+  // GEMMs of its output projection (else undefined).
+  Tensor dbranch_low;
   AttentionScratch attn;
   MlpScratch mlp;
   MoeScratch moe;
