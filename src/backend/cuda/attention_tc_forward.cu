@@ -2,9 +2,10 @@
 // style: one block per (64-query tile, head, batch), 4 warps of 16 query rows each. The block
 // streams the key tiles its rows can see (from the rows' first document start to the diagonal)
 // through a double buffer filled by cp.async, so the next tile's copy overlaps this tile's math.
-// Per tile and warp: S = Q K^T (Q's fragments stay in registers), scale and mask in fp32, online
-// softmax in the log2 domain (exp2f of log2(e)-prescaled scores, running max and sum per row),
-// then O += P V with P rounded to the input dtype. O is normalised once at the end;
+// Per tile and warp: S = Q K^T (Q's fragments stay in registers), scale (and mask, on tiles that
+// cross the diagonal or a document start) in fp32, online softmax in the log2 domain (exp2f of
+// log2(e)-prescaled scores, running max and sum per row), then O += P V with P rounded to the
+// input dtype. O is normalised once at the end;
 // lse = ln 2 * max + ln(sum) is saved in fp32 for the backward.
 #include "attention_tc.cuh"
 
@@ -105,15 +106,28 @@ __global__ void __launch_bounds__(kThreads) attention_tc_forward_kernel(TcArgs a
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       float mx = -INFINITY;
+      // Only a tile that crosses the diagonal or the row's document start needs the mask (most
+      // tiles of a long row lie wholly inside its visible range).
+      if (j0 >= lo[half] && j0 + Bc - 1 <= t_row[half]) {
 #pragma unroll
-      for (int j = 0; j < SN; ++j)
+        for (int j = 0; j < SN; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int key = j0 + j * 8 + 2 * c + e;
-          float& x = s[j][2 * half + e];
-          x = key >= lo[half] && key <= t_row[half] ? x * scale2 : -INFINITY;
-          mx = fmaxf(mx, x);
-        }
+          for (int e = 0; e < 2; ++e) {
+            float& x = s[j][2 * half + e];
+            x *= scale2;
+            mx = fmaxf(mx, x);
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < SN; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int key = j0 + j * 8 + 2 * c + e;
+            float& x = s[j][2 * half + e];
+            x = key >= lo[half] && key <= t_row[half] ? x * scale2 : -INFINITY;
+            mx = fmaxf(mx, x);
+          }
+      }
       const float m_new = fmaxf(m[half], quad_max(mx));
       // A row with no key seen yet (m = -inf) has nothing to rescale; one that sees none in
       // this tile either keeps m_new = -inf and gets p = 0 below.
