@@ -20,6 +20,27 @@ void norm_heads(Ops& ops, const Norm& norm, const Tensor& raw, Tensor& out, cons
   NormActivations a{per_head(out, hs), Tensor(), rstd};
   norm.forward(ops, per_head(raw, hs), a);
 }
+
+// The projections' outputs (or their gradients): q, k, v side by side (one batched GEMM), or
+// with qk_norm the raw q and k beside v (the norms write q and k on their own).
+void side_by_side(Ops& ops, const Shape& q_shape, const Shape& kv_shape, DType dtype, bool qk_norm, Tensor& q,
+                  Tensor& k, Tensor& v, Tensor& q_raw, Tensor& k_raw) {
+  const std::vector<Tensor> parts = Linear::zeros_side_by_side(ops, {q_shape, kv_shape, kv_shape}, dtype);
+  Tensor& first = qk_norm ? q_raw : q;
+  Tensor& second = qk_norm ? k_raw : k;
+  first = parts[0], second = parts[1], v = parts[2];
+  if (qk_norm) q = ops.zeros(q_shape, dtype), k = ops.zeros(kv_shape, dtype);
+}
+
+// The q, k and v weights side by side in the flat buffers (their biases and adapters after), so
+// that the three projections can run as one batched GEMM.
+std::array<Parameter*, 3> add_qkv_weights(ParamStore& store, const std::string& prefix, const ModelConfig& cfg,
+                                          TensorParallel tp) {
+  const int hs = cfg.head_size();
+  return {&Linear::add_weight(store, prefix + ".q", cfg.hidden, cfg.heads * hs, 0.02, Split::kColumn, tp),
+          &Linear::add_weight(store, prefix + ".k", cfg.hidden, cfg.kv_heads * hs, 0.02, Split::kColumn, tp),
+          &Linear::add_weight(store, prefix + ".v", cfg.hidden, cfg.kv_heads * hs, 0.02, Split::kColumn, tp)};
+}
 }  // namespace
 
 Attention::Attention(ParamStore& store, const std::string& prefix, const ModelConfig& cfg, TensorParallel tp,
@@ -30,12 +51,13 @@ Attention::Attention(ParamStore& store, const std::string& prefix, const ModelCo
       kv_heads_(cfg.kv_heads / tp.size()),
       window_(cfg.windowed(layer) ? cfg.sliding_window : 0),
       rotary_(cfg.arch == Arch::kLlama ? cfg.rotary() : RotaryFrequencies{}),
+      qkv_weights_(add_qkv_weights(store, prefix, cfg, tp)),
       q_(store, prefix + ".q", cfg.hidden, cfg.heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
-         cfg.lora.rank_for("q"), cfg.lora.scale()),
+         cfg.lora.rank_for("q"), cfg.lora.scale(), qkv_weights_[0]),
       k_(store, prefix + ".k", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
-         cfg.lora.rank_for("k"), cfg.lora.scale()),
+         cfg.lora.rank_for("k"), cfg.lora.scale(), qkv_weights_[1]),
       v_(store, prefix + ".v", cfg.hidden, cfg.kv_heads * cfg.head_size(), qkv_bias(cfg), 0.02, Split::kColumn, tp,
-         cfg.lora.rank_for("v"), cfg.lora.scale()),
+         cfg.lora.rank_for("v"), cfg.lora.scale(), qkv_weights_[2]),
       o_(store, prefix + ".o", cfg.heads * cfg.head_size(), cfg.hidden, o_bias(cfg), output_init_std(cfg),
          Split::kRow, tp, cfg.lora.rank_for("o"), cfg.lora.scale()) {
   cfg.check_tensor_parallel(tp.size());
@@ -50,31 +72,27 @@ AttentionActivations Attention::make_activations(Ops& ops, int64_t batch, DType 
   const int64_t t = cfg_.seq_len, hs = cfg_.head_size();
   const DType s = stored.value_or(dtype);
   AttentionActivations a;
-  a.q = ops.zeros(Shape{batch, t, heads_ * hs}, s);
-  a.k = ops.zeros(Shape{batch, t, kv_heads_ * hs}, s);
-  a.v = ops.zeros(Shape{batch, t, kv_heads_ * hs}, s);
-  a.out = ops.zeros(Shape{batch, t, heads_ * hs}, s);
+  const Shape q_shape{batch, t, heads_ * hs}, kv_shape{batch, t, kv_heads_ * hs};
+  side_by_side(ops, q_shape, kv_shape, s, cfg_.qk_norm, a.q, a.k, a.v, a.q_raw, a.k_raw);
+  a.out = ops.zeros(q_shape, s);
   a.lse = ops.zeros(Shape{batch, heads_, t}, dtype);
-  if (cfg_.qk_norm) {
-    a.q_raw = ops.zeros(a.q.shape(), s);
-    a.k_raw = ops.zeros(a.k.shape(), s);
-    a.q_rstd = ops.zeros(Shape{batch * t * heads_ * hs / cfg_.qk_norm_width(heads_)}, dtype);
-    a.k_rstd = ops.zeros(Shape{batch * t * kv_heads_ * hs / cfg_.qk_norm_width(kv_heads_)}, dtype);
-  }
+  make_norm_statistics(ops, batch * t, dtype, a.q_rstd, a.k_rstd);
   return a;
+}
+
+void Attention::make_norm_statistics(Ops& ops, int64_t rows, DType dtype, Tensor& q_rstd, Tensor& k_rstd) const {
+  if (!cfg_.qk_norm) return;
+  const int64_t hs = cfg_.head_size();
+  q_rstd = ops.zeros(Shape{rows * heads_ * hs / cfg_.qk_norm_width(heads_)}, dtype);
+  k_rstd = ops.zeros(Shape{rows * kv_heads_ * hs / cfg_.qk_norm_width(kv_heads_)}, dtype);
 }
 
 AttentionScratch Attention::make_scratch(Ops& ops, int64_t batch, DType dtype) const {
   const int64_t t = cfg_.seq_len, hs = cfg_.head_size();
   AttentionScratch s;
-  s.dout = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
-  s.dq = ops.zeros(Shape{batch, t, heads_ * hs}, dtype);
-  s.dk = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
-  s.dv = ops.zeros(Shape{batch, t, kv_heads_ * hs}, dtype);
-  if (cfg_.qk_norm) {
-    s.dq_raw = ops.zeros(s.dq.shape(), dtype);
-    s.dk_raw = ops.zeros(s.dk.shape(), dtype);
-  }
+  const Shape q_shape{batch, t, heads_ * hs}, kv_shape{batch, t, kv_heads_ * hs};
+  s.dout = ops.zeros(q_shape, dtype);
+  side_by_side(ops, q_shape, kv_shape, dtype, cfg_.qk_norm, s.dq, s.dk, s.dv, s.dq_raw, s.dk_raw);
   return s;
 }
 
@@ -83,15 +101,12 @@ void Attention::project(Ops& ops, const Tensor& x, const Tensor& positions, Buff
                         const DropoutSite& lora) const {
   const int64_t hs = cfg_.head_size();
   if (cfg_.qk_norm) {
-    q_.forward(ops, x, b.q_raw, false, lora);
-    k_.forward(ops, x, b.k_raw, false, lora);
+    Linear::forward_parts(ops, {&q_, &k_, &v_}, x, {b.q_raw, b.k_raw, b.v}, lora);
     norm_heads(ops, *q_norm_, b.q_raw, b.q, b.q_rstd, cfg_.qk_norm_width(heads_));
     norm_heads(ops, *k_norm_, b.k_raw, b.k, b.k_rstd, cfg_.qk_norm_width(kv_heads_));
   } else {
-    q_.forward(ops, x, b.q, false, lora);
-    k_.forward(ops, x, b.k, false, lora);
+    Linear::forward_parts(ops, {&q_, &k_, &v_}, x, {b.q, b.k, b.v}, lora);
   }
-  v_.forward(ops, x, b.v, false, lora);
   if (cfg_.arch == Arch::kLlama) {
     ops.rope_forward(b.q, positions, static_cast<int>(hs), rotary_);
     ops.rope_forward(b.k, positions, static_cast<int>(hs), rotary_);
@@ -132,9 +147,7 @@ void Attention::backward(Ops& ops, const Tensor& x, const TokenPositions& positi
     dq = &s.dq_raw;
     dk = &s.dk_raw;
   }
-  q_.backward(ops, x, *dq, &dx, false, lora);
-  k_.backward(ops, x, *dk, &dx, /*accumulate_dx=*/true, lora);
-  v_.backward(ops, x, s.dv, &dx, /*accumulate_dx=*/true, lora);
+  Linear::backward_parts(ops, {&q_, &k_, &v_}, x, {*dq, *dk, s.dv}, &dx, lora);
 }
 
 std::vector<Tensor> Attention::head_norm_grads() const {
@@ -152,16 +165,10 @@ KvCache Attention::make_cache(Ops& ops, int64_t batch, int64_t length, DType dty
 DecodeAttention Attention::make_decode_scratch(Ops& ops, int64_t rows, DType dtype) const {
   const int64_t hs = cfg_.head_size();
   DecodeAttention s;
-  s.q = ops.zeros(Shape{rows, heads_ * hs}, dtype);
-  s.k = ops.zeros(Shape{rows, kv_heads_ * hs}, dtype);
-  s.v = ops.zeros(Shape{rows, kv_heads_ * hs}, dtype);
-  s.out = ops.zeros(Shape{rows, heads_ * hs}, dtype);
-  if (cfg_.qk_norm) {
-    s.q_raw = ops.zeros(s.q.shape(), dtype);
-    s.k_raw = ops.zeros(s.k.shape(), dtype);
-    s.q_rstd = ops.zeros(Shape{rows * heads_ * hs / cfg_.qk_norm_width(heads_)}, dtype);
-    s.k_rstd = ops.zeros(Shape{rows * kv_heads_ * hs / cfg_.qk_norm_width(kv_heads_)}, dtype);
-  }
+  const Shape q_shape{rows, heads_ * hs}, kv_shape{rows, kv_heads_ * hs};
+  side_by_side(ops, q_shape, kv_shape, dtype, cfg_.qk_norm, s.q, s.k, s.v, s.q_raw, s.k_raw);
+  s.out = ops.zeros(q_shape, dtype);
+  make_norm_statistics(ops, rows, dtype, s.q_rstd, s.k_rstd);
   return s;
 }
 

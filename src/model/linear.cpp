@@ -8,18 +8,25 @@
 
 namespace trident::model {
 
+Parameter& Linear::add_weight(ParamStore& store, const std::string& name, int in, int out, double init_std,
+                              Split split, TensorParallel tp) {
+  split = tp.size() > 1 ? split : Split::kNone;
+  const int weight_split = split == Split::kColumn ? 0 : split == Split::kRow ? 1 : -1;
+  return store.add({.name = name + ".weight", .global_shape = Shape{out, in}, .init = Init::kNormal,
+                    .init_std = init_std, .weight_decay = true, .split_dim = weight_split,
+                    .split_parts = tp.size(), .split_index = tp.rank()});
+}
+
 Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool bias, double init_std, Split split,
-               TensorParallel tp, int lora_rank, double lora_scale)
+               TensorParallel tp, int lora_rank, double lora_scale, Parameter* weight)
     : split_(tp.size() > 1 ? split : Split::kNone),
       tp_(tp),
       lora_scale_(lora_scale),
       lora_key_(rng_key(0, name)),
       in_(in),
       in_first_(split_ == Split::kRow ? int64_t(in / tp.size()) * tp.rank() : 0) {
-  const int weight_split = split_ == Split::kColumn ? 0 : split_ == Split::kRow ? 1 : -1;
-  weight_ = &store.add({.name = name + ".weight", .global_shape = Shape{out, in}, .init = Init::kNormal,
-                        .init_std = init_std, .weight_decay = true, .split_dim = weight_split,
-                        .split_parts = tp.size(), .split_index = tp.rank()});
+  weight_ = weight ? weight : &add_weight(store, name, in, out, init_std, split, tp);
+  TRIDENT_CHECK(weight_->spec.name == name + ".weight", "Linear ", name, " given the weight ", weight_->spec.name);
   if (bias)
     bias_ = &store.add({.name = name + ".bias", .global_shape = Shape{out}, .init = Init::kZeros,
                         .split_dim = split_ == Split::kColumn ? 0 : -1, .split_parts = tp.size(),
@@ -35,13 +42,14 @@ Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool
   }
 }
 
-void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate, const DropoutSite& lora_dropout) const {
+void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate, const DropoutSite& lora_dropout,
+                     bool with_bias) const {
   if (split_ == Split::kRow) {
     TRIDENT_CHECK(!accumulate, "a row-parallel output is partial until summed over the group");
     ops.gemm(false, true, 1.0, x, weight_->gemm_value(), 0.0, y);
   } else {
     ops.gemm(false, true, 1.0, x, weight_->gemm_value(), accumulate ? 1.0 : 0.0, y);
-    if (bias_) ops.add_bias(y, bias_->value);
+    if (bias_ && with_bias) ops.add_bias(y, bias_->value);
   }
   if (lora_a_) lora_forward(ops, x, y, lora_dropout);
 }
@@ -123,16 +131,86 @@ void Linear::lora_backward(Ops& ops, const Tensor& x_in, const Tensor& dy, Tenso
   ops.add(dx_rows, through, dx_rows);
 }
 
+namespace {
+// Neighbouring parts with equal weight shapes: [first, end) index ranges.
+std::vector<std::pair<size_t, size_t>> equal_shape_groups(const std::vector<const Linear*>& parts) {
+  std::vector<std::pair<size_t, size_t>> groups;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!groups.empty() && parts[i]->weight().local_shape == parts[groups.back().first]->weight().local_shape)
+      groups.back().second = i + 1;
+    else
+      groups.emplace_back(i, i + 1);
+  }
+  return groups;
+}
+}  // namespace
+
+std::vector<Tensor> Linear::zeros_side_by_side(Ops& ops, const std::vector<Shape>& shapes, DType dtype) {
+  int64_t total = 0;
+  for (const Shape& s : shapes) total += s.numel();
+  const Tensor all = ops.zeros(Shape{total}, dtype);
+  std::vector<Tensor> parts;
+  int64_t at = 0;
+  for (const Shape& s : shapes) {
+    parts.push_back(all.narrow(at, at + s.numel()).view(s));
+    at += s.numel();
+  }
+  return parts;
+}
+
+void Linear::forward_parts(Ops& ops, const std::vector<const Linear*>& parts, const Tensor& x,
+                           const std::vector<Tensor>& ys, const DropoutSite& lora_dropout) {
+  TRIDENT_CHECK(parts.size() == ys.size(), "forward_parts: ", parts.size(), " parts, ", ys.size(), " outputs");
+  for (const auto& [first, end] : equal_shape_groups(parts)) {
+    std::vector<Tensor> weights, outputs;
+    for (size_t i = first; i < end; ++i) {
+      TRIDENT_CHECK(parts[i]->split_ != Split::kRow, "forward_parts: ", parts[i]->weight_->spec.name, " is row-parallel");
+      weights.push_back(parts[i]->weight_->gemm_value());
+      outputs.push_back(ys[i]);
+    }
+    ops.gemm_parts(false, true, 1.0, {x}, weights, 0.0, outputs);
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Tensor y = ys[i];
+    if (parts[i]->bias_) ops.add_bias(y, parts[i]->bias_->value);
+    if (parts[i]->lora_a_) parts[i]->lora_forward(ops, x, y, lora_dropout);
+  }
+}
+
+void Linear::backward_parts(Ops& ops, const std::vector<const Linear*>& parts, const Tensor& x,
+                            const std::vector<Tensor>& dys, Tensor* dx, const DropoutSite& lora_dropout) {
+  TRIDENT_CHECK(parts.size() == dys.size(), "backward_parts: ", parts.size(), " parts, ", dys.size(), " gradients");
+  // Weight gradients: dW += dy^T x, batched over a group whose weights all accumulate plainly.
+  for (const auto& [first, end] : equal_shape_groups(parts)) {
+    std::vector<Tensor> dy_parts, grads;
+    for (size_t i = first; i < end; ++i) {
+      const Parameter& w = *parts[i]->weight_;
+      if (w.per_unit) w.per_unit->add_outer(ops, w, dys[i], x);
+      else if (w.needs_grad()) dy_parts.push_back(dys[i]), grads.push_back(w.grad);
+    }
+    if (!grads.empty()) ops.gemm_parts(true, false, 1.0, dy_parts, {x}, 1.0, grads);
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Linear& p = *parts[i];
+    if (p.bias_ && p.bias_->per_unit) p.bias_->per_unit->add_column_sums(ops, *p.bias_, dys[i]);
+    else if (p.bias_ && p.bias_->needs_grad()) ops.bias_backward(dys[i], p.bias_->grad);
+    if (dx) ops.gemm(false, false, 1.0, dys[i], p.weight_->gemm_value(), i > 0 ? 1.0 : 0.0, *dx);
+    if (p.lora_a_) p.lora_backward(ops, x, dys[i], dx, lora_dropout);
+  }
+}
+
 void Linear::add_bias(Ops& ops, Tensor& y) const {
   if (bias_) ops.add_bias(y, bias_->value);
 }
 
 void Linear::backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx,
-                      const DropoutSite& lora_dropout) const {
+                      const DropoutSite& lora_dropout, bool with_bias) const {
   if (UnitGradients* units = weight_->per_unit) units->add_outer(ops, *weight_, dy, x);
   else if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dy, x, 1.0, weight_->grad);  // [out, N] @ [N, in]
-  if (bias_ && bias_->per_unit) bias_->per_unit->add_column_sums(ops, *bias_, dy);
-  else if (bias_ && bias_->needs_grad()) ops.bias_backward(dy, bias_->grad);
+  if (bias_ && with_bias) {
+    if (bias_->per_unit) bias_->per_unit->add_column_sums(ops, *bias_, dy);
+    else if (bias_->needs_grad()) ops.bias_backward(dy, bias_->grad);
+  }
   if (dx) ops.gemm(false, false, 1.0, dy, weight_->gemm_value(), accumulate_dx ? 1.0 : 0.0, *dx);  // [N, out] @ [out, in]
   if (lora_a_) lora_backward(ops, x, dy, dx, lora_dropout);
 }

@@ -119,6 +119,69 @@ TYPED_TEST(CpuNormTest, GeluTanhForwardBackwardInPlace) {
   EXPECT_CLOSE(dy, want_dx, T, 1);
 }
 
+// The fused bias + GELU passes equal add_bias then gelu_forward, and gelu_backward then
+// bias_backward (dbias accumulates onto what it held), dx aliasing dy; rows wider than a chunk
+// and not a multiple of a column block.
+TYPED_TEST(CpuNormTest, FusedBiasGeluEqualsItsParts) {
+  using T = TypeParam;
+  constexpr DType dt = DTypeOf<T>::value;
+  const int64_t N = 23, F = 2100;  // N * F above the parallel threshold
+  const Tensor x0 = randn<T>(Shape{N, F}, 61, 3.0), bias = randn<T>(Shape{F}, 62), dy0 = randn<T>(Shape{N, F}, 63);
+  const Tensor db0 = randn<T>(Shape{F}, 64);
+  auto clone = [&](const Tensor& t) {
+    Tensor c = Tensor::zeros(t.shape(), t.dtype());
+    this->ops_->copy(t, c);
+    return c;
+  };
+  Tensor x_want = clone(x0), y_want = this->ops_->zeros(Shape{N, F}, dt);
+  this->ops_->add_bias(x_want, bias);
+  this->ops_->gelu_forward(x_want, y_want);
+  Tensor x = clone(x0), y = this->ops_->zeros(Shape{N, F}, dt);
+  this->ops_->bias_gelu_forward(x, bias, y);
+  EXPECT_CLOSE(x, to_vec(x_want), T, 1);
+  EXPECT_CLOSE(y, to_vec(y_want), T, 1);
+
+  Tensor dx_want = clone(dy0), db_want = clone(db0);
+  this->ops_->gelu_backward(x_want, dx_want, dx_want);
+  this->ops_->bias_backward(dx_want, db_want);
+  Tensor dx = clone(dy0), db = clone(db0);
+  this->ops_->gelu_bias_backward(x, dx, dx, db);
+  EXPECT_CLOSE(dx, to_vec(dx_want), T, 1);
+  EXPECT_CLOSE(db, to_vec(db_want), T, 4);
+  Tensor wrong = this->ops_->zeros(Shape{F + 1}, dt);
+  EXPECT_THROW(this->ops_->bias_gelu_forward(x, wrong, y), Error);
+  EXPECT_THROW(this->ops_->gelu_bias_backward(x, dx, dx, wrong), Error);
+}
+
+// bf16 activations: the pre-activation is rounded once after the bias, GELU computed from the fp32
+// sum, dbias from the fp32 gradients (each within bf16 rounding of the fp32 composition).
+TEST_F(CpuOpsTest, FusedBiasGeluOnBf16Activations) {
+  const int64_t N = 17, F = 300;
+  const Tensor x32 = randn<float>(Shape{N, F}, 71, 3.0), bias = randn<float>(Shape{F}, 72), dy32 = randn<float>(Shape{N, F}, 73);
+  Tensor x16 = Tensor::zeros(x32.shape(), DType::kBF16), dy16 = Tensor::zeros(x32.shape(), DType::kBF16);
+  ops_->copy(x32, x16);
+  ops_->copy(dy32, dy16);
+  auto widened = [&](const Tensor& t) {
+    Tensor f = Tensor::zeros(t.shape(), DType::kF32);
+    ops_->copy(t, f);
+    return to_vec(f);
+  };
+  Tensor xr = Tensor::zeros(x32.shape(), DType::kF32), dyr = Tensor::zeros(x32.shape(), DType::kF32);
+  ops_->copy(x16, xr);
+  ops_->copy(dy16, dyr);
+  Tensor y_want = Tensor::zeros(x32.shape(), DType::kF32), db_want = Tensor::zeros(Shape{F}, DType::kF32);
+  ops_->add_bias(xr, bias);
+  ops_->gelu_forward(xr, y_want);
+  Tensor y16 = Tensor::zeros(x32.shape(), DType::kBF16), db = Tensor::zeros(Shape{F}, DType::kF32);
+  ops_->bias_gelu_forward(x16, bias, y16);
+  EXPECT_LE(max_err(widened(y16), to_vec(y_want)), 1.0 / 128);
+  ops_->gelu_backward(xr, dyr, dyr);
+  ops_->bias_backward(dyr, db_want);
+  ops_->gelu_bias_backward(x16, dy16, dy16, db);
+  EXPECT_LE(max_err(widened(dy16), to_vec(dyr)), 1.0 / 64);
+  EXPECT_LE(max_err(to_vec(db), to_vec(db_want)), 1.0 / 64);
+}
+
 TYPED_TEST(CpuNormTest, SwigluForwardBackward) {
   using T = TypeParam;
   const int64_t n = 40001;

@@ -69,6 +69,35 @@ TYPED_TEST(CpuBasicTest, GemmSeesHigherRankTensorsAsRowsByLastDim) {
   EXPECT_CLOSE(y, ref_gemm(false, true, 6, 4, 5, 1.0, to_vec(x), to_vec(w), 0.0, Vec(24)), T, 1);
 }
 
+// gemm_parts: every part as its own gemm, with a shared a (the projections' input) or a shared b
+// (the weight gradients' input), alpha and beta; a count that matches neither is an error.
+TYPED_TEST(CpuBasicTest, GemmPartsEqualsEachPartAlone) {
+  using T = TypeParam;
+  const int64_t M = 9, N = 6, K = 5;
+  const Tensor x = randn<T>(Shape{M, K}, 31);
+  std::vector<Tensor> w, c, want;
+  for (int g = 0; g < 3; ++g) {
+    w.push_back(randn<T>(Shape{N, K}, 32 + g));
+    c.push_back(randn<T>(Shape{M, N}, 35 + g));
+    want.push_back(Tensor::zeros(c.back().shape(), DTypeOf<T>::value));
+    this->ops_->copy(c.back(), want.back());
+    this->ops_->gemm(false, true, 0.5, x, w.back(), 1.0, want.back());
+  }
+  this->ops_->gemm_parts(false, true, 0.5, {x}, w, 1.0, c);
+  for (int g = 0; g < 3; ++g) EXPECT_CLOSE(c[size_t(g)], to_vec(want[size_t(g)]), T, 1);
+  // Shared b: c[g] = a[g]^T x.
+  std::vector<Tensor> dw, dw_want;
+  for (int g = 0; g < 3; ++g) {
+    dw.push_back(Tensor::zeros(Shape{N, K}, DTypeOf<T>::value));
+    dw_want.push_back(Tensor::zeros(Shape{N, K}, DTypeOf<T>::value));
+    this->ops_->gemm(true, false, 1.0, c[size_t(g)], x, 0.0, dw_want.back());
+  }
+  this->ops_->gemm_parts(true, false, 1.0, c, {x}, 0.0, dw);
+  for (int g = 0; g < 3; ++g) EXPECT_CLOSE(dw[size_t(g)], to_vec(dw_want[size_t(g)]), T, 1);
+  EXPECT_THROW(this->ops_->gemm_parts(false, true, 1.0, {x, x}, w, 0.0, c), Error);
+  EXPECT_THROW(this->ops_->gemm_parts(false, true, 1.0, {x}, w, 0.0, {}), Error);
+}
+
 TEST_F(CpuOpsTest, GemmRejectsMismatchedShapesAndDtypes) {
   Tensor a = Tensor::zeros(Shape{3, 4}, DType::kF32), b = Tensor::zeros(Shape{5, 6}, DType::kF32);
   Tensor c = Tensor::zeros(Shape{3, 6}, DType::kF32), b64 = Tensor::zeros(Shape{4, 6}, DType::kF64);

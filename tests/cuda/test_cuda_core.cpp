@@ -127,6 +127,49 @@ TEST_F(CudaCoreTest, GemmBf16MatmulPrecisionRoundsFp32Inputs) {
   gpu_->set_matmul_precision(DType::kF32);
 }
 
+// gemm_parts with parts side by side on the device (the fused q/k/v and gate/up layout: one
+// strided-batched cuBLASLt GEMM) and apart (part by part), against the CPU part by part: the
+// projections' forward (shared input, bf16) and their weight gradients (shared input, fp32
+// accumulated), and fp32 in TF32.
+TEST_F(CudaCoreTest, GemmPartsSideBySideMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  init();
+  const int64_t rows = 96, in = 64, out = 48;
+  // Host parts, and their device copies side by side in one buffer (or apart).
+  auto parts = [&](Shape shape, DType dtype, uint64_t seed, bool side_by_side, std::vector<Tensor>& host) {
+    host.clear();
+    std::vector<Tensor> device;
+    const Tensor all = gpu_->zeros(Shape{3 * shape.numel()}, dtype);
+    for (int g = 0; g < 3; ++g) {
+      host.push_back(host_randn(shape, seed + g, dtype));
+      Tensor d = side_by_side ? all.narrow(g * shape.numel(), (g + 1) * shape.numel()).view(shape)
+                              : gpu_->zeros(shape, dtype);
+      gpu_->copy(host.back(), d);
+      device.push_back(d);
+    }
+    return device;
+  };
+  for (const bool side_by_side : {true, false})
+    for (const DType dtype : {DType::kBF16, DType::kF32}) {
+      SCOPED_TRACE(testing::Message() << (side_by_side ? "side by side " : "apart ") << dtype_name(dtype));
+      const double tol = dtype == DType::kF32 ? kTf32Tol : cuda_test::kBf16Tol;
+      const Tensor x = host_randn(Shape{rows, in}, 40, dtype);
+      std::vector<Tensor> w, y, dy, dw;
+      const std::vector<Tensor> w_d = parts(Shape{out, in}, dtype, 41, side_by_side, w);
+      const std::vector<Tensor> y_d = parts(Shape{rows, out}, dtype, 44, side_by_side, y);
+      gpu_->gemm_parts(false, true, 1.0, {to_gpu(x)}, w_d, 0.0, y_d);
+      const std::vector<Tensor> dy_d = parts(Shape{rows, out}, dtype, 47, side_by_side, dy);
+      const std::vector<Tensor> dw_d = parts(Shape{out, in}, DType::kF32, 50, side_by_side, dw);
+      gpu_->gemm_parts(true, false, 1.0, dy_d, {to_gpu(x)}, 1.0, dw_d);
+      for (size_t g = 0; g < 3; ++g) {
+        cpu_->gemm(false, true, 1.0, x, w[g], 0.0, y[g]);
+        cpu_->gemm(true, false, 1.0, dy[g], x, 1.0, dw[g]);
+        EXPECT_LE(max_err(values(to_host(y_d[g])), values(y[g])), tol) << "part " << g;
+        EXPECT_LE(max_err(values(to_host(dw_d[g])), values(dw[g])), tol) << "part " << g;
+      }
+    }
+}
+
 TEST_F(CudaCoreTest, GemmEmptyInnerDimensionScalesC) {
   SKIP_WITHOUT_GPU();
   init();

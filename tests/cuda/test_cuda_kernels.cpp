@@ -227,6 +227,32 @@ TEST_F(CudaKernelTest, GeluAndSwiglu) {
       }
 }
 
+// The fused bias + GELU passes against the CPU's (which equal add_bias + gelu and gelu +
+// bias_backward): the pre-activation kept in place, dx over dy, dbias accumulated.
+TEST_F(CudaKernelTest, FusedBiasGelu) {
+  SKIP_WITHOUT_GPU();
+  init();
+  const int64_t N = 300;
+  for (int64_t F : {1111, 1024})
+    for (DType dt : kActTypes) {
+      SCOPED_TRACE(testing::Message() << "F=" << F << " " << dtype_name(dt));
+      Tensor hx = host_randn(Shape{N, F}, 43, dt, 3.0), hdy = host_randn(Shape{N, F}, 44, dt);
+      const Tensor hb = host_randn(Shape{F}, 45, DType::kF32), hdb0 = host_randn(Shape{F}, 46, DType::kF32);
+      Tensor dx = to_gpu(hx), ddy = to_gpu(hdy), db = to_gpu(hdb0);
+      Tensor hy = Tensor::zeros(Shape{N, F}, dt), dy_out = gpu_->zeros(Shape{N, F}, dt);
+      Tensor hdb = Tensor::zeros(Shape{F}, DType::kF32);
+      cpu_->copy(hdb0, hdb);
+      cpu_->bias_gelu_forward(hx, hb, hy);
+      gpu_->bias_gelu_forward(dx, to_gpu(hb), dy_out);
+      expect_close(dx, hx, "x + bias");
+      expect_close(dy_out, hy, "gelu y");
+      cpu_->gelu_bias_backward(hx, hdy, hdy, hdb);
+      gpu_->gelu_bias_backward(dx, ddy, ddy, db);
+      expect_close(ddy, hdy, "dx");
+      expect_close(db, hdb, "dbias");
+    }
+}
+
 // Mixture-of-experts token movement: gather into expert order (with and without row scales),
 // combine back with weights (dropped slots, accumulate), and the per-choice dot products.
 TEST_F(CudaKernelTest, MoeGatherCombineAndRowDots) {

@@ -85,6 +85,8 @@ class InvertedDeviceOps final : public Ops {
   }
   void gelu_forward(const Tensor&, Tensor&) override { unsupported("gelu_forward"); }
   void gelu_backward(const Tensor&, const Tensor&, Tensor&) override { unsupported("gelu_backward"); }
+  void bias_gelu_forward(Tensor&, const Tensor&, Tensor&) override { unsupported("bias_gelu_forward"); }
+  void gelu_bias_backward(const Tensor&, const Tensor&, Tensor&, Tensor&) override { unsupported("gelu_bias_backward"); }
   void swiglu_forward(const Tensor&, const Tensor&, Tensor&) override { unsupported("swiglu_forward"); }
   void swiglu_backward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&) override {
     unsupported("swiglu_backward");

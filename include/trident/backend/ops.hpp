@@ -74,6 +74,24 @@ class Ops {
   // end). Inputs with fp16 are widened and multiplied in fp32 on the CPU.
   virtual void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                     double beta, Tensor& c) = 0;
+  // Several GEMMs of one shape in one call: c[g] = alpha * op(a[g]) @ op(b[g]) + beta * c[g] for
+  // g < c.size(), where an a (or b) of one tensor is shared by every part. Where each operand's
+  // parts lie one stride apart in memory, the GPU runs them as one strided-batched cuBLASLt
+  // GEMM (the fused q/k/v and gate/up projections); elsewhere, and on the CPU, part by part.
+  virtual void gemm_parts(bool trans_a, bool trans_b, double alpha, const std::vector<Tensor>& a,
+                          const std::vector<Tensor>& b, double beta, const std::vector<Tensor>& c) {
+    check_gemm_parts(a, b, c);
+    for (size_t g = 0; g < c.size(); ++g) {
+      Tensor part = c[g];
+      gemm(trans_a, trans_b, alpha, a[a.size() == 1 ? 0 : g], b[b.size() == 1 ? 0 : g], beta, part);
+    }
+  }
+  static void check_gemm_parts(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                               const std::vector<Tensor>& c) {
+    TRIDENT_CHECK(!c.empty() && (a.size() == 1 || a.size() == c.size()) && (b.size() == 1 || b.size() == c.size()),
+                  "gemm_parts: ", c.size(), " outputs for ", a.size(), " a and ", b.size(),
+                  " b operands (each one or one per output)");
+  }
 
   // y[N, C] += bias[C] (broadcast over rows). [ACT] y, a, b, out, x, dy; bias, dbias fp32.
   virtual void add_bias(Tensor& y, const Tensor& bias) = 0;
@@ -113,6 +131,11 @@ class Ops {
   // GELU, tanh approximation (GPT-2's "gelu_new"). dx may alias dy. Activations: [ACT] all.
   virtual void gelu_forward(const Tensor& x, Tensor& y) = 0;
   virtual void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
+  // The bias of a projection and GELU in one pass: x[N, F] += bias (x keeps the pre-activation
+  // that backward reads), y = gelu(x) of the fp32 sum. bias fp32.
+  virtual void bias_gelu_forward(Tensor& x, const Tensor& bias, Tensor& y) = 0;
+  // dx = gelu'(x) * dy and dbias[F] += its column sums (in double), in one pass; dx may alias dy.
+  virtual void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias) = 0;
   // y = silu(gate) * up. dgate/dup may alias nothing but each other's inputs' storage is read first.
   virtual void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y) = 0;
   virtual void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate,

@@ -6,6 +6,7 @@
 // column-parallel, o row-parallel). Shapes below are per rank, NH and NKV the local counts.
 // x: [N, C] (normalised input), q: [B, T, NH*HS], k, v: [B, T, NKV*HS], lse: [B, NH, T].
 #pragma once
+#include <array>
 #include <optional>
 #include <string>
 
@@ -86,6 +87,8 @@ class Attention {
  private:
   // x [N, C] -> q, k, v of b (AttentionActivations or DecodeAttention): the projections, the
   // per-head norms (qk_norm, from b's raw copies) and the rotary embedding at `positions`.
+  // qk_norm: the norms' statistics for `rows` rows (one per head, or per row).
+  void make_norm_statistics(Ops& ops, int64_t rows, DType dtype, Tensor& q_rstd, Tensor& k_rstd) const;
   template <typename Buffers>
   void project(Ops& ops, const Tensor& x, const Tensor& positions, Buffers& b, const DropoutSite& lora) const;
 
@@ -94,6 +97,7 @@ class Attention {
   int heads_, kv_heads_;  // on this rank
   int window_ = 0;        // sliding window of this layer (0: none)
   RotaryFrequencies rotary_;
+  std::array<Parameter*, 3> qkv_weights_;  // q, k, v weights, registered side by side
   Linear q_, k_, v_, o_;
   std::optional<Norm> q_norm_, k_norm_;  // qk_norm: RMSNorm over each head's HS features
 };

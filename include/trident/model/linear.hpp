@@ -3,6 +3,7 @@
 // in (row-parallel); this class holds whichever shard its ParamSpec describes.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "trident/model/dropout_site.hpp"
 #include "trident/model/param_store.hpp"
@@ -23,21 +24,44 @@ class Linear {
   // (A [r, in] "NAME.lora_A.weight", Kaiming-uniform like PEFT; B [out, r] "NAME.lora_B.weight",
   // zero): for a column-parallel base B is split like the output and A replicated, for a
   // row-parallel one A is split like the input and B replicated.
+  // weight: registered beforehand by add_weight (so that several projections' weights lie
+  // side by side: fused GEMMs), else registered here.
   Linear(ParamStore& store, const std::string& name, int in, int out, bool bias, double init_std,
-         Split split = Split::kNone, TensorParallel tp = {}, int lora_rank = 0, double lora_scale = 0);
+         Split split = Split::kNone, TensorParallel tp = {}, int lora_rank = 0, double lora_scale = 0,
+         Parameter* weight = nullptr);
+  // Registers the weight "NAME.weight" [out, in] of a Linear built with the same arguments.
+  static Parameter& add_weight(ParamStore& store, const std::string& name, int in, int out, double init_std,
+                               Split split = Split::kNone, TensorParallel tp = {});
+
+  // Column-parallel projections of one input x (q, k, v; gate, up): ys[i] = parts[i](x). The
+  // base GEMMs of neighbouring parts with equal weight shapes go in one Ops::gemm_parts call
+  // (one batched GEMM on the GPU where weights and outputs lie one stride apart: weights
+  // registered together, outputs allocated together), then each part's bias and adapter.
+  static void forward_parts(Ops& ops, const std::vector<const Linear*>& parts, const Tensor& x,
+                            const std::vector<Tensor>& ys, const DropoutSite& lora_dropout = {});
+  // Zeroed tensors of these shapes in one allocation, side by side: outputs (or output
+  // gradients) of parts that forward_parts / backward_parts can batch.
+  static std::vector<Tensor> zeros_side_by_side(Ops& ops, const std::vector<Shape>& shapes, DType dtype);
+  // Their backward: dx = sum over parts of their input gradients (overwritten; nullptr: none),
+  // weight gradients of a group batched likewise, each part's bias and adapter gradients.
+  static void backward_parts(Ops& ops, const std::vector<const Linear*>& parts, const Tensor& x,
+                             const std::vector<Tensor>& dys, Tensor* dx, const DropoutSite& lora_dropout = {});
 
   // y = x W^T + b, or y += x W^T + b when accumulate (fuses a residual add). Row split over
   // tp > 1: y = x W^T only, a partial sum (no accumulate).
   // lora_dropout: dropout on the adapter's input (training), masks keyed by (its key and this
   // adapter's name, the step, the global element index of x) so every layout drops alike.
-  void forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate = false, const DropoutSite& lora_dropout = {}) const;
+  // with_bias false: the caller adds the bias itself (fused into its activation).
+  void forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate = false, const DropoutSite& lora_dropout = {},
+               bool with_bias = true) const;
   // The bias a row-parallel forward left out, added once the output is summed.
   void add_bias(Ops& ops, Tensor& y) const;
   bool row_parallel() const { return split_ == Split::kRow; }
   // dW += dy^T x, db += colsum(dy) (not for frozen ones); dx = dy W (or dx += dy W when
   // accumulate_dx); the adapter's gradients too. dx may be nullptr when the input needs none.
+  // with_bias false: the caller has accumulated the bias gradient (fused into its activation's).
   void backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, bool accumulate_dx = false,
-                const DropoutSite& lora_dropout = {}) const;
+                const DropoutSite& lora_dropout = {}, bool with_bias = true) const;
 
   Parameter& weight() const { return *weight_; }
   Parameter* bias() const { return bias_; }

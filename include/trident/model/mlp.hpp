@@ -2,6 +2,7 @@
 // added onto the residual stream. Tensor-parallel: up/gate column-parallel, down row-parallel,
 // so each rank holds F/tp hidden features. x: [N, C], hidden activations [N, F/tp].
 #pragma once
+#include <array>
 #include <optional>
 #include <string>
 
@@ -51,6 +52,7 @@ class Mlp {
  private:
   TensorParallel tp_;
   int ffn_;  // hidden features on this rank
+  std::array<Parameter*, 2> gate_up_weights_;  // SwiGLU: gate and up weights, registered side by side
   Linear up_, down_;
   std::unique_ptr<Linear> gate_;
 };

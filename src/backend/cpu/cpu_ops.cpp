@@ -118,9 +118,14 @@ class CpuOps final : public Ops {
 
   void gelu_forward(const Tensor& x, Tensor& y) override { cpu::gelu_forward(x, y); }
   void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override { cpu::gelu_backward(x, dy, dx); }
+  void bias_gelu_forward(Tensor& x, const Tensor& bias, Tensor& y) override { cpu::bias_gelu_forward(x, bias, y); }
+  void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias) override {
+    cpu::gelu_bias_backward(x, dy, dx, dbias);
+  }
   void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y) override {
     cpu::swiglu_forward(gate, up, y);
   }
+
   void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate,
                        Tensor& dup) override {
     cpu::swiglu_backward(gate, up, dy, dgate, dup);

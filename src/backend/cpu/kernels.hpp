@@ -50,6 +50,8 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
 // activation.cpp
 void gelu_forward(const Tensor& x, Tensor& y);
 void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+void bias_gelu_forward(Tensor& x, const Tensor& bias, Tensor& y);
+void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias);
 void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y);
 void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup);
 

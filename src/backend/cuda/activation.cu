@@ -2,6 +2,7 @@
 // Every tensor is [ACT] (fp32, bf16 or fp16, each independently; fp32 arithmetic). Formulas and
 // constants are the CPU backend's (src/backend/cpu/activation.cpp). Each element is read
 // before the outputs at its index are written, by the same thread: outputs may alias inputs.
+#include "backend/cuda/column_sums.cuh"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/reduce.cuh"
 
@@ -17,18 +18,58 @@ constexpr float kK = float(kSqrt2OverPi), kK2 = float(2 * kSqrt2OverPi), kK2C = 
 __device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 
 // gelu(x) = 0.5 x (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
+__device__ __forceinline__ float gelu(float v) { return v * sigmoid(v * (kK2 + kK2C * v * v)); }
+// gelu'(x) = s + 2 x s (1 - s) u'(x), s = sigmoid(2u), u'(x) = sqrt(2/pi) (1 + 3*0.044715 x^2).
+__device__ __forceinline__ float gelu_grad(float v) {
+  const float s = sigmoid(v * (kK2 + kK2C * v * v));
+  return s + 2.f * v * s * (1.f - s) * (kK * (1.f + kK3C * v * v));
+}
+
+// x[n, F] += bias (kept: backward reads the pre-activation), y = gelu(x), in one pass.
+__global__ void bias_gelu_forward_kernel(void* x, Elem ex, const float* bias, int64_t F, void* y, Elem ey, int64_t n,
+                                         bool vec) {
+  for_range(n, vec, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float v[W];
+    loadv(x, ex, i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) v[k] += bias[(i + k) % F];
+    storev(x, ex, i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) v[k] = gelu(v[k]);
+    storev(y, ey, i, v);
+  });
+}
+
+// The fused backward's values for column_sums: dx = gelu'(x) * dy, stored as it is made (dx may
+// alias dy: each element is read, then written, by one thread).
+struct GeluGradValues {
+  const void* x;
+  Elem ex;
+  const void* dy;
+  Elem edy;
+  void* dx;
+  Elem edx;
+  __device__ float operator()(int64_t i) const {
+    const float d = load(dy, edy, i) * gelu_grad(load(x, ex, i));
+    store(dx, edx, i, d);
+    return d;
+  }
+};
+
+// y = gelu(x).
 __global__ void gelu_forward_kernel(const void* x, Elem ex, void* y, Elem ey, int64_t n, bool vec) {
   for_range(n, vec, [&](int64_t i, auto width) {
     constexpr int W = decltype(width)::value;
     float v[W];
     loadv(x, ex, i, v);
 #pragma unroll
-    for (int k = 0; k < W; ++k) v[k] = v[k] * sigmoid(v[k] * (kK2 + kK2C * v[k] * v[k]));
+    for (int k = 0; k < W; ++k) v[k] = gelu(v[k]);
     storev(y, ey, i, v);
   });
 }
 
-// gelu'(x) = s + 2 x s (1 - s) u'(x), s = sigmoid(2u), u'(x) = sqrt(2/pi) (1 + 3*0.044715 x^2).
+// dx = gelu'(x) * dy.
 __global__ void gelu_backward_kernel(const void* x, Elem ex, const void* dy, Elem edy, void* dx, Elem edx, int64_t n,
                                      bool vec) {
   for_range(n, vec, [&](int64_t i, auto width) {
@@ -37,11 +78,7 @@ __global__ void gelu_backward_kernel(const void* x, Elem ex, const void* dy, Ele
     loadv(x, ex, i, v);
     loadv(dy, edy, i, d);
 #pragma unroll
-    for (int k = 0; k < W; ++k) {
-      const float s = sigmoid(v[k] * (kK2 + kK2C * v[k] * v[k]));
-      const float du = kK * (1.f + kK3C * v[k] * v[k]);
-      d[k] = d[k] * (s + 2.f * v[k] * s * (1.f - s) * du);
-    }
+    for (int k = 0; k < W; ++k) d[k] = d[k] * gelu_grad(v[k]);
     storev(dx, edx, i, d);
   });
 }
@@ -111,6 +148,27 @@ void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx, cudaStream_t s
   const Elem ex = act_elem(x, op, "x"), edy = same_act(op, x, dy, "dy"), edx = same_act(op, x, dx, "dx");
   launch_elementwise(gelu_backward_kernel, x.numel(), {&x, &dy, &dx}, stream, x.raw(), ex, dy.raw(), edy, dx.raw(),
                      edx);
+}
+
+void bias_gelu_forward(Tensor& x, const Tensor& bias, Tensor& y, cudaStream_t stream) {
+  constexpr const char* op = "bias_gelu_forward";
+  const Elem ex = act_elem(x, op, "x"), ey = same_act(op, x, y, "y");
+  check_f32(bias, op, "bias");
+  const int64_t F = bias.numel();
+  TRIDENT_CHECK(F > 0 ? last_dim(x) == F : x.numel() == 0, op, ": x ", x.shape().str(), " does not end in bias's ", F);
+  launch_elementwise(bias_gelu_forward_kernel, x.numel(), {&x, &y}, stream, x.raw(), ex, bias.data<float>(), F,
+                     y.raw(), ey);
+}
+
+void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, DeviceAllocator& alloc,
+                        cudaStream_t stream) {
+  constexpr const char* op = "gelu_bias_backward";
+  const Elem ex = act_elem(x, op, "x"), edy = same_act(op, x, dy, "dy"), edx = same_act(op, x, dx, "dx");
+  check_f32(dbias, op, "dbias");
+  const int64_t F = dbias.numel();
+  TRIDENT_CHECK(F > 0 ? last_dim(x) == F : x.numel() == 0, op, ": x ", x.shape().str(), " does not end in dbias's ", F);
+  column_sums(GeluGradValues{x.raw(), ex, dy.raw(), edy, dx.raw(), edx}, F == 0 ? 0 : x.numel() / F, F,
+              dbias.data<float>(), alloc, stream);
 }
 
 void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y, cudaStream_t stream) {

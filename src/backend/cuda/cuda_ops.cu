@@ -173,6 +173,15 @@ class CudaOps final : public Ops {
     gemm_->run(precision_, trans_a, trans_b, alpha, a, b, beta, c);
   }
 
+  void gemm_parts(bool trans_a, bool trans_b, double alpha, const std::vector<Tensor>& a,
+                  const std::vector<Tensor>& b, double beta, const std::vector<Tensor>& c) override {
+    check_gemm_parts(a, b, c);
+    for (const std::vector<Tensor>* parts : {&a, &b, &c})
+      for (const Tensor& t : *parts) on_device(t, "gemm_parts", parts == &a ? "a" : parts == &b ? "b" : "c");
+    if (!gemm_->run_parts(precision_, trans_a, trans_b, alpha, a, b, beta, c))
+      Ops::gemm_parts(trans_a, trans_b, alpha, a, b, beta, c);
+  }
+
   void add_bias(Tensor& y, const Tensor& bias) override {
     on_device(y, "add_bias", "y");
     on_device(bias, "add_bias", "bias");
@@ -273,6 +282,19 @@ class CudaOps final : public Ops {
     on_device(dy, "gelu_backward", "dy");
     on_device(dx, "gelu_backward", "dx");
     cuda::gelu_backward(x, dy, dx, stream_);
+  }
+  void bias_gelu_forward(Tensor& x, const Tensor& bias, Tensor& y) override {
+    on_device(x, "bias_gelu_forward", "x");
+    on_device(bias, "bias_gelu_forward", "bias");
+    on_device(y, "bias_gelu_forward", "y");
+    cuda::bias_gelu_forward(x, bias, y, stream_);
+  }
+  void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias) override {
+    on_device(x, "gelu_bias_backward", "x");
+    on_device(dy, "gelu_bias_backward", "dy");
+    on_device(dx, "gelu_bias_backward", "dx");
+    on_device(dbias, "gelu_bias_backward", "dbias");
+    cuda::gelu_bias_backward(x, dy, dx, dbias, *alloc_, stream_);
   }
   void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y) override {
     on_device(gate, "swiglu_forward", "gate");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "allocator.hpp"
+#include "column_sums.cuh"
 #include "core_kernels.cuh"
 #include "device_access.cuh"
 
@@ -46,34 +47,12 @@ __global__ void add_bias_kernel(void* y, Elem e, const float* bias, int64_t n, i
     store(y, e, i, load(y, e, i) + bias[i % C]);
 }
 
-// Pass 1 of dbias: block (x: 32 columns, y: one chunk of rows) sums its rows per column in
-// double; threads of a warp read 32 consecutive columns of a row (coalesced).
-constexpr int kColTile = 32, kRowThreads = 8;
-__global__ void bias_partial_kernel(const void* dy, Elem e, int64_t N, int64_t C, int64_t rows_per_chunk,
-                                    double* partial) {
-  __shared__ double sums[kRowThreads][kColTile];
-  const int64_t c = blockIdx.x * int64_t(kColTile) + threadIdx.x;
-  const int64_t r0 = blockIdx.y * rows_per_chunk, r1 = min(N, r0 + rows_per_chunk);
-  double acc = 0.0;
-  if (c < C)
-    for (int64_t r = r0 + threadIdx.y; r < r1; r += kRowThreads) acc += double(load(dy, e, r * C + c));
-  sums[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < C) {
-    double total = 0.0;
-    for (int k = 0; k < kRowThreads; ++k) total += sums[k][threadIdx.x];  // fixed order
-    partial[blockIdx.y * C + c] = total;
-  }
-}
-
-// Pass 2: dbias[c] += sum of the chunks' partial sums, in chunk order.
-__global__ void bias_final_kernel(const double* partial, int64_t chunks, int64_t C, float* dbias) {
-  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (c >= C) return;
-  double total = 0.0;
-  for (int64_t k = 0; k < chunks; ++k) total += partial[k * C + c];
-  dbias[c] = float(double(dbias[c]) + total);
-}
+// dbias's values: dy as it is.
+struct PlainValues {
+  const void* dy;
+  Elem e;
+  __device__ float operator()(int64_t i) const { return load(dy, e, i); }
+};
 
 __device__ __forceinline__ double warp_sum(double v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
@@ -181,20 +160,7 @@ void bias_backward(const Tensor& dy, Tensor& dbias, DeviceAllocator& alloc, cuda
   const int64_t C = dbias.numel(), N = C == 0 ? 0 : dy.numel() / C;
   const int64_t last = dy.ndim() == 0 ? 1 : dy.dim(-1);
   TRIDENT_CHECK(C == 0 || last == C, "bias_backward: dy ", dy.shape().str(), " does not end in dbias's ", C);
-  if (C == 0 || N == 0) return;
-  // Chunks of at least 64 rows, at most 256 chunks: enough blocks to fill the GPU for the
-  // usual N = B*T in the thousands; fewer for very wide C, keeping the partial sums <= 16 MiB.
-  const int64_t chunks = std::max<int64_t>(1, std::min({int64_t(256), (N + 63) / 64, (int64_t(1) << 21) / C}));
-  const int64_t rows_per_chunk = (N + chunks - 1) / chunks;
-  auto partial = alloc.allocate(static_cast<size_t>(chunks * C) * sizeof(double));
-  double* pp = static_cast<double*>(partial->data());
-  const dim3 grid(static_cast<unsigned>((C + kColTile - 1) / kColTile), static_cast<unsigned>(chunks));
-  bias_partial_kernel<<<grid, dim3(kColTile, kRowThreads), 0, stream>>>(dy.raw(), e, N, C, rows_per_chunk, pp);
-  TRIDENT_CUDA_LAUNCHED();
-  bias_final_kernel<<<static_cast<unsigned>((C + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      pp, chunks, C, dbias.data<float>());
-  TRIDENT_CUDA_LAUNCHED();
-  // partial goes back to the cache now; only later work on this stream can reuse it.
+  column_sums(PlainValues{dy.raw(), e}, N, C, dbias.data<float>(), alloc, stream);
 }
 
 double sum_squares(const Tensor& x, DeviceAllocator& alloc, cudaStream_t stream) {

@@ -87,8 +87,14 @@ struct LtGemm::Impl {
     cublasLtMatmulAlgo_t algo{};
     bool found = false;
   };
-  // (M, N, K, trans_a, trans_b, input dtype, c dtype, alignments of a, b, c)
-  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, DType, DType, uint32_t, uint32_t, uint32_t>;
+  // Strided batches (gemm_parts): count and the element strides of a, b, c between parts (0: shared).
+  struct Batch {
+    int32_t count;
+    int64_t a, b, c;
+  };
+  // (M, N, K, trans_a, trans_b, input dtype, c dtype, alignments of a, b, c, batch)
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, DType, DType, uint32_t, uint32_t, uint32_t, int32_t,
+                         int64_t, int64_t, int64_t>;
   std::map<Key, Plan> plans;
 
   Impl(DeviceAllocator& alloc_, cudaStream_t stream_) : alloc(alloc_), stream(stream_) {
@@ -106,9 +112,9 @@ struct LtGemm::Impl {
   }
 
   Plan& plan_for(int64_t M, int64_t N, int64_t K, bool ta, bool tb, DType in, DType ct, const void* pa,
-                 const void* pb, const void* pc) {
+                 const void* pb, const void* pc, const Batch& batch) {
     const uint32_t aa = alignment_of(pa), ab = alignment_of(pb), ac = alignment_of(pc);
-    const Key key{M, N, K, ta, tb, in, ct, aa, ab, ac};
+    const Key key{M, N, K, ta, tb, in, ct, aa, ab, ac, batch.count, batch.a, batch.b, batch.c};
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
     Plan& plan = plans[key];
@@ -126,6 +132,15 @@ struct LtGemm::Impl {
     TRIDENT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, cuda_type(in), b_cols, b_rows, b_cols));
     TRIDENT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, cuda_type(in), a_cols, a_rows, a_cols));
     TRIDENT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, cuda_type(ct), N, M, N));
+    if (batch.count > 1) {  // cuBLAS's A is our b, its B our a
+      const std::tuple<cublasLtMatrixLayout_t, int64_t> layouts[] = {{plan.a, batch.b}, {plan.b, batch.a}, {plan.c, batch.c}};
+      for (const auto& [layout, stride] : layouts) {
+        TRIDENT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch.count,
+                                                              sizeof(batch.count)));
+        TRIDENT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                              &stride, sizeof(stride)));
+      }
+    }
     cublasLtMatmulPreference_t pref = nullptr;
     TRIDENT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = kWorkspaceBytes;
@@ -147,8 +162,8 @@ struct LtGemm::Impl {
   // d = alpha * op(a) @ op(b) + beta * c in place, a and b of dtype in, c of dtype ct.
   // False when cuBLASLt has no algorithm for the combination.
   bool matmul(int64_t M, int64_t N, int64_t K, bool ta, bool tb, DType in, DType ct, double alpha, const void* pa,
-              const void* pb, double beta, void* pc) {
-    Plan& plan = plan_for(M, N, K, ta, tb, in, ct, pa, pb, pc);
+              const void* pb, double beta, void* pc, const Batch& batch = Batch{1, 0, 0, 0}) {
+    Plan& plan = plan_for(M, N, K, ta, tb, in, ct, pa, pb, pc, batch);
     if (!plan.found) return false;
     const float alpha32 = float(alpha), beta32 = float(beta);
     const bool f64 = in == DType::kF64;
@@ -171,8 +186,21 @@ struct LtGemm::Impl {
 LtGemm::LtGemm(DeviceAllocator& alloc, cudaStream_t stream) : impl_(std::make_unique<Impl>(alloc, stream)) {}
 LtGemm::~LtGemm() = default;
 
-void LtGemm::run(DType precision, bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
-                 double beta, Tensor& c) {
+namespace {
+struct Dims {
+  int64_t M, N, K;
+};
+bool overlaps(const char* x_begin, const char* x_end, const char* y_begin, const char* y_end) {
+  return x_begin < y_end && y_begin < x_end;
+}
+bool overlaps(const Tensor& x, const Tensor& y) {
+  const char* xb = static_cast<const char*>(x.raw());
+  const char* yb = static_cast<const char*>(y.raw());
+  return overlaps(xb, xb + x.bytes(), yb, yb + y.bytes());
+}
+
+// The checked GEMM shape of c = op(a) @ op(b), with Ops::gemm's dtype rules.
+Dims gemm_dims(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, const Tensor& c) {
   const DType da = a.dtype(), db = b.dtype(), dc = c.dtype();
   const bool all_f64 = da == DType::kF64 && db == DType::kF64 && dc == DType::kF64;
   TRIDENT_CHECK(all_f64 || (is_gemm_float(da) && is_gemm_float(db) && is_gemm_float(dc)), "gemm: a is ",
@@ -185,12 +213,60 @@ void LtGemm::run(DType precision, bool trans_a, bool trans_b, double alpha, cons
                 "] (a ", a.shape().str(), trans_a ? "^T" : "", ", b ", b.shape().str(), trans_b ? "^T" : "", ")");
   TRIDENT_CHECK(c.numel() == M * N && (M * N == 0 || last_dim(c) == N), "gemm: c ", c.shape().str(), " is not [", M,
                 ", ", N, "]");
-  auto overlaps = [](const Tensor& x, const Tensor& y) {
-    const char* xb = static_cast<const char*>(x.raw());
-    const char* yb = static_cast<const char*>(y.raw());
-    return xb < yb + y.bytes() && yb < xb + x.bytes();
-  };
   TRIDENT_CHECK(!overlaps(c, a) && !overlaps(c, b), "gemm: c must not overlap a or b");
+  return {M, N, K};
+}
+
+// Elements from one part to the next when every part has parts[0]'s shape and dtype and they lie
+// one stride apart without overlapping (0 for a single shared part); -1 otherwise.
+int64_t part_stride(const std::vector<Tensor>& parts) {
+  if (parts.size() == 1) return 0;
+  const Tensor& first = parts[0];
+  const char* base = static_cast<const char*>(first.raw());
+  const ptrdiff_t step = static_cast<const char*>(parts[1].raw()) - base;
+  const auto element = static_cast<ptrdiff_t>(dtype_size(first.dtype()));
+  if (step < static_cast<ptrdiff_t>(first.bytes()) || step % element != 0) return -1;
+  for (size_t g = 0; g < parts.size(); ++g)
+    if (parts[g].shape() != first.shape() || parts[g].dtype() != first.dtype() ||
+        static_cast<const char*>(parts[g].raw()) != base + ptrdiff_t(g) * step)
+      return -1;
+  return step / element;
+}
+
+// [begin, end) of all parts' bytes.
+std::pair<const char*, const char*> span_of(const std::vector<Tensor>& parts) {
+  const char* begin = static_cast<const char*>(parts.front().raw());
+  return {begin, static_cast<const char*>(parts.back().raw()) + parts.back().bytes()};
+}
+}  // namespace
+
+bool LtGemm::run_parts(DType precision, bool trans_a, bool trans_b, double alpha, const std::vector<Tensor>& a,
+                       const std::vector<Tensor>& b, double beta, const std::vector<Tensor>& c) {
+  if (c.size() < 2) return false;
+  const int64_t sa = part_stride(a), sb = part_stride(b), sc = part_stride(c);
+  if (sa < 0 || sb < 0 || sc <= 0) return false;
+  const auto [M, N, K] = gemm_dims(trans_a, trans_b, a[0], b[0], c[0]);
+  const auto [c_begin, c_end] = span_of(c);
+  for (const std::vector<Tensor>* in : {&a, &b}) {
+    const auto [begin, end] = span_of(*in);
+    if (overlaps(c_begin, c_end, begin, end)) return false;
+  }
+  if (M == 0 || N == 0 || K == 0) return false;
+  // Only operands used as they are: fp32 inputs at a 16-bit precision, or mixed input types,
+  // would need converted copies (part by part is as good then); c written directly.
+  const DType da = a[0].dtype(), db = b[0].dtype(), dc = c[0].dtype();
+  const bool low = precision == DType::kBF16 || precision == DType::kF16;
+  if (da != db || (low && da == DType::kF32)) return false;
+  if (!(dc == da || (dc == DType::kF32 && da != DType::kF64))) return false;
+  return impl_->matmul(M, N, K, trans_a, trans_b, da, dc, alpha, a[0].raw(), b[0].raw(), beta, c[0].raw(),
+                       {static_cast<int32_t>(c.size()), sa, sb, sc});
+}
+
+void LtGemm::run(DType precision, bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
+                 double beta, Tensor& c) {
+  const DType da = a.dtype(), db = b.dtype(), dc = c.dtype();
+  const bool all_f64 = da == DType::kF64 && db == DType::kF64 && dc == DType::kF64;
+  const auto [M, N, K] = gemm_dims(trans_a, trans_b, a, b, c);
   if (M == 0 || N == 0) return;
   if (K == 0) {  // empty sum: c = beta * c
     if (beta == 0.0) fill(c, 0.0, impl_->stream);

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <vector>
 
 #include "trident/core/tensor.hpp"
 
@@ -27,6 +28,10 @@ class LtGemm {
   // c = alpha * op(a) @ op(b) + beta * c; precision is the Ops matmul precision.
   void run(DType precision, bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
            Tensor& c);
+  // Ops::gemm_parts as one strided-batched GEMM; false (nothing done) where the parts do not lie
+  // one stride apart, an input would need converting, or cuBLASLt has no batched algorithm.
+  bool run_parts(DType precision, bool trans_a, bool trans_b, double alpha, const std::vector<Tensor>& a,
+                 const std::vector<Tensor>& b, double beta, const std::vector<Tensor>& c);
   // FLOP/s of large square GEMMs whose inputs are `dtype` (fp32: the TF32 path), measured.
   double measure_peak(DType dtype);
 

@@ -12,6 +12,8 @@
 
 namespace trident::cuda {
 
+class DeviceAllocator;
+
 // embedding.cu
 void embedding_forward(const Tensor& tokens, const Tensor& positions, const Tensor& wte, const Tensor& wpe,
                        int64_t vocab_offset, Tensor& out, cudaStream_t stream);
@@ -30,6 +32,9 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const 
 // activation.cu
 void gelu_forward(const Tensor& x, Tensor& y, cudaStream_t stream);
 void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx, cudaStream_t stream);
+void bias_gelu_forward(Tensor& x, const Tensor& bias, Tensor& y, cudaStream_t stream);
+void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias, DeviceAllocator& alloc,
+                        cudaStream_t stream);
 void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y, cudaStream_t stream);
 void swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate, Tensor& dup,
                      cudaStream_t stream);

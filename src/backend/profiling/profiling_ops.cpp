@@ -27,6 +27,13 @@ class ProfilingOps final : public Ops {
     if (times_.enabled) times_.gemm_flops += 2.0 * double(c.numel()) * double(k);
     timed(KernelPhase::kGemm, "gemm", [&] { inner_.gemm(trans_a, trans_b, alpha, a, b, beta, c); });
   }
+  void gemm_parts(bool trans_a, bool trans_b, double alpha, const std::vector<Tensor>& a,
+                  const std::vector<Tensor>& b, double beta, const std::vector<Tensor>& c) override {
+    const Tensor& a0 = a.at(0);
+    const int64_t k = trans_a ? a0.numel() / a0.shape()[a0.ndim() - 1] : a0.shape()[a0.ndim() - 1];
+    if (times_.enabled) times_.gemm_flops += 2.0 * double(c.at(0).numel()) * double(k) * double(c.size());
+    timed(KernelPhase::kGemm, "gemm", [&] { inner_.gemm_parts(trans_a, trans_b, alpha, a, b, beta, c); });
+  }
   void add_bias(Tensor& y, const Tensor& bias) override {
     timed(KernelPhase::kElementwise, "add_bias", [&] { inner_.add_bias(y, bias); });
   }
@@ -71,6 +78,12 @@ class ProfilingOps final : public Ops {
   }
   void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
     timed(KernelPhase::kElementwise, "gelu_backward", [&] { inner_.gelu_backward(x, dy, dx); });
+  }
+  void bias_gelu_forward(Tensor& x, const Tensor& bias, Tensor& y) override {
+    timed(KernelPhase::kElementwise, "bias_gelu_forward", [&] { inner_.bias_gelu_forward(x, bias, y); });
+  }
+  void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& dbias) override {
+    timed(KernelPhase::kElementwise, "gelu_bias_backward", [&] { inner_.gelu_bias_backward(x, dy, dx, dbias); });
   }
   void swiglu_forward(const Tensor& gate, const Tensor& up, Tensor& y) override {
     timed(KernelPhase::kElementwise, "swiglu_forward", [&] { inner_.swiglu_forward(gate, up, y); });
