@@ -6,7 +6,8 @@
 //     heads and the query tiles that see the tile. Per step and warp: S^T = K Q^T and
 //     dP^T = V dO^T, P^T = exp2(scale log2(e) S^T - log2(e) lse), dS^T = P^T (dP^T - D), then
 //     dV += P^T dO and dK += dS^T Q with P^T and dS^T rounded to the input dtype in registers;
-//     dK is scaled once at the end. Summing the GQA group inside the block needs no reduction.
+//     dK is scaled once at the end. The next query tile's Q and dO are copied (cp.async) into a
+//     second buffer while a step computes. Summing the GQA group inside the block needs no reduction.
 //  2. dQ: one block per (64-query tile, head, batch) streams the key tiles its rows see, as the
 //     forward does: S = Q K^T, dP = dO V^T, P, dS as above, dQ += dS K; scaled once at the end.
 #include "attention_tc.cuh"
@@ -18,8 +19,9 @@ namespace {
 template <int HS>
 struct KeyTcTiles {
   static constexpr int Bc = 64, Br = HS == 64 ? 64 : 32, LD = HS + kPad;
-  // K, V [Bc][LD]; Q, dO [Br][LD]; then the step's log2(e) lse, D and document starts [Br].
-  static constexpr size_t kSharedBytes = 2 * size_t(LD) * (2 * Bc + 2 * Br) + (2 * sizeof(float) + sizeof(int)) * Br;
+  // K, V [Bc][LD]; Q, dO double-buffered [2][Br][LD]; then the step's log2(e) lse, D and
+  // document starts [Br].
+  static constexpr size_t kSharedBytes = 2 * size_t(LD) * (2 * Bc + 4 * Br) + (2 * sizeof(float) + sizeof(int)) * Br;
   static_assert(Bc == 16 * kWarps && Br % 16 == 0 && Br <= kThreads);
 };
 
@@ -32,9 +34,9 @@ __global__ void __launch_bounds__(kThreads) attention_tc_backward_dkdv(TcArgs a)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   E* Ks = reinterpret_cast<E*>(smem_raw);
   E* Vs = Ks + Bc * LD;
-  E* Qs = Vs + Bc * LD;
-  E* dOs = Qs + Br * LD;
-  float* lse_s = reinterpret_cast<float*>(dOs + Br * LD);
+  E* Qbuf = Vs + Bc * LD;        // [2][Br][LD]
+  E* dObuf = Qbuf + 2 * Br * LD;  // [2][Br][LD]
+  float* lse_s = reinterpret_cast<float*>(dObuf + 2 * Br * LD);
   float* D_s = lse_s + Br;
   int* lo_s = reinterpret_cast<int*>(D_s + Br);
 
@@ -59,9 +61,21 @@ __global__ void __launch_bounds__(kThreads) attention_tc_backward_dkdv(TcArgs a)
   zero(dk);
   zero(dv);
 
+  // Q and dO of a step's query tile are in buffer `cur`; the next tile's copy is started into
+  // the other buffer before this step's math, so it overlaps it. held[b] is the (head, tile)
+  // buffer b holds or is receiving (-1: none): a tile after a skipped one is copied then.
+  int cur = 0;
+  int64_t held[2] = {-1, -1};
+  auto load = [&](int buffer, int head, int t_first) {
+    const int64_t col = static_cast<int64_t>(head) * HS;
+    copy_tile_async<Br, HS>(Qbuf + buffer * Br * LD, q, b * T + t_first, a.q_stride, col, min(Br, T - t_first));
+    copy_tile_async<Br, HS>(dObuf + buffer * Br * LD, dout, b * T + t_first, a.q_stride, col, min(Br, T - t_first));
+    cp_async_commit();
+    held[buffer] = int64_t(head) * T + t_first;
+  };
+
   for (int hh = 0; hh < a.group; ++hh) {
     const int h = kv * a.group + hh;
-    const int64_t q_col = static_cast<int64_t>(h) * HS;
     const float* lse_h = a.lse + (b * a.NH + h) * T;
     const float* D_h = a.D + (b * a.NH + h) * T;
     // Query tiles from the one holding query j0 (earlier queries see none of these keys).
@@ -79,11 +93,22 @@ __global__ void __launch_bounds__(kThreads) attention_tc_backward_dkdv(TcArgs a)
         sees = r < nt && t >= j0 && lo < j0 + nj;
       }
       if (!__syncthreads_or(sees)) continue;
-      copy_tile_async<Br, HS>(Qs, q, b * T + t0, a.q_stride, q_col, nt);
-      copy_tile_async<Br, HS>(dOs, dout, b * T + t0, a.q_stride, q_col, nt);
-      cp_async_commit();
-      cp_async_wait<0>();
+      if (held[cur] != int64_t(h) * T + t0) {  // not prefetched: a copy still landing there ends first
+        cp_async_wait<0>();
+        load(cur, h, t0);
+      }
+      // The next step's tile: this head's next one, or the next head's first.
+      const int t_next = t0 + Br < T ? t0 + Br : j0 / Br * Br;
+      const int h_next = t0 + Br < T ? h : h + 1;
+      if (h_next < kv * a.group + a.group) {
+        load(cur ^ 1, h_next, t_next);
+        cp_async_wait<1>();  // everything but that prefetch has landed
+      } else {
+        cp_async_wait<0>();
+      }
       __syncthreads();
+      const E* Qs = Qbuf + cur * Br * LD;
+      const E* dOs = dObuf + cur * Br * LD;
 
       float s[QN][4], dp[QN][4];  // S^T, dP^T: the warp's 16 keys x Br queries
       zero(s);
@@ -102,10 +127,11 @@ __global__ void __launch_bounds__(kThreads) attention_tc_backward_dkdv(TcArgs a)
         }
       mma_pb<ON, Br / 16, LD, E>(dv, s, dOs, lane);  // dV += P^T dO
       mma_pb<ON, Br / 16, LD, E>(dk, dp, Qs, lane);  // dK += dS^T Q
-      __syncthreads();  // the step's readers of Qs, dOs and the statistics are done
+      __syncthreads();  // the step's readers of this buffer and the statistics are done
+      cur ^= 1;
     }
   }
-  cp_async_wait<0>();  // no query tile saw this key tile: K, V were never waited for
+  cp_async_wait<0>();  // K, V (never waited for when no query tile saw them) and any prefetch
 
   const float mul_k[2] = {a.scale, a.scale}, mul_v[2] = {1.f, 1.f};
   store_rows<ON, E>(a.dk, dk, b * T + j0, a.kv_stride, kv_col, row0, nj, mul_k, lane);
