@@ -112,6 +112,24 @@ void BM_GeluForward(benchmark::State& state) {
   report_bytes(state, 2.0 * double(x.bytes()));
 }
 
+// GELU's backward with the bias gradient: as two passes (gelu_backward, bias_backward) and fused
+// (gelu_bias_backward); the same bytes counted for both. dx is not written over dy here: repeated
+// in place, the gradient would shrink into subnormals and time those.
+void BM_GeluBiasBackward(benchmark::State& state) {
+  const bool fused = state.range(0) != 0;
+  Tensor x = random(Shape{kRows, kFfn}, 16), dy = random(Shape{kRows, kFfn}, 17);
+  Tensor dx = ops().zeros(Shape{kRows, kFfn}, DType::kF32), db = ops().zeros(Shape{kFfn}, DType::kF32);
+  for (auto _ : state) {
+    if (fused) {
+      ops().gelu_bias_backward(x, dy, dx, db);
+    } else {
+      ops().gelu_backward(x, dy, dx);
+      ops().bias_backward(dx, db);
+    }
+  }
+  report_bytes(state, 3.0 * double(x.bytes()));
+}
+
 // Causal attention over [B, T, NH*HS]: 4 * B * NH * T^2 * HS / 2 FLOPs forward (QK^T and PV,
 // half the square), 2.5x that backward.
 void BM_AttentionForward(benchmark::State& state) {
@@ -170,6 +188,7 @@ BENCHMARK(BM_Gemm)->Arg(0)->Arg(1)->ArgName("bf16")->Unit(benchmark::kMillisecon
 BENCHMARK(BM_LayerNormForward)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LayerNormBackward)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_GeluForward)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GeluBiasBackward)->Arg(0)->Arg(1)->ArgName("fused")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionForward)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionBackward)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionCachedDecode)->Unit(benchmark::kMillisecond);
