@@ -369,6 +369,7 @@ double GPTModel::forward_backward(const Tensor& tokens, const Tensor& targets, c
                                   double grad_scale) {
   TRIDENT_CHECK(chunks_.size() == 1 && chunks_[0].embeds && chunks_[0].predicts,
                 "forward_backward needs the whole model on this rank");
+  take_loss_sum();  // only this micro-batch's loss is returned, whatever an earlier forward left
   forward(0, 0, tokens, targets, positions, grad_scale);
   backward(0, 0);
   return take_loss_sum();
