@@ -44,14 +44,22 @@ Linear::Linear(ParamStore& store, const std::string& name, int in, int out, bool
 
 void Linear::forward(Ops& ops, const Tensor& x, Tensor& y, bool accumulate, const DropoutSite& lora_dropout,
                      bool with_bias) const {
-  if (split_ == Split::kRow) {
-    TRIDENT_CHECK(!accumulate, "a row-parallel output is partial until summed over the group");
-    ops.gemm(false, true, 1.0, x, weight_->gemm_value(), 0.0, y);
-  } else {
-    ops.gemm(false, true, 1.0, x, weight_->gemm_value(), accumulate ? 1.0 : 0.0, y);
-    if (bias_ && with_bias) ops.add_bias(y, bias_->value);
-  }
+  TRIDENT_CHECK(split_ != Split::kRow || !accumulate, "a row-parallel output is partial until summed over the group");
+  ops.gemm(false, true, 1.0, x, weight_->gemm_value(), accumulate ? 1.0 : 0.0, y);
+  // A row-parallel output is a partial sum: its bias joins once the group has summed it (add_bias).
+  finish_forward(ops, x, y, lora_dropout, with_bias && split_ != Split::kRow);
+}
+
+void Linear::finish_forward(Ops& ops, const Tensor& x, Tensor& y, const DropoutSite& lora_dropout,
+                            bool with_bias) const {
+  if (bias_ && with_bias) ops.add_bias(y, bias_->value);
   if (lora_a_) lora_forward(ops, x, y, lora_dropout);
+}
+
+void Linear::bias_backward(Ops& ops, const Tensor& dy) const {
+  if (!bias_) return;
+  if (bias_->per_unit) bias_->per_unit->add_column_sums(ops, *bias_, dy);
+  else if (bias_->needs_grad()) ops.bias_backward(dy, bias_->grad);
 }
 
 Tensor Linear::lora_rows(Ops& ops, Tensor& buffer, int64_t rows) const {
@@ -172,8 +180,7 @@ void Linear::forward_parts(Ops& ops, const std::vector<const Linear*>& parts, co
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     Tensor y = ys[i];
-    if (parts[i]->bias_) ops.add_bias(y, parts[i]->bias_->value);
-    if (parts[i]->lora_a_) parts[i]->lora_forward(ops, x, y, lora_dropout);
+    parts[i]->finish_forward(ops, x, y, lora_dropout, /*with_bias=*/true);
   }
 }
 
@@ -192,8 +199,7 @@ void Linear::backward_parts(Ops& ops, const std::vector<const Linear*>& parts, c
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     const Linear& p = *parts[i];
-    if (p.bias_ && p.bias_->per_unit) p.bias_->per_unit->add_column_sums(ops, *p.bias_, dys[i]);
-    else if (p.bias_ && p.bias_->needs_grad()) ops.bias_backward(dys[i], p.bias_->grad);
+    p.bias_backward(ops, dys[i]);
     if (dx) ops.gemm(false, false, 1.0, dys[i], p.weight_->gemm_value(), i > 0 ? 1.0 : 0.0, *dx);
     if (p.lora_a_) p.lora_backward(ops, x, dys[i], dx, lora_dropout);
   }
@@ -207,10 +213,7 @@ void Linear::backward(Ops& ops, const Tensor& x, const Tensor& dy, Tensor* dx, b
                       const DropoutSite& lora_dropout, bool with_bias) const {
   if (UnitGradients* units = weight_->per_unit) units->add_outer(ops, *weight_, dy, x);
   else if (weight_->needs_grad()) ops.gemm(true, false, 1.0, dy, x, 1.0, weight_->grad);  // [out, N] @ [N, in]
-  if (bias_ && with_bias) {
-    if (bias_->per_unit) bias_->per_unit->add_column_sums(ops, *bias_, dy);
-    else if (bias_->needs_grad()) ops.bias_backward(dy, bias_->grad);
-  }
+  if (with_bias) bias_backward(ops, dy);
   if (dx) ops.gemm(false, false, 1.0, dy, weight_->gemm_value(), accumulate_dx ? 1.0 : 0.0, *dx);  // [N, out] @ [out, in]
   if (lora_a_) lora_backward(ops, x, dy, dx, lora_dropout);
 }

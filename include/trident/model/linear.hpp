@@ -69,6 +69,10 @@ class Linear {
   Parameter* lora_b() const { return lora_b_; }
 
  private:
+  // What follows the base GEMM in forward: the bias (unless the caller fuses it) and the adapter.
+  void finish_forward(Ops& ops, const Tensor& x, Tensor& y, const DropoutSite& lora_dropout, bool with_bias) const;
+  // The bias's gradient from dy: per privacy unit in the norm pass, else accumulated.
+  void bias_backward(Ops& ops, const Tensor& dy) const;
   // The adapter's part of forward (y += s * h B^T, h = x A^T) and backward; h is recomputed in
   // backward rather than kept (an [N, r] GEMM). Under tensor parallelism h of a row-parallel
   // adapter and dh of a column-parallel one are partial sums, completed by an all-reduce of

@@ -1,8 +1,8 @@
-// GELU (tanh approximation) and SwiGLU, forward and backward, elementwise over any shape.
+// GELU (tanh approximation) and SwiGLU, forward and backward, elementwise over any shape; GELU
+// also with its projection's bias in the same pass (bias, dbias: [F]).
 // gelu: x, y, dy, dx: [N, F]; swiglu: gate, up, y, dy, dgate, dup: [N, F]. Each tensor may be
 // fp32, bf16 or fp16 (fp32 arithmetic), or all fp64.
 #include <algorithm>
-#include <vector>
 
 #include "act.hpp"
 #include "common.hpp"
@@ -121,13 +121,15 @@ void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& d
   constexpr int64_t kShortRows = 16;
   const int64_t rows_per_chunk = (std::max<int64_t>(kShortRows, (N + 255) / 256) + kShortRows - 1) / kShortRows * kShortRows;
   const int64_t chunks = (N + rows_per_chunk - 1) / rows_per_chunk;
-  std::vector<double> partial(static_cast<size_t>(chunks * F));
+  // The calling thread's scratch (no allocation per call once warm); each chunk zeroes its own part.
+  double* partial = thread_scratch<double, 0>(static_cast<size_t>(chunks * F));
   dispatch_float(ct, op, [&](auto tag) {
     using T = decltype(tag);
     const Act<T> xa(x), dya(dy), dxa(dx);  // dx may alias dy
 #pragma omp parallel for if (N * F > kParallelElems) schedule(static)
     for (int64_t k = 0; k < chunks; ++k) {
-      double* acc = partial.data() + k * F;
+      double* acc = partial + k * F;
+      std::fill(acc, acc + F, 0.0);
       const int64_t last = std::min(N, (k + 1) * rows_per_chunk);
       for (int64_t c0 = 0; c0 < F; c0 += kChunk) {
         const int64_t len = std::min(kChunk, F - c0);
@@ -155,7 +157,7 @@ void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& d
 #pragma omp parallel for if (chunks * F > kParallelElems) schedule(static)
     for (int64_t c = 0; c < F; ++c) {
       double total = 0;
-      for (int64_t k = 0; k < chunks; ++k) total += partial[size_t(k * F + c)];
+      for (int64_t k = 0; k < chunks; ++k) total += partial[k * F + c];
       pdb[c] = T(pdb[c] + total);
     }
   });
