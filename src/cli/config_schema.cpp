@@ -55,7 +55,7 @@ const std::vector<ConfigKey>& config_schema() {
       {"train.eps", "1e-8", "AdamW epsilon"},
       {"train.clip", "1.0", "clip gradients to this global norm (0 = off)"},
       {"train.seed", "1234", "seed of initialisation and data order"},
-      {"train.precision", "fp32", "fp32 | bf16 | fp16: GEMM inputs in 16 bits, fp32 accumulation, master weights and state (bf16 computes in fp32 where bf16 GEMMs measure no faster than fp32, saying so) | auto: bf16 where its GEMMs measure faster, else fp32"},
+      {"train.precision", "fp32", "fp32 | bf16 | fp16: GEMM inputs in 16 bits, fp32 accumulation, master weights and state (bf16 keeps bf16 activations but computes GEMMs in fp32 where bf16 GEMMs measure no faster than fp32, saying so) | auto: bf16 where its GEMMs measure faster, else fp32 throughout"},
       {"train.loss_scale", "dynamic", "fp16 loss scaling: dynamic (start 65536, halve on overflow, double after 2000 clean steps) | <number>"},
       {"train.recompute", "none", "activation recompute: none | selective (attention rebuilt in backward) | full (each block rerun)"},
       {"train.threads", "0", "compute threads per rank (0 = cores of the node / ranks on the node)"},

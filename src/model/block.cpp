@@ -53,7 +53,8 @@ BlockActivations TransformerBlock::make_activations(Ops& ops, int64_t batch, DTy
   return a;
 }
 
-BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype, std::optional<DType> stored) const {
+BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype, std::optional<DType> stored,
+                                            std::optional<DType> gradients) const {
   const int64_t rows = batch * cfg_.seq_len, local = tp_.local_rows(rows);
   BlockScratch s;
   if (tp_.splits_rows()) s.gathered = ops.zeros(Shape{rows, cfg_.hidden}, stored.value_or(dtype));
@@ -61,11 +62,12 @@ BlockScratch TransformerBlock::make_scratch(Ops& ops, int64_t batch, DType dtype
   s.dnorm = ops.zeros(Shape{rows, cfg_.hidden}, dtype);
   s.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.dnorm;
   s.branch = tp_.splits_rows() ? ops.zeros(Shape{local, cfg_.hidden}, dtype) : s.partial;
-  if (stored && *stored != dtype && (attn_ || mlp_)) s.dbranch_low = ops.zeros(Shape{rows, cfg_.hidden}, *stored);
-  // The branches' internal gradients in the compute dtype (16 bits under mixed precision, as
-  // autocast keeps them): each is rounded once where it is made, and the GEMMs and the
-  // tensor-core attention backward read it as it is; the residual stream's stay fp32.
-  const DType branch = stored.value_or(dtype);
+  if (gradients && *gradients != dtype && (attn_ || mlp_))
+    s.dbranch_low = ops.zeros(Shape{rows, cfg_.hidden}, *gradients);
+  // The branches' internal gradients in the GEMMs' 16-bit dtype (as autocast keeps them): each
+  // is rounded once where it is made, and the GEMMs and the tensor-core attention backward read
+  // it as it is; the residual stream's stay fp32. GEMMs computing in fp32 read them in fp32.
+  const DType branch = gradients.value_or(dtype);
   if (attn_) s.attn = attn_->make_scratch(ops, batch, branch);
   if (mlp_) s.mlp = mlp_->make_scratch(ops, rows, branch);
   if (moe_) s.moe = moe_->make_scratch(ops, rows, dtype);

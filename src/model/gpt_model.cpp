@@ -122,9 +122,15 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
     head_ = std::make_unique<LMHead>(params_, cfg_, tied, tp);
   }
   params_.allocate(ops_, dtype_, pad_multiple);
-  if (activation_dtype && *activation_dtype != dtype_) params_.allocate_low_precision(ops_, *activation_dtype);
+  // 16-bit weight copies and transient gradients only where GEMMs compute in 16 bits: at fp32
+  // matmul precision (bf16 storage on a processor without fast bf16 GEMMs) they multiply the
+  // fp32 masters and fp32 gradients directly, and only the activations kept for backward are
+  // 16-bit (the memory saving).
+  const bool gemms16 = activation_dtype && *activation_dtype != dtype_ && ops_.matmul_precision() == *activation_dtype;
+  if (gemms16) params_.allocate_low_precision(ops_, *activation_dtype);
   const std::optional<DType> stored = activation_dtype;
   stored_dtype_ = stored;
+  gradient_dtype_ = gemms16 ? activation_dtype : std::nullopt;
 
   const int64_t rows = int64_t(micro_batch) * cfg_.seq_len, local = tp_.local_rows(rows);
   TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
@@ -204,10 +210,10 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
     }
     slots_.push_back(std::move(slots));
   }
-  for (const TransformerBlock* k : kinds) overlay(scratch_, k->make_scratch(ops_, micro_batch, dtype_, stored));
+  for (const TransformerBlock* k : kinds) overlay(scratch_, k->make_scratch(ops_, micro_batch, dtype_, stored, gradient_dtype_));
   if (cfg_.moe.enabled()) moe_stats_.assign(size_t(cfg_.moe_layers()) * (kMoeStatFields + cfg_.moe.experts), 0.0);
   if (head_) {
-    head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored);
+    head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored, 0, gradient_dtype_);
     activation_bytes_ += bytes_of(head_buffers_.logits);
     if (head_buffers_.dlogits.raw() != head_buffers_.logits.raw()) activation_bytes_ += bytes_of(head_buffers_.dlogits);
   }
@@ -398,7 +404,7 @@ void GPTModel::set_unit_gradients(UnitGradients* units) {
     if (head_ && head_buffers_.row_max.numel() < cfg_.seq_len) {
       const int64_t rows = int64_t(micro_batch_) * cfg_.seq_len;
       activation_bytes_ -= bytes_of(head_buffers_.logits);
-      head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored_dtype_, cfg_.seq_len);
+      head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored_dtype_, cfg_.seq_len, gradient_dtype_);
       activation_bytes_ += bytes_of(head_buffers_.logits);
     if (head_buffers_.dlogits.raw() != head_buffers_.logits.raw()) activation_bytes_ += bytes_of(head_buffers_.dlogits);
     }

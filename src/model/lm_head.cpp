@@ -28,7 +28,7 @@ int64_t logits_chunk_rows(int64_t rows, int64_t vocab, DType dtype) {
 }
 
 HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored,
-                                 int64_t chunk_rows) const {
+                                 int64_t chunk_rows, std::optional<DType> gradients) const {
   HeadBuffers b;
   const int64_t local = tp_.local_rows(rows), hidden = weight_->local_shape[1];
   const int64_t k = chunk_rows > 0 ? std::min(chunk_rows, rows) : logits_chunk_rows(rows, local_vocab_ * tp_.size(), dtype);
@@ -37,7 +37,7 @@ HeadBuffers LMHead::make_buffers(Ops& ops, int64_t rows, DType dtype, std::optio
   b.dnorm = ops.zeros(Shape{rows, hidden}, dtype);
   b.dnorm_rows = tp_.splits_rows() ? ops.zeros(Shape{local, hidden}, dtype) : b.dnorm;
   b.logits = ops.zeros(Shape{k, weight_->local_shape[0]}, dtype);
-  b.dlogits = stored && *stored != dtype ? ops.zeros(b.logits.shape(), *stored) : b.logits;
+  b.dlogits = gradients && *gradients != dtype ? ops.zeros(b.logits.shape(), *gradients) : b.logits;
   b.row_max = ops.zeros(Shape{k}, dtype);
   b.sum_exp = ops.zeros(Shape{k}, dtype);
   b.target_logit = ops.zeros(Shape{k}, dtype);

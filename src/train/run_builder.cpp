@@ -30,13 +30,16 @@ model::GPTModel& RunBuilder::model() {
   tp.sequence_parallel = cfg_.sequence_parallel;
   const model::StagePlan plan =
       make_stage_plan(cfg_, topology_.pp_rank(), cfg_.micro_batches_per_step(), &pipeline_text_);
-  // The GEMM precision decides the activations' storage (fp32 where the processor lacks the type).
-  const DType matmul = matmul_dtype_ = ops_.set_matmul_precision(cfg_.train.precision);
+  // GEMMs compute in the asked precision where the backend measures it faster, else in fp32.
+  // The activations keep the asked 16-bit storage either way (the memory saving); only
+  // train.precision = auto falls back to fp32 throughout.
+  matmul_dtype_ = ops_.set_matmul_precision(cfg_.train.precision);
+  activation_dtype_ = cfg_.train.precision_auto ? matmul_dtype_ : cfg_.train.precision;
   model::ExpertParallel ep;
   if (topology_.layout().ep > 1) ep.comm = &topology_.ep();
   model_ = std::make_unique<model::GPTModel>(
       cfg_.model, ops_, DType::kF32, cfg_.train.micro_batch, GradReducer::pad_multiple(topology_.layout().dp), tp, plan,
-      matmul != DType::kF32 ? std::optional<DType>(matmul) : std::nullopt, ep);
+      activation_dtype_ != DType::kF32 ? std::optional<DType>(activation_dtype_) : std::nullopt, ep);
   model_->initialize(cfg_.train.seed);
   return *model_;
 }

@@ -102,6 +102,42 @@ TEST_F(CpuHalfGemmTest, Bf16PrecisionRoundsFp32OperandsOnly) {
   EXPECT_LE(max_err(values(*ops_, c), values(*ops_, want)), 1e-5);
 }
 
+// gemm_parts widens an operand shared by every part once (the fused q/k/v and gate/up
+// projections over bf16 activations when GEMMs compute in fp32); each part must still equal
+// its own gemm bit for bit, at every precision, for a shared a or a shared b.
+TEST_F(CpuHalfGemmTest, GemmPartsWithASharedHalfOperandEqualsEachPartAlone) {
+  const int64_t M = 37, N = 21, K = 45;
+  uint64_t seed = 700;
+  for (DType precision : {DType::kF32, DType::kBF16, DType::kF16})
+    for (DType shared : {DType::kBF16, DType::kF16, DType::kF32})
+      for (DType part : {DType::kBF16, DType::kF32})
+        for (DType out : {DType::kBF16, DType::kF32}) {
+          SCOPED_TRACE(testing::Message() << "precision " << dtype_name(precision) << ", shared "
+                                          << dtype_name(shared) << ", parts " << dtype_name(part) << ", c "
+                                          << dtype_name(out));
+          if (ops_->set_matmul_precision(precision) != precision) continue;  // no bf16 GEMMs here
+          const Tensor x = as_dtype(*ops_, randn<float>(Shape{M, K}, ++seed), shared);
+          std::vector<Tensor> w, c, want, dw, dw_want;
+          for (int g = 0; g < 3; ++g) {
+            w.push_back(as_dtype(*ops_, randn<float>(Shape{N, K}, ++seed), part));
+            c.push_back(as_dtype(*ops_, randn<float>(Shape{M, N}, ++seed), out));
+            want.push_back(as_dtype(*ops_, c.back(), out));
+            ops_->gemm(false, true, 0.5, x, w.back(), 1.0, want.back());
+            dw.push_back(ops_->zeros(Shape{N, K}, DType::kF32));
+            dw_want.push_back(ops_->zeros(Shape{N, K}, DType::kF32));
+          }
+          ops_->gemm_parts(false, true, 0.5, {x}, w, 1.0, c);  // shared a: c[g] += 0.5 x w[g]^T
+          for (int g = 0; g < 3; ++g) {
+            EXPECT_EQ(values(*ops_, c[size_t(g)]), values(*ops_, want[size_t(g)])) << "part " << g;
+            ops_->gemm(true, false, 1.0, c[size_t(g)], x, 0.0, dw_want[size_t(g)]);
+          }
+          ops_->gemm_parts(true, false, 1.0, c, {x}, 0.0, dw);  // shared b: dw[g] = c[g]^T x
+          for (int g = 0; g < 3; ++g)
+            EXPECT_EQ(values(*ops_, dw[size_t(g)]), values(*ops_, dw_want[size_t(g)])) << "part " << g;
+        }
+  ASSERT_EQ(ops_->set_matmul_precision(DType::kF32), DType::kF32);
+}
+
 TEST_F(CpuHalfGemmTest, RejectsMixingFp64AndIntegers) {
   Tensor a = ops_->zeros(Shape{4, 4}, DType::kBF16), d = ops_->zeros(Shape{4, 4}, DType::kF64),
          f = ops_->zeros(Shape{4, 4}, DType::kF32), i = ops_->zeros(Shape{4, 4}, DType::kI32);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end: `trident train` on the tiny config writes the run directory of docs/design.md
 # section 5 and the loss falls; 2 data-parallel ranks reproduce the single-rank loss curve;
-# train.precision = auto | bf16 states the GEMM precision it measured its way to.
+# train.precision = auto | bf16 states the GEMM precision it measured its way to, and bf16 where
+# bf16 GEMMs are the slower (forced) keeps bf16 activations with fp32 GEMMs.
 # usage: train_tiny.sh TRIDENT SOURCE_DIR
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -39,17 +40,40 @@ PY
 
 # train.precision = auto and bf16: the GEMM precision is decided by measuring bf16 against fp32
 # GEMMs here, stated in one line, and the MFU's peak is the one of the precision really used.
-for p in auto bf16; do
-  "$trident" train --config input/configs/tiny.ini --train.steps=2 --train.precision=$p \
-    --log.run_dir="$work/precision-$p" > "$work/precision-$p.log" 2>&1 || fail "precision $p: $(tail -3 "$work/precision-$p.log")"
-  used=$(sed -n 's/^mixed precision: .* kept for backward in \([a-z0-9]*\),.*/\1/p' "$work/precision-$p.log")
-  used=${used:-fp32}
-  grep -q "^backend: cpu, peak .* GFLOP/s per rank for $used " "$work/precision-$p.log" \
-    || fail "precision $p: computing in $used but the peak line says $(grep '^backend: cpu' "$work/precision-$p.log")"
-  if [ "$p" = auto ]; then
-    grep -q "^train.precision = auto: $used" "$work/precision-$p.log" || fail "auto: no decision line"
-  elif [ "$used" = fp32 ]; then
-    grep -q "^train.precision = bf16: .*; computing in fp32" "$work/precision-$p.log" || fail "bf16 in fp32 unsaid"
+# TRIDENT_TEST_SLOW_BF16=1 takes bf16 GEMMs as the slower, so that the fallback runs on any
+# processor: bf16 keeps bf16 activations with fp32 GEMMs on the fp32 masters, auto goes fp32.
+for case in auto bf16 auto-slow bf16-slow; do
+  p=${case%-slow}
+  slow=0; [ "$case" = "$p" ] || slow=1
+  TRIDENT_TEST_SLOW_BF16=$slow "$trident" train --config input/configs/tiny.ini --train.steps=2 --train.precision=$p \
+    --log.run_dir="$work/precision-$case" > "$work/precision-$case.log" 2>&1 || fail "precision $case: $(tail -3 "$work/precision-$case.log")"
+  log="$work/precision-$case.log"
+  used=$(sed -n 's/^backend: cpu, peak .* GFLOP\/s per rank for \([a-z0-9]*\) .*/\1/p' "$log")
+  [ -n "$used" ] || fail "precision $case: no peak line"
+  [ "$slow" = 0 ] || [ "$used" = fp32 ] || fail "precision $case: TRIDENT_TEST_SLOW_BF16 but GEMMs in $used"
+  if [ "$used" = bf16 ]; then
+    grep -q "^mixed precision: weights (a copy refreshed each step) and the activations kept for backward in bf16," "$log" \
+      || fail "precision $case: bf16 GEMMs without the mixed-precision line"
   fi
-  echo "train.precision = $p: GEMMs in $used"
+  if [ "$p" = auto ]; then
+    grep -q "^train.precision = auto: $used" "$log" || fail "$case: no decision line"
+    [ "$used" = bf16 ] || ! grep -q "^mixed precision" "$log" || fail "$case: auto in fp32 kept 16-bit storage"
+  elif [ "$used" = fp32 ]; then
+    grep -q "^train.precision = bf16: .*; bf16 storage, GEMMs computing in fp32" "$log" || fail "$case: bf16 in fp32 unsaid"
+    grep -q "^mixed precision: the activations kept for backward in bf16, GEMMs widening them to fp32" "$log" \
+      || fail "$case: bf16 storage unsaid"
+  fi
+  echo "train.precision = $case: GEMMs in $used"
 done
+# bf16 storage with fp32 GEMMs follows the fp32 run's losses to bf16 rounding of the activations.
+"$trident" train --config input/configs/tiny.ini --train.steps=2 --log.run_dir="$work/precision-fp32" > "$work/precision-fp32.log"
+python3 - "$work" <<'PY'
+import json, sys, pathlib
+work = pathlib.Path(sys.argv[1])
+loss = lambda run: [json.loads(l)["loss"] for l in (work / run / "metrics.jsonl").read_text().splitlines()]
+fp32, stored = loss("precision-fp32"), loss("precision-bf16-slow")
+assert len(fp32) == len(stored) == 2, (fp32, stored)
+for a, b in zip(fp32, stored):
+    assert abs(a - b) < 1e-3 * a, f"bf16 storage loss {b} vs fp32 {a}"
+print(f"bf16 storage with fp32 GEMMs: losses {stored} vs fp32 {fp32}")
+PY

@@ -38,6 +38,7 @@ class InvertedDeviceOps final : public Ops {
   std::string name() const override { return "inverted-device"; }
   double peak_flops(DType) override { return 1.0; }
   DType set_matmul_precision(DType) override { return DType::kF32; }
+  DType matmul_precision() const override { return DType::kF32; }
 
   Tensor zeros(Shape shape, DType dtype) override {
     const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);

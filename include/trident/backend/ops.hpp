@@ -59,19 +59,24 @@ class Ops {
   virtual void fill(Tensor& x, double value) = 0;
 
   // Mixed precision: fp32 inputs of GEMMs are rounded to dtype (kBF16, kF16) and accumulated
-  // in fp32; kF32 (the default) computes fp32 inputs in fp32. 16-bit input tensors are used as
-  // they are whatever this setting. Returns the precision the backend will use
-  // (kF32 where the hardware or library has no such path).
+  // in fp32; kF32 (the default) computes fp32 inputs in fp32. Returns the precision the backend
+  // will use: kF32 where the hardware or library has no faster 16-bit path (the CPU measures
+  // it). At kF32 the CPU widens 16-bit inputs and multiplies in fp32 (16-bit storage, fp32
+  // arithmetic); the GPU multiplies 16-bit inputs on its 16-bit tensor cores whatever this
+  // setting (products of 16-bit values are exact in fp32 either way).
   virtual DType set_matmul_precision(DType dtype) = 0;
+  // The precision the last set_matmul_precision settled on (kF32 before any).
+  virtual DType matmul_precision() const = 0;
   // Why the last set_matmul_precision returned another precision than asked ("" when it did not).
   virtual std::string matmul_precision_note() const { return ""; }
 
   // c = alpha * op(a) @ op(b) + beta * c, a and b seen as 2-D [rows, last dim].
   // op(a): [M, K], op(b): [K, N], c: [M, N]. trans_b with b = W[out, in] gives x @ W^T.
-  // Dtypes: all fp64, or a, b, c each fp32/bf16/fp16 with fp32 accumulation. bf16 x bf16 (or
-  // fp32 inputs at bf16 matmul precision) uses bf16 dot products; c may be fp32 (beta = 1
+  // Dtypes: all fp64, or a, b, c each fp32/bf16/fp16 with fp32 accumulation. At bf16 matmul
+  // precision bf16 and fp32 inputs (rounded) use bf16 dot products; c may be fp32 (beta = 1
   // accumulates 16-bit products into fp32 master gradients) or 16-bit (rounded once at the
-  // end). Inputs with fp16 are widened and multiplied in fp32 on the CPU.
+  // end). Inputs with fp16, and any 16-bit input at fp32 precision, are widened and multiplied
+  // in fp32 on the CPU.
   virtual void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b,
                     double beta, Tensor& c) = 0;
   // Several GEMMs of one shape in one call: c[g] = alpha * op(a[g]) @ op(b[g]) + beta * c[g] for

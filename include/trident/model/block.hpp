@@ -76,7 +76,10 @@ class TransformerBlock {
   BlockActivations make_activations(Ops& ops, int64_t batch, DType dtype, bool attention = true,
                                     std::optional<DType> stored = {}) const;
   // gathered (the all-gathered norm output, sequence parallelism) in `stored` like the norm output.
-  BlockScratch make_scratch(Ops& ops, int64_t batch, DType dtype, std::optional<DType> stored = {}) const;
+  // gradients: the branches' internal gradients in this 16-bit dtype (GEMMs computing in it:
+  // rounded once where made, read as they are), else in dtype.
+  BlockScratch make_scratch(Ops& ops, int64_t batch, DType dtype, std::optional<DType> stored = {},
+                            std::optional<DType> gradients = {}) const;
 
   // Dropout applies to each branch before it joins the residual stream (when the site is active).
   // lora: on the adapters' input, first_index the micro-batch's first global row.

@@ -45,9 +45,9 @@ class GPTModel {
   // padded to a multiple of pad_multiple elements (data-parallel sharding). tp: the
   // tensor-parallel group the weights are split over. plan: the layers this rank holds.
   // activation_dtype (bf16 or fp16: mixed precision): the activations kept for backward that
-  // feed GEMMs and attention are stored in it, and GEMMs use a 16-bit copy of the weights
-  // (refresh_weights()); master weights, gradients, the residual stream, norm statistics and
-  // the loss stay in dtype.
+  // feed GEMMs and attention are stored in it, and where ops' matmul precision is that dtype,
+  // GEMMs use a 16-bit copy of the weights (refresh_weights()), else the masters; master
+  // weights, gradients, the residual stream, norm statistics and the loss stay in dtype.
   // ep: the group that splits the MoE layers' experts (expert parallelism; their parameters are
   // aligned to pad_multiple in the flat buffers, so their gradients reduce apart).
   GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batch, int64_t pad_multiple = 1,
@@ -213,6 +213,7 @@ class GPTModel {
   std::vector<double> moe_stats_;
   UnitGradients* units_ = nullptr;
   std::optional<DType> stored_dtype_;  // activation_dtype (head buffers remade for privacy)
+  std::optional<DType> gradient_dtype_;  // transient gradients' 16-bit dtype, when GEMMs compute in it
 };
 
 }  // namespace trident::model

@@ -72,8 +72,9 @@ class LMHead {
   LMHead(ParamStore& store, const ModelConfig& cfg, Parameter* tied, TensorParallel tp = {});
   // The norm output (the head GEMM's input) and its gathered form in `stored` when given.
   // chunk_rows: rows of logits per chunk (0: logits_chunk_rows; tests use a few).
+  // gradients: the logits' gradient in this 16-bit dtype (GEMMs computing in it), else in dtype.
   HeadBuffers make_buffers(Ops& ops, int64_t rows, DType dtype, std::optional<DType> stored = {},
-                           int64_t chunk_rows = 0) const;
+                           int64_t chunk_rows = 0, std::optional<DType> gradients = {}) const;
   std::vector<Tensor> norm_grads() const { return norm_.grads(); }
 
   // The final norm of x ([R, C]) into b (gathered over the group with sequence parallelism).

@@ -75,9 +75,12 @@ class RunBuilder {
   void load_initial_weights();
   // The pipeline's partition in words (pp > 1), for the banner.
   const std::string& pipeline_description() const { return pipeline_text_; }
-  // The dtype GEMMs compute in (train.precision, or fp32 where the processor lacks it); known
-  // once the model is built.
+  // The dtype GEMMs compute in (train.precision, or fp32 where the processor has no faster
+  // 16-bit GEMM); known once the model is built.
   DType matmul_dtype() const { return matmul_dtype_; }
+  // The dtype of the activations kept for backward: train.precision (16-bit storage even where
+  // GEMMs compute in fp32), or under auto what the GEMMs compute in; known once the model is built.
+  DType activation_dtype() const { return activation_dtype_; }
 
  private:
   const RunConfig& cfg_;
@@ -87,6 +90,7 @@ class RunBuilder {
   RunHooks* hooks_;
   std::string pipeline_text_;
   DType matmul_dtype_ = DType::kF32;
+  DType activation_dtype_ = DType::kF32;
   std::unique_ptr<DataSource> train_data_;
   std::unique_ptr<model::GPTModel> model_;
   std::unique_ptr<PipelineExecutor> pipeline_;

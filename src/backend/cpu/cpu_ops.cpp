@@ -4,7 +4,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string>
 
 #include "common.hpp"
 #include "gemm_low_precision.hpp"
@@ -39,19 +42,26 @@ class CpuOps final : public Ops {
                   dtype_name(dtype));
     // Without AVX-512 BF16 a bf16 GEMM would only be emulated, slower than fp32: compute in fp32;
     // with it, bf16 must also measure faster than fp32 here (some processors run vdpbf16ps at
-    // half the FMA rate and hide AMX).
+    // half the FMA rate and hide AMX). TRIDENT_TEST_SLOW_BF16=1 takes bf16 as the slower (tests
+    // of the fp32 fallback on processors where it is not).
     note_.clear();
     matmul_precision_ = dtype;
-    if (dtype == DType::kBF16 && !cpu::cpu_has_avx512_bf16()) {
+    if (dtype != DType::kBF16) return matmul_precision_;
+    const char* forced = std::getenv("TRIDENT_TEST_SLOW_BF16");
+    if (forced && *forced && std::string(forced) != "0") {
+      matmul_precision_ = DType::kF32;
+      note_ = "bf16 GEMMs taken as slower than fp32 (TRIDENT_TEST_SLOW_BF16)";
+    } else if (!cpu::cpu_has_avx512_bf16()) {
       matmul_precision_ = DType::kF32;
       note_ = "this processor has no AVX-512 BF16 instructions";
-    } else if (dtype == DType::kBF16 && gemm_rate(DType::kBF16) <= gemm_rate(DType::kF32)) {
+    } else if (gemm_rate(DType::kBF16) <= gemm_rate(DType::kF32)) {
       matmul_precision_ = DType::kF32;
       note_ = detail::concat("bf16 GEMMs measured ", gemm_rate(DType::kBF16) / 1e9, " GFLOP/s here against ",
                              gemm_rate(DType::kF32) / 1e9, " for fp32 (bf16 would be slower)");
     }
     return matmul_precision_;
   }
+  DType matmul_precision() const override { return matmul_precision_; }
   std::string matmul_precision_note() const override { return note_; }
 
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
@@ -67,6 +77,16 @@ class CpuOps final : public Ops {
                     dtype_name(c.dtype()), "; an fp64 gemm takes fp64 a, b and c");
     else
       low_precision_.run(matmul_precision_, trans_a, trans_b, alpha, a, b, beta, c);
+  }
+
+  void gemm_parts(bool trans_a, bool trans_b, double alpha, const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                  double beta, const std::vector<Tensor>& c) override {
+    check_gemm_parts(a, b, c);
+    auto has_f64 = [](const std::vector<Tensor>& ts) {
+      return std::any_of(ts.begin(), ts.end(), [](const Tensor& t) { return t.dtype() == DType::kF64; });
+    };
+    if (has_f64(a) || has_f64(b) || has_f64(c)) Ops::gemm_parts(trans_a, trans_b, alpha, a, b, beta, c);
+    else low_precision_.run_parts(matmul_precision_, trans_a, trans_b, alpha, a, b, beta, c);
   }
 
   void add_bias(Tensor& y, const Tensor& bias) override { cpu::add_bias(y, bias); }

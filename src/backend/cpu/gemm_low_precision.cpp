@@ -46,6 +46,11 @@ void narrow_into(const float* src, Tensor& t) {
 
 bool is_gemm_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
 
+// Whether a product of a and b at this precision runs as a bf16 matmul (else widened to fp32).
+bool bf16_path(DType precision, const Tensor& a, const Tensor& b) {
+  return precision == DType::kBF16 && cpu_has_avx512_bf16() && a.dtype() != DType::kF16 && b.dtype() != DType::kF16;
+}
+
 }  // namespace
 
 struct LowPrecisionGemm::Impl {
@@ -55,6 +60,7 @@ struct LowPrecisionGemm::Impl {
   std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool, float, float, bool>, dnnl::matmul> cache;
   std::vector<uint16_t> a16, b16;  // fp32 inputs rounded to bf16, grown to the largest seen
   std::vector<float> a32, b32, c32;  // widened operands of the fp32 path, fp32 staging of c
+  std::vector<float> shared32;       // a shared operand of gemm_parts, widened once
 
   dnnl::matmul& primitive(int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta, bool c_bf16) {
     const auto key = std::make_tuple(M, N, K, ta, tb, alpha, beta, c_bf16);
@@ -137,6 +143,11 @@ LowPrecisionGemm::~LowPrecisionGemm() = default;
 
 void LowPrecisionGemm::run(DType precision, bool trans_a, bool trans_b, double alpha, const Tensor& a,
                            const Tensor& b, double beta, Tensor& c) {
+  run_as(bf16_path(precision, a, b), precision, trans_a, trans_b, alpha, a, b, beta, c);
+}
+
+void LowPrecisionGemm::run_as(bool bf16, DType precision, bool trans_a, bool trans_b, double alpha, const Tensor& a,
+                              const Tensor& b, double beta, Tensor& c) {
   constexpr const char* op = "gemm";
   check_tensor(a, op, "a");
   check_tensor(b, op, "b");
@@ -151,12 +162,39 @@ void LowPrecisionGemm::run(DType precision, bool trans_a, bool trans_b, double a
     else scale(c, beta);
     return;
   }
-  const bool has_fp16 = a.dtype() == DType::kF16 || b.dtype() == DType::kF16;
-  const bool both_bf16 = a.dtype() == DType::kBF16 && b.dtype() == DType::kBF16;
-  if (cpu_has_avx512_bf16() && !has_fp16 && (both_bf16 || precision == DType::kBF16))
+  if (bf16)
     impl_->bf16_matmul(trans_a, trans_b, d, alpha, a, b, beta, c);
   else
     impl_->f32_gemm(precision, trans_a, trans_b, alpha, a, b, beta, c);
+}
+
+void LowPrecisionGemm::run_parts(DType precision, bool trans_a, bool trans_b, double alpha,
+                                 const std::vector<Tensor>& a, const std::vector<Tensor>& b, double beta,
+                                 const std::vector<Tensor>& c) {
+  Tensor shared_a = a.size() == 1 ? a[0] : Tensor(), shared_b = b.size() == 1 ? b[0] : Tensor();
+  const bool widen_a = shared_a.defined() && (shared_a.dtype() != DType::kF32 || precision == DType::kF16);
+  const bool widen_b = shared_b.defined() && (shared_b.dtype() != DType::kF32 || precision == DType::kF16);
+  // Only one operand is shared in the projections; widening it once pays where it would be
+  // widened, and the parts then take the fp32 path they would have taken.
+  auto part_bf16 = [&](size_t g) { return bf16_path(precision, a[a.size() == 1 ? 0 : g], b[b.size() == 1 ? 0 : g]); };
+  bool any_bf16 = false;
+  for (size_t g = 0; g < c.size(); ++g) any_bf16 = any_bf16 || part_bf16(g);
+  if ((widen_a || widen_b) && !any_bf16) {
+    Tensor& shared = widen_a ? shared_a : shared_b;
+    impl_->shared32.resize(static_cast<size_t>(shared.numel()));
+    widen_into(shared, precision == DType::kF16, impl_->shared32.data());
+    shared = wrap_f32(impl_->shared32.data(), shared.shape());
+  }
+  for (size_t g = 0; g < c.size(); ++g) {
+    Tensor part = c[g];
+    const Tensor& ag = shared_a.defined() ? shared_a : a[g];
+    const Tensor& bg = shared_b.defined() ? shared_b : b[g];
+    if (ag.dtype() == DType::kF32 && bg.dtype() == DType::kF32 && part.dtype() == DType::kF32 &&
+        precision == DType::kF32)
+      gemm(trans_a, trans_b, alpha, ag, bg, beta, part);
+    else
+      run_as(part_bf16(g), precision, trans_a, trans_b, alpha, ag, bg, beta, part);
+  }
 }
 
 }  // namespace trident::cpu

@@ -164,6 +164,7 @@ class CudaOps final : public Ops {
     precision_ = dtype;  // every GPU this backend is built for (sm_80+) has bf16 and fp16 tensor cores
     return precision_;
   }
+  DType matmul_precision() const override { return precision_; }
 
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
             Tensor& c) override {

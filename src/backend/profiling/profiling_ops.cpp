@@ -19,6 +19,7 @@ class ProfilingOps final : public Ops {
   void copy(const Tensor& src, Tensor& dst) override { timed(KernelPhase::kElementwise, "copy", [&] { inner_.copy(src, dst); }); }
   void fill(Tensor& x, double value) override { timed(KernelPhase::kElementwise, "fill", [&] { inner_.fill(x, value); }); }
   DType set_matmul_precision(DType dtype) override { return inner_.set_matmul_precision(dtype); }
+  DType matmul_precision() const override { return inner_.matmul_precision(); }
   std::string matmul_precision_note() const override { return inner_.matmul_precision_note(); }
 
   void gemm(bool trans_a, bool trans_b, double alpha, const Tensor& a, const Tensor& b, double beta,
