@@ -230,6 +230,7 @@ int bench_step(int argc, char** argv) {
       out.set("ranks", Json(mpi.world_size()));
       out.set("threads_per_rank", Json(threads));
       out.set("precision", Json(dtype_name(run.matmul_dtype())));
+      out.set("activation_dtype", Json(dtype_name(run.activation_dtype())));
       out.set("steps", Json(options.steps));
       out.set("tokens_per_step", Json(tokens_per_step));
       out.set("step_s", Json(worst[0]));
