@@ -71,6 +71,16 @@ void report_flops(benchmark::State& state, double flops_per_call, bool bf16 = fa
   state.counters["peak_GFLOP/s"] = bf16 ? references().peak_bf16_gflops : references().peak_gflops;
 }
 
+// The matmul precision of a benchmark's GEMMs and attention: bf16 (arg 1) where bf16 GEMMs are
+// the faster here, else the benchmark is skipped; fp32 (arg 0). Restored to fp32 by the caller.
+bool use_precision(benchmark::State& state, bool bf16) {
+  const DType want = bf16 ? DType::kBF16 : DType::kF32;
+  if (ops().set_matmul_precision(want) == want) return true;
+  state.SkipWithError(("bf16 GEMMs are not the faster here: " + ops().matmul_precision_note()).c_str());
+  ops().set_matmul_precision(DType::kF32);
+  return false;
+}
+
 void BM_Copy(benchmark::State& state) {
   Tensor a = random(Shape{kRows, kHidden}, 2), b = ops().zeros(Shape{kRows, kHidden}, DType::kF32);
   for (auto _ : state) ops().copy(a, b);
@@ -83,8 +93,10 @@ void BM_Gemm(benchmark::State& state) {
   const DType dt = bf16 ? DType::kBF16 : DType::kF32;
   Tensor x = random(Shape{kRows, kHidden}, 3, dt), w = random(Shape{kFfn, kHidden}, 4, dt, 0.02);
   Tensor y = ops().zeros(Shape{kRows, kFfn}, DType::kF32);
+  if (!use_precision(state, bf16)) return;
   for (auto _ : state) ops().gemm(false, true, 1.0, x, w, 0.0, y);
   report_flops(state, 2.0 * kRows * kHidden * kFfn, bf16);
+  ops().set_matmul_precision(DType::kF32);
 }
 
 void BM_LayerNormForward(benchmark::State& state) {
@@ -131,24 +143,32 @@ void BM_GeluBiasBackward(benchmark::State& state) {
 }
 
 // Causal attention over [B, T, NH*HS]: 4 * B * NH * T^2 * HS / 2 FLOPs forward (QK^T and PV,
-// half the square), 2.5x that backward.
+// half the square), 2.5x that backward. Arg 1: bf16 q, k, v, out and gradients at bf16 matmul
+// precision (the tiled oneDNN path), as mixed-precision training runs it.
 void BM_AttentionForward(benchmark::State& state) {
+  const bool bf16 = state.range(0) == 1;
+  const DType dt = bf16 ? DType::kBF16 : DType::kF32;
   const Shape s{kBatch, kSeq, kHidden};
-  Tensor q = random(s, 13), k = random(s, 14), v = random(s, 15), out = ops().zeros(s, DType::kF32);
+  Tensor q = random(s, 13, dt), k = random(s, 14, dt), v = random(s, 15, dt), out = ops().zeros(s, dt);
   Tensor lse = ops().zeros(Shape{kBatch, kHeads, kSeq}, DType::kF32);
+  if (!use_precision(state, bf16)) return;
   for (auto _ : state) ops().attention_forward(q, k, v, kHeads, kHeads, Tensor(), out, lse);
-  report_flops(state, 2.0 * kBatch * double(kSeq) * kSeq * kHidden);
+  report_flops(state, 2.0 * kBatch * double(kSeq) * kSeq * kHidden, bf16);
+  ops().set_matmul_precision(DType::kF32);
 }
 
 void BM_AttentionBackward(benchmark::State& state) {
+  const bool bf16 = state.range(0) == 1;
+  const DType dt = bf16 ? DType::kBF16 : DType::kF32;
   const Shape s{kBatch, kSeq, kHidden};
-  Tensor q = random(s, 16), k = random(s, 17), v = random(s, 18), out = ops().zeros(s, DType::kF32);
+  Tensor q = random(s, 16, dt), k = random(s, 17, dt), v = random(s, 18, dt), out = ops().zeros(s, dt);
   Tensor lse = ops().zeros(Shape{kBatch, kHeads, kSeq}, DType::kF32);
+  if (!use_precision(state, bf16)) return;
   ops().attention_forward(q, k, v, kHeads, kHeads, Tensor(), out, lse);
-  Tensor dout = random(s, 19), dq = ops().zeros(s, DType::kF32), dk = ops().zeros(s, DType::kF32),
-         dv = ops().zeros(s, DType::kF32);
+  Tensor dout = random(s, 19, dt), dq = ops().zeros(s, dt), dk = ops().zeros(s, dt), dv = ops().zeros(s, dt);
   for (auto _ : state) ops().attention_backward(q, k, v, out, lse, dout, kHeads, kHeads, Tensor(), dq, dk, dv);
-  report_flops(state, 5.0 * kBatch * double(kSeq) * kSeq * kHidden);
+  report_flops(state, 5.0 * kBatch * double(kSeq) * kSeq * kHidden, bf16);
+  ops().set_matmul_precision(DType::kF32);
 }
 
 // One decode step of generation: 8 sequences, 1 new query each, over a 1024-position cache.
@@ -189,8 +209,8 @@ BENCHMARK(BM_LayerNormForward)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LayerNormBackward)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_GeluForward)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_GeluBiasBackward)->Arg(0)->Arg(1)->ArgName("fused")->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AttentionForward)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AttentionBackward)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionForward)->Arg(0)->Arg(1)->ArgName("bf16")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionBackward)->Arg(0)->Arg(1)->ArgName("bf16")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionCachedDecode)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CrossEntropy)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AdamW)->Unit(benchmark::kMillisecond);
