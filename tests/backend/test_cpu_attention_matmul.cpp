@@ -28,7 +28,9 @@ TEST(CpuAttentionMatmul, MatchesTheFp32FlashKernelOnBf16Inputs) {
                  << "): attention stays on the fp32 flash kernel";
   Ops& ops = *bf16_ops;
   const Case cases[] = {{1, 1, 2, 2, 8, false},   {2, 7, 4, 2, 16, false},  {1, 130, 4, 1, 64, false},
-                        {2, 200, 6, 3, 32, true}, {1, 300, 2, 2, 64, false}, {1, 257, 4, 4, 64, true}};
+                        {2, 200, 6, 3, 32, true}, {1, 300, 2, 2, 64, false}, {1, 257, 4, 4, 64, true},
+                        // more than one chunk of work (kChunkBytes): sequences split (8 + 1), then kv heads (7 + 1)
+                        {9, 300, 4, 2, 32, true}, {1, 1300, 8, 8, 16, false}};
   uint64_t seed = 900;
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::Message() << "B=" << c.B << " T=" << c.T << " NH=" << c.NH << " NKV=" << c.NKV
