@@ -159,14 +159,17 @@ plan::LocalCalibration calibrate_local_machine() {
     c.peak_fp32 = ops->peak_flops(DType::kF32);
     c.peak_bf16 = ops->peak_flops(DType::kBF16);
     c.gemm_fp32 = gemm_rate(*ops, DType::kF32);
-    c.gemm_bf16 = gemm_rate(*ops, DType::kBF16);
+    // 0 where the backend computes bf16 GEMMs in fp32 (no faster path here).
+    const bool bf16_gemms = ops->set_matmul_precision(DType::kBF16) == DType::kBF16;
+    ops->set_matmul_precision(DType::kF32);
+    c.gemm_bf16 = bf16_gemms ? gemm_rate(*ops, DType::kBF16) : 0;
     c.attention_fp32 = attention_rate(*ops);
     c.memory_bandwidth = memory_rate(*ops);
     c.kernel_overhead_s = small.seconds / 2;
     c.gemm_overhead_s = std::max(0.0, small_gemm_seconds(*ops) - kSmallGemmFlops / c.gemm_fp32 - c.kernel_overhead_s);
     std::unique_ptr<Ops> one = make_cpu_ops(1);
     c.gemm_fp32_1 = gemm_rate(*one, DType::kF32);
-    c.gemm_bf16_1 = gemm_rate(*one, DType::kBF16);
+    c.gemm_bf16_1 = bf16_gemms ? gemm_rate(*one, DType::kBF16) : 0;
     c.attention_fp32_1 = attention_rate(*one);
     c.memory_bandwidth_1 = memory_rate(*one);
   }

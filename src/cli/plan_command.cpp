@@ -420,8 +420,10 @@ int run_plan(int argc, char** argv) {
       const std::string path = o.calibration.empty() ? calibration_path() : o.calibration;
       plan::write_calibration(c, path);
       std::printf("calibration of this machine (%d cores, %s) written to %s\n", c.cores, c.measured_at.c_str(), path.c_str());
-      std::printf("  peak fp32 %.1f GFLOP/s, bf16 %.1f; GEMM fp32 %.1f, bf16 %.1f; attention fp32 %.1f\n", c.peak_fp32 / 1e9,
-                  c.peak_bf16 / 1e9, c.gemm_fp32 / 1e9, c.gemm_bf16 / 1e9, c.attention_fp32 / 1e9);
+      std::printf("  peak fp32 %.1f GFLOP/s, bf16 %.1f; GEMM fp32 %.1f, bf16 %s; attention fp32 %.1f\n", c.peak_fp32 / 1e9,
+                  c.peak_bf16 / 1e9, c.gemm_fp32 / 1e9,
+                  c.gemm_bf16 > 0 ? detail::concat(c.gemm_bf16 / 1e9).c_str() : "no faster than fp32 (computed in fp32)",
+                  c.attention_fp32 / 1e9);
       std::printf("  one thread: GEMM fp32 %.1f, bf16 %.1f, attention %.1f GFLOP/s, memory %.1f GB/s; small GEMM +%.1f us\n",
                   c.gemm_fp32_1 / 1e9, c.gemm_bf16_1 / 1e9, c.attention_fp32_1 / 1e9, c.memory_bandwidth_1 / 1e9,
                   c.gemm_overhead_s * 1e6);

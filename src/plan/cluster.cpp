@@ -96,10 +96,13 @@ Cluster local_cluster(const LocalCalibration& cal, int ranks_per_node, bool bf16
     const double per_thread = one + (all / cores - one) * (threads - 1) / (cores - 1);
     return per_thread * threads * share;
   };
+  // bf16 GEMMs only where the calibration found them faster than fp32 (gemm_bf16 > 0), as the
+  // backend decides; elsewhere bf16 means bf16 activations with fp32 GEMMs on the masters.
+  const bool bf16_gemms = bf16 && cal.gemm_bf16 > 0;
   Cluster c;
   c.name = "local";
-  c.peak_flops = (bf16 && cal.peak_bf16 > 0 ? cal.peak_bf16 : cal.peak_fp32) * threads * share / cores;
-  const double gemm = bf16 && cal.gemm_bf16 > 0 ? rate(cal.gemm_bf16, cal.gemm_bf16_1) : rate(cal.gemm_fp32, cal.gemm_fp32_1);
+  c.peak_flops = (bf16_gemms && cal.peak_bf16 > 0 ? cal.peak_bf16 : cal.peak_fp32) * threads * share / cores;
+  const double gemm = bf16_gemms ? rate(cal.gemm_bf16, cal.gemm_bf16_1) : rate(cal.gemm_fp32, cal.gemm_fp32_1);
   c.gemm_efficiency = gemm / c.peak_flops;
   c.compute_units = 1, c.tile_m = 1, c.tile_n = 1;
   c.gemm_k_fill = 16;  // register blocking: a short K loop does not amortise packing
@@ -118,10 +121,11 @@ Cluster local_cluster(const LocalCalibration& cal, int ranks_per_node, bool bf16
   // trident's CPU backend: fp32 weights, gradients, activations and Adam state, flash-style
   // attention, dropout masks rebuilt from the counter RNG.
   c.flash_attention = true;
-  // With bf16, trident keeps the activations for backward and a weight copy in 16 bits next to
-  // the fp32 masters (the residual stream stays fp32: counted as 16-bit here, a small error).
-  c.activation_bytes = bf16 ? 2 : 4, c.weight_bytes = bf16 ? 2 : 4, c.grad_bytes = 4;
-  c.master_weights = bf16;
+  // With bf16, trident keeps the activations for backward in 16 bits (the residual stream stays
+  // fp32: counted as 16-bit here, a small error) and, where its GEMMs are bf16, a 16-bit weight
+  // copy next to the fp32 masters.
+  c.activation_bytes = bf16 ? 2 : 4, c.weight_bytes = bf16_gemms ? 2 : 4, c.grad_bytes = 4;
+  c.master_weights = bf16_gemms;
   c.stores_dropout_masks = false;
   c.logits_chunk_bytes = 64.0 * (1 << 20);  // model::kLogitsChunkBytes
   return c;

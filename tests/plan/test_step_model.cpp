@@ -197,5 +197,36 @@ TEST(PlanCluster, CollectivesAndGemms) {
   EXPECT_THROW(cluster_preset("tpu"), ConfigError);
 }
 
+// The local machine under bf16: where the calibration found bf16 GEMMs faster, bf16 GEMMs at
+// their rate with a 16-bit weight copy beside the fp32 masters; where it did not (gemm_bf16 = 0),
+// fp32 GEMMs on the masters with only the activations in bf16 (as the CPU backend runs it).
+TEST(PlanCluster, LocalBf16FollowsTheMeasuredGemmRates) {
+  LocalCalibration cal;
+  cal.cores = 2;
+  cal.peak_fp32 = 400e9, cal.peak_bf16 = 1600e9;
+  cal.gemm_fp32 = 300e9, cal.gemm_bf16 = 1200e9;
+  cal.memory_bandwidth = 20e9;
+  const Cluster fp32 = local_cluster(cal, 1, false), fast = local_cluster(cal, 1, true);
+  cal.gemm_bf16 = 0;
+  const Cluster slow = local_cluster(cal, 1, true);
+  EXPECT_EQ(fast.peak_flops, 1600e9);
+  EXPECT_DOUBLE_EQ(fast.gemm_efficiency, 0.75);
+  EXPECT_EQ(fast.weight_bytes, 2);
+  EXPECT_TRUE(fast.master_weights);
+  EXPECT_EQ(slow.peak_flops, fp32.peak_flops);
+  EXPECT_DOUBLE_EQ(slow.gemm_efficiency, fp32.gemm_efficiency);
+  EXPECT_EQ(slow.weight_bytes, 4);
+  EXPECT_FALSE(slow.master_weights);
+  EXPECT_EQ(slow.activation_bytes, 2);
+  EXPECT_EQ(fp32.activation_bytes, 4);
+  const ModelShape m = gpt2_small();
+  const Layout one{.dp = 1, .tp = 1, .pp = 1};
+  const MemoryBreakdown f = estimate_memory(m, one, fp32, 1), b = estimate_memory(m, one, fast, 1),
+                        s = estimate_memory(m, one, slow, 1);
+  EXPECT_EQ(s.weights + s.optimizer, f.weights + f.optimizer);  // the masters are the weights
+  EXPECT_GT(b.weights + b.optimizer, f.weights + f.optimizer);  // + the 16-bit copy
+  EXPECT_LT(s.activations, f.activations);
+}
+
 }  // namespace
 }  // namespace trident::plan

@@ -58,6 +58,7 @@ struct LocalCalibration {
   int cores = 1;
   double peak_fp32 = 0, peak_bf16 = 0;  // FLOP/s, FMA-loop peak of all cores
   double gemm_fp32 = 0, gemm_bf16 = 0;  // FLOP/s of a large transformer-shaped GEMM, all cores
+                                        // (gemm_bf16 = 0: bf16 GEMMs no faster than fp32 here)
   double attention_fp32 = 0;            // FLOP/s of the backend's causal attention (fwd + bwd)
   double memory_bandwidth = 0;          // bytes/s of a large streaming kernel, all cores
   // The same with one thread: ranks that split the cores run single-threaded kernels, which
@@ -76,7 +77,7 @@ LocalCalibration read_calibration(const std::string& path);
 void write_calibration(const LocalCalibration& c, const std::string& path);
 
 // The local machine as a cluster of ranks_per_node ranks sharing its cores (trident's CPU backend:
-// fp32 or bf16 GEMMs, fp32 activations, flash-style attention, masks from the RNG).
+// fp32 or bf16 GEMMs, fp32 or bf16 activations, flash-style attention, masks from the RNG).
 Cluster local_cluster(const LocalCalibration& c, int ranks_per_node, bool bf16);
 
 // Time of one GEMM out[M, N] = A[M, K] B[K, N] repeated `batch` times: the slower of compute (peak
