@@ -19,6 +19,10 @@ void log_model_banner(RunBuilder& run) {
     log.info("train.precision = ", dtype_name(cfg.train.precision), ": ", run.ops().matmul_precision_note(),
              "; ", dtype_name(cfg.train.precision), " storage, GEMMs computing in ", dtype_name(matmul));
   const DType stored = run.activation_dtype();
+  std::string fp16_note;
+  if (stored == DType::kF16)
+    fp16_note = (run.ops().device() == Device::kCPU ? "; fp16 is storage only on this CPU (fp32 arithmetic)" : "") +
+                std::string("; loss scale ") + cfg.train.loss_scale;
   if (stored != DType::kF32)
     log.info("mixed precision: ",
              matmul == stored ? "weights (a copy refreshed each step) and the activations kept for backward in " +
@@ -26,10 +30,7 @@ void log_model_banner(RunBuilder& run) {
                               : "the activations kept for backward in " + std::string(dtype_name(stored)) +
                                     ", GEMMs widening them to fp32 against the fp32 master weights",
              "; fp32 master weights, gradients, optimizer state, residual stream, norm statistics, softmax and loss",
-             stored != DType::kF16 ? std::string()
-             : run.ops().device() == Device::kCPU
-                 ? "; fp16 is storage only on this CPU (fp32 arithmetic); loss scale " + cfg.train.loss_scale
-                 : "; loss scale " + cfg.train.loss_scale);
+             fp16_note);
   log.info("model: ", model::arch_name(m.arch), ", ", m.layers, " layers, hidden ", m.hidden, ", heads ", m.heads,
            "/", m.kv_heads, ", ffn ", m.ffn_hidden, ", vocab ", m.vocab, ", seq ", m.seq_len, ": ",
            model.params().parameter_elements(), " parameters on this rank (", m.total_params(),

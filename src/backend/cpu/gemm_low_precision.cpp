@@ -186,14 +186,9 @@ void LowPrecisionGemm::run_parts(DType precision, bool trans_a, bool trans_b, do
     shared = wrap_f32(impl_->shared32.data(), shared.shape());
   }
   for (size_t g = 0; g < c.size(); ++g) {
-    Tensor part = c[g];
-    const Tensor& ag = shared_a.defined() ? shared_a : a[g];
-    const Tensor& bg = shared_b.defined() ? shared_b : b[g];
-    if (ag.dtype() == DType::kF32 && bg.dtype() == DType::kF32 && part.dtype() == DType::kF32 &&
-        precision == DType::kF32)
-      gemm(trans_a, trans_b, alpha, ag, bg, beta, part);
-    else
-      run_as(part_bf16(g), precision, trans_a, trans_b, alpha, ag, bg, beta, part);
+    Tensor part = c[g];  // fp32 operands at fp32 precision reach the sgemm as they are
+    run_as(part_bf16(g), precision, trans_a, trans_b, alpha, shared_a.defined() ? shared_a : a[g],
+           shared_b.defined() ? shared_b : b[g], beta, part);
   }
 }
 
