@@ -70,8 +70,8 @@ void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
     const Act<T> xa(x), dya(dy), dxa(dx);  // dx may alias dy
     for_chunks(x.numel(), [&](int64_t at, int64_t len) {
       alignas(64) T bx[kChunk], bdy[kChunk], bdx[kChunk];
-      const T* px = xa.read(at, len, bx);
-      const T* pdy = dya.read(at, len, bdy);
+      const T* px = xa.stage(at, len, bx);
+      const T* pdy = dya.stage(at, len, bdy);
       T* pdx = dxa.out(at, bdx);
 #pragma omp simd
       for (int64_t i = 0; i < len; ++i) pdx[i] = pdy[i] * gelu_slope(px[i]);
@@ -137,8 +137,8 @@ void gelu_bias_backward(const Tensor& x, const Tensor& dy, Tensor& dx, Tensor& d
           alignas(64) T bx[kChunk], bdy[kChunk], bdx[kChunk], sum[kChunk] = {};
           for (int64_t n = r0; n < std::min(last, r0 + kShortRows); ++n) {
             const int64_t at = n * F + c0;
-            const T* px = xa.read(at, len, bx);
-            const T* pdy = dya.read(at, len, bdy);
+            const T* px = xa.stage(at, len, bx);
+            const T* pdy = dya.stage(at, len, bdy);
             T* pdx = dxa.out(at, bdx);
 #pragma omp simd
             for (int64_t i = 0; i < len; ++i) {
