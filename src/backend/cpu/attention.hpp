@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "convert.hpp"  // immintrin.h where AVX-512 is on
 #include "kernels.hpp"
 
 namespace trident::cpu {
@@ -148,13 +149,19 @@ inline void vstore(T* p, typename Simd<T>::V v) {
 template <typename T> using Vec = typename Simd<T>::V;
 
 // Elementwise max of two vectors, and the largest / the sum of a vector's lanes (halving
-// trees: a chain of one add per lane would be latency-bound).
+// trees: lanes i and i + w combined for w = lanes/2 .. 1; a chain of one add per lane would be
+// latency-bound). fp32 with AVX-512 reduces in registers, in the same order (GCC's
+// _mm512_reduce_*_ps halve 512 -> 256 -> 128 -> 64 -> 32 bits); a tree through memory cost a
+// store-forwarded load per step, twice per score row and key tile.
 template <typename T>
 inline Vec<T> vmax(Vec<T> a, Vec<T> b) {
   return a > b ? a : b;
 }
 template <typename T>
 inline T hmax(Vec<T> v) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(T) == 4) return _mm512_reduce_max_ps(reinterpret_cast<__m512>(v));
+#endif
   alignas(64) T a[kLanes<T>];
   vstore(a, v);
   for (int64_t w = kLanes<T> / 2; w >= 1; w /= 2)
@@ -163,6 +170,9 @@ inline T hmax(Vec<T> v) {
 }
 template <typename T>
 inline T hsum(Vec<T> v) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(T) == 4) return _mm512_reduce_add_ps(reinterpret_cast<__m512>(v));
+#endif
   alignas(64) T a[kLanes<T>];
   vstore(a, v);
   for (int64_t w = kLanes<T> / 2; w >= 1; w /= 2)
