@@ -207,6 +207,40 @@ TEST_F(CpuHalfKernelTest, AttentionWithAndWithoutDocumentMasking) {
     }
 }
 
+// The mix a model with bf16 storage and fp32 GEMMs passes: q, k, v, out 16-bit (read in place,
+// tile by tile), dout, dq, dk, dv fp32. Widening is exact and the arithmetic is the fp32 kernel's,
+// so every result must be the fp32 kernel's bits on the same values (out: rounded once).
+TEST_F(CpuHalfKernelTest, AttentionReads16BitTensorsInPlaceWithTheFp32KernelsBits) {
+  const int64_t B = 2, T = 131, NH = 4, NKV = 2, HS = 24;
+  const Tensor positions = i32_tensor(document_positions(B, T));
+  auto expect_same_bits = [&](const Tensor& got, const Tensor& want) {
+    const Vec g = values(*ops_, got), w = values(*ops_, want);
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(g[i], w[i]) << "element " << i;
+  };
+  for (DType dt : kHalfTypes)
+    for (const Tensor& pos : {Tensor(), positions}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(dt) << ", document masking " << pos.defined());
+      Pair q = pair(Shape{B, T, NH * HS}, 60, dt), k = pair(Shape{B, T, NKV * HS}, 61, dt),
+           v = pair(Shape{B, T, NKV * HS}, 62, dt);
+      const Tensor dout = randn<float>(Shape{B, T, NH * HS}, 63);
+      Tensor out = ops_->zeros(q.half.shape(), dt), out32 = f32(q.half.shape());
+      Tensor lse = f32(Shape{B, NH, T}), lse32 = f32(Shape{B, NH, T});
+      ops_->attention_forward(q.f32, k.f32, v.f32, int(NH), int(NKV), pos, out32, lse32);
+      ops_->attention_forward(q.half, k.half, v.half, int(NH), int(NKV), pos, out, lse);
+      expect_same_bits(out, as_dtype(*ops_, out32, dt));
+      expect_same_bits(lse, lse32);
+      Tensor dq = f32(q.half.shape()), dk = f32(k.half.shape()), dv = f32(v.half.shape());
+      Tensor dq32 = f32(q.half.shape()), dk32 = f32(k.half.shape()), dv32 = f32(v.half.shape());
+      ops_->attention_backward(q.f32, k.f32, v.f32, as_dtype(*ops_, out, DType::kF32), lse, dout, int(NH), int(NKV),
+                               pos, dq32, dk32, dv32);
+      ops_->attention_backward(q.half, k.half, v.half, out, lse, dout, int(NH), int(NKV), pos, dq, dk, dv);
+      expect_same_bits(dq, dq32);
+      expect_same_bits(dk, dk32);
+      expect_same_bits(dv, dv32);
+    }
+}
+
 TEST_F(CpuHalfKernelTest, CrossEntropyFusedAndVocabParallel) {
   const int64_t N = 19, V = 2053;
   std::vector<int32_t> tgt_v;

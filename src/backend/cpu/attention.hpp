@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
@@ -72,12 +74,14 @@ class DocStarts {
   int64_t T_;
 };
 
-// 16-bit attention tensors are widened whole into fp32 scratch of the calling thread and the
-// fp32 kernel runs on them: attention is compute-bound (O(T^2 HS) per head against O(T HS)
-// converted), so converting inside the tiles would buy little. The scratch is transient (one
-// call's q, k, v, ... in fp32), reused across calls, never part of the stored activations.
-// The buffers come from allocate_host (huge pages for large ones): the kernels walk rows of
-// q, k, v with a stride of NH*HS elements, and 4 KiB pages made that TLB-bound.
+// 16-bit q, k, v (and out) sharing one dtype are read where they lie: each tile the kernels
+// touch is widened into the thread's fp32 scratch as it is used (rows_as, packing), and out is
+// rounded row by row as it is written; the arithmetic is the fp32 kernel's, so results are the
+// same bits as widening the tensors whole. Widening them whole (f32_stand_in, for any other mix
+// of dtypes) cost a pass over each tensor per call: attention forward 20 -> 25 ms per step of
+// bench-small with bf16 storage.
+// The stand-in buffers come from allocate_host (huge pages for large ones): the kernels walk
+// rows of q, k, v with a stride of NH*HS elements, and 4 KiB pages made that TLB-bound.
 template <int Slot>
 Tensor f32_stand_in(const Tensor& t, bool widen) {
   if (t.dtype() == DType::kF32 || t.dtype() == DType::kF64) return t;
@@ -91,6 +95,24 @@ Tensor f32_stand_in(const Tensor& t, bool widen) {
 // Rounds an output computed in its stand-in back to the 16-bit tensor (nothing when it is t).
 inline void store_stand_in(const Tensor& f, Tensor& t) {
   if (f.raw() != t.raw()) copy(f, t);
+}
+
+// The dtype q, k, v and out share when it is 16-bit (read in place, see above), else kF32.
+inline DType shared_half_dtype(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out) {
+  const DType dt = q.dtype();
+  return is_half(dt) && k.dtype() == dt && v.dtype() == dt && out.dtype() == dt ? dt : DType::kF32;
+}
+
+// n rows of HS values at src (row stride `stride`) as T: src itself when S is T, else widened
+// from 16-bit dtype dt into buf (row stride HS). Returns the rows and their stride.
+template <typename T, typename S>
+inline std::pair<const T*, int64_t> rows_as(const S* src, int64_t stride, int64_t n, int64_t HS, DType dt, T* buf) {
+  if constexpr (std::is_same_v<S, T>) {
+    return {src, stride};
+  } else {
+    for (int64_t r = 0; r < n; ++r) half_to_f32(src + r * stride, dt, buf + r * HS, HS);
+    return {buf, HS};
+  }
 }
 
 // dst[d * kAttnTile + j] = src[j * stride + d] for j < rows, 0 for rows <= j < kAttnTile.
@@ -107,8 +129,9 @@ void pack_transposed(const T* src, int64_t stride, int64_t rows, int64_t HS, T* 
 // Every key tile of k packed once for all query tiles that read it: tile jt of (b, kv head g) at
 // ((b * NKV + g) * tiles + jt) * HS * kAttnTile, each as pack_transposed lays it out. The buffer
 // is the calling thread's, reused across calls (huge pages for large ones, see f32_stand_in).
-template <typename T>
-const T* pack_key_tiles(const AttnShape& s, const T* k) {
+// k of storage S (T, or 16-bit of dtype dt), packed as T.
+template <typename T, typename S>
+const T* pack_key_tiles(const AttnShape& s, const S* k, DType dt) {
   const int64_t tiles = (s.T + kAttnTile - 1) / kAttnTile, tile = s.HS * kAttnTile, kvs = s.kv_stride();
   static thread_local std::shared_ptr<Storage> buffer;
   const size_t bytes = static_cast<size_t>(s.B * s.NKV * tiles * tile) * sizeof(T);
@@ -118,9 +141,11 @@ const T* pack_key_tiles(const AttnShape& s, const T* k) {
   for (int64_t b = 0; b < s.B; ++b)
     for (int64_t g = 0; g < s.NKV; ++g)
       for (int64_t jt = 0; jt < tiles; ++jt) {
-        const int64_t j0 = jt * kAttnTile;
-        pack_transposed(k + (b * s.T + j0) * kvs + g * s.HS, kvs, std::min(kAttnTile, s.T - j0), s.HS,
-                        packed + ((b * s.NKV + g) * tiles + jt) * tile);
+        const int64_t j0 = jt * kAttnTile, nj = std::min(kAttnTile, s.T - j0);
+        T* widened = thread_scratch<T, 12>(static_cast<size_t>(tile));  // slots 0-11: the kernels'
+
+        const auto [rows, stride] = rows_as<T>(k + (b * s.T + j0) * kvs + g * s.HS, kvs, nj, s.HS, dt, widened);
+        pack_transposed(rows, stride, nj, s.HS, packed + ((b * s.NKV + g) * tiles + jt) * tile);
       }
   return packed;
 }

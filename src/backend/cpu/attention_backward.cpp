@@ -12,10 +12,11 @@ namespace {
 // Query rows whose P and dS rows are kept (transposed) to update dk, dv with register accumulators.
 constexpr int64_t kQBlock = 32;
 
-// q, out, dout, dq: [B, T, NH*HS]; k, v, dk, dv: [B, T, NKV*HS]; lse: [B, NH, T].
-template <typename T>
-void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, const T* q, const T* k, const T* v,
-                             const T* out, const T* lse, const T* dout, T* dq, T* dk, T* dv) {
+// q, out, dout, dq: [B, T, NH*HS]; k, v, dk, dv: [B, T, NKV*HS]; lse: [B, NH, T]. q, k, v, out are
+// stored as S: T, or 16-bit of dtype dt (T = float), widened tile by tile (see attention.hpp).
+template <typename T, typename S>
+void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, const S* q, const S* k, const S* v,
+                             const S* out, const T* lse, const T* dout, T* dq, T* dk, T* dv, DType dt) {
   const int64_t B = s.B, Tn = s.T, NH = s.NH, NKV = s.NKV, HS = s.HS, group = s.NH / s.NKV;
   const int64_t qs = s.q_stride(), kvs = s.kv_stride();
   const T scale = T(1) / std::sqrt(T(HS));
@@ -35,12 +36,16 @@ void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, con
       T ones[R];
       std::fill(ones, ones + R, T(1));
       T* pad = thread_scratch<T, 7>(static_cast<size_t>(HS));  // output row of padding rows
+      T* k_widened = thread_scratch<T, 8>(static_cast<size_t>(kAttnTile * HS));
+      T* v_widened = thread_scratch<T, 9>(static_cast<size_t>(kAttnTile * HS));
+      T* q_widened = thread_scratch<T, 10>(static_cast<size_t>(kQBlock * HS));
+      T* out_widened = thread_scratch<T, 11>(static_cast<size_t>(HS));
       const int64_t kv_col = g * HS;
       // D[hh, t] = dout . out for the group's query heads; dq of those heads starts at zero.
       for (int64_t hh = 0; hh < group; ++hh) {
         const int64_t col = (g * group + hh) * HS;
         for (int64_t t = 0; t < Tn; ++t) {
-          const T* o = out + (b * Tn + t) * qs + col;
+          const T* o = rows_as<T>(out + (b * Tn + t) * qs + col, qs, 1, HS, dt, out_widened).first;
           const T* dout_row = dout + (b * Tn + t) * qs + col;
           T sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -51,9 +56,10 @@ void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, con
       }
       for (int64_t j0 = 0; j0 < Tn; j0 += kAttnTile) {
         const int64_t nj = std::min(kAttnTile, Tn - j0);
-        const T* k_tile = k + (b * Tn + j0) * kvs + kv_col;
-        pack_transposed(k_tile, kvs, nj, HS, kt);
-        pack_transposed(v + (b * Tn + j0) * kvs + kv_col, kvs, nj, HS, vt);
+        const auto [k_tile, k_stride] = rows_as<T>(k + (b * Tn + j0) * kvs + kv_col, kvs, nj, HS, dt, k_widened);
+        const auto [v_tile, v_stride] = rows_as<T>(v + (b * Tn + j0) * kvs + kv_col, kvs, nj, HS, dt, v_widened);
+        pack_transposed(k_tile, k_stride, nj, HS, kt);
+        pack_transposed(v_tile, v_stride, nj, HS, vt);
         std::fill(dk_acc, dk_acc + nj * HS, T(0));
         std::fill(dv_acc, dv_acc + nj * HS, T(0));
         for (int64_t hh = 0; hh < group; ++hh) {
@@ -63,12 +69,12 @@ void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, con
           for (int64_t t0 = j0; t0 < Tn; t0 += kQBlock) {
             if (doc_start(b, t0) >= j0 + nj) break;  // this block and all later ones start after the tile
             const int64_t nb = std::min(kQBlock, Tn - t0);
-            const T* q_blk = q + (b * Tn + t0) * qs + h * HS;
+            const auto [q_blk, q_stride] = rows_as<T>(q + (b * Tn + t0) * qs + h * HS, qs, nb, HS, dt, q_widened);
             const T* do_blk = dout + (b * Tn + t0) * qs + h * HS;
             for (int64_t i = 0; i < nb; i += R) {
               const int64_t nr = std::min<int64_t>(R, nb - i);
               // p = exp(scale q.k - lse); dp = dout.v; ds = p (dp - D) * scale, a block of query rows
-              score_rows(q_blk + i * qs, qs, nr, kt, HS, scale, p_rows);
+              score_rows(q_blk + i * q_stride, q_stride, nr, kt, HS, scale, p_rows);
               score_rows(do_blk + i * qs, qs, nr, vt, HS, T(1), ds_rows);
               T* dq_rows[R];
               int64_t keys = 0;  // the block's longest visible key range (ds is zero past each row's)
@@ -95,7 +101,7 @@ void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, con
                 dq_rows[r] = dq + (b * Tn + t) * qs + h * HS;
                 keys = std::max(keys, valid);
               }
-              accumulate_rows_blocked(dq_rows, ones, ds_rows, kAttnTile, k_tile, kvs, keys, HS);  // dq += dS K
+              accumulate_rows_blocked(dq_rows, ones, ds_rows, kAttnTile, k_tile, k_stride, keys, HS);  // dq += dS K
             }
             // dv[j] += sum_i P[i, j] dout[i]; dk[j] += sum_i dS[i, j] q[i], a block of keys at a time from
             // the first query that sees the block's first key (P and dS are zero before each key's own)
@@ -110,7 +116,8 @@ void attention_backward_impl(const AttnShape& s, const DocStarts& doc_start, con
               }
               // padding keys read whatever P^T and dS^T rows lie past `keys` into the dropped pad row
               accumulate_rows_blocked(dv_rows, ones, pt + j * kQBlock + i0, kQBlock, do_blk + i0 * qs, qs, nb - i0, HS);
-              accumulate_rows_blocked(dk_rows, ones, dst + j * kQBlock + i0, kQBlock, q_blk + i0 * qs, qs, nb - i0, HS);
+              accumulate_rows_blocked(dk_rows, ones, dst + j * kQBlock + i0, kQBlock, q_blk + i0 * q_stride, q_stride,
+                                      nb - i0, HS);
             }
           }
         }
@@ -142,14 +149,21 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_numel(dk, k.numel(), op, "dk");
   check_act(dv, ct, op, "dv");
   check_numel(dv, v.numel(), op, "dv");
-  const Tensor qf = f32_stand_in<0>(q, true), kf = f32_stand_in<1>(k, true), vf = f32_stand_in<2>(v, true);
-  const Tensor of = f32_stand_in<3>(out, true), dof = f32_stand_in<4>(dout, true);
+  const Tensor dof = f32_stand_in<4>(dout, true);
   Tensor dqf = f32_stand_in<5>(dq, false), dkf = f32_stand_in<6>(dk, false), dvf = f32_stand_in<7>(dv, false);
-  dispatch_float(ct, op, [&](auto tag) {
-    using T = decltype(tag);
-    attention_backward_impl<T>(s, doc_start, qf.data<T>(), kf.data<T>(), vf.data<T>(), of.data<T>(), lse.data<T>(),
-                               dof.data<T>(), dqf.data<T>(), dkf.data<T>(), dvf.data<T>());
-  });
+  if (const DType dt = shared_half_dtype(q, k, v, out); is_half(dt) && ct == DType::kF32) {
+    auto half = [](const Tensor& t) { return static_cast<const uint16_t*>(t.raw()); };
+    attention_backward_impl<float>(s, doc_start, half(q), half(k), half(v), half(out), lse.data<float>(),
+                                   dof.data<float>(), dqf.data<float>(), dkf.data<float>(), dvf.data<float>(), dt);
+  } else {
+    const Tensor qf = f32_stand_in<0>(q, true), kf = f32_stand_in<1>(k, true), vf = f32_stand_in<2>(v, true);
+    const Tensor of = f32_stand_in<3>(out, true);
+    dispatch_float(ct, op, [&](auto tag) {
+      using T = decltype(tag);
+      attention_backward_impl<T>(s, doc_start, qf.data<T>(), kf.data<T>(), vf.data<T>(), of.data<T>(), lse.data<T>(),
+                                 dof.data<T>(), dqf.data<T>(), dkf.data<T>(), dvf.data<T>(), ct);
+    });
+  }
   store_stand_in(dqf, dq);
   store_stand_in(dkf, dk);
   store_stand_in(dvf, dv);
