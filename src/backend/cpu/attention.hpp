@@ -142,8 +142,7 @@ const T* pack_key_tiles(const AttnShape& s, const S* k, DType dt) {
     for (int64_t g = 0; g < s.NKV; ++g)
       for (int64_t jt = 0; jt < tiles; ++jt) {
         const int64_t j0 = jt * kAttnTile, nj = std::min(kAttnTile, s.T - j0);
-        T* widened = thread_scratch<T, 12>(static_cast<size_t>(tile));  // slots 0-11: the kernels'
-
+        T* widened = thread_scratch<T, 12>(static_cast<size_t>(tile));  // 0-11: the kernels' slots
         const auto [rows, stride] = rows_as<T>(k + (b * s.T + j0) * kvs + g * s.HS, kvs, nj, s.HS, dt, widened);
         pack_transposed(rows, stride, nj, s.HS, packed + ((b * s.NKV + g) * tiles + jt) * tile);
       }
