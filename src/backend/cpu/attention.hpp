@@ -80,15 +80,13 @@ class DocStarts {
 // same bits as widening the tensors whole. Widening them whole (f32_stand_in, for any other mix
 // of dtypes) cost a pass over each tensor per call: attention forward 20 -> 25 ms per step of
 // bench-small with bf16 storage.
-// The stand-in buffers come from allocate_host (huge pages for large ones): the kernels walk
+// The stand-in buffers are GrowingStorage (huge pages for large ones): the kernels walk
 // rows of q, k, v with a stride of NH*HS elements, and 4 KiB pages made that TLB-bound.
 template <int Slot>
 Tensor f32_stand_in(const Tensor& t, bool widen) {
   if (t.dtype() == DType::kF32 || t.dtype() == DType::kF64) return t;
-  static thread_local std::shared_ptr<Storage> buffer;
-  const size_t bytes = static_cast<size_t>(t.numel()) * sizeof(float);
-  if (!buffer || buffer->bytes() < bytes) buffer = allocate_host(bytes);
-  Tensor f(buffer, 0, t.shape(), DType::kF32);
+  static thread_local GrowingStorage buffer;
+  Tensor f(buffer.at_least(static_cast<size_t>(t.numel()) * sizeof(float)), 0, t.shape(), DType::kF32);
   if (widen) copy(t, f);
   return f;
 }
@@ -128,15 +126,13 @@ void pack_transposed(const T* src, int64_t stride, int64_t rows, int64_t HS, T* 
 
 // Every key tile of k packed once for all query tiles that read it: tile jt of (b, kv head g) at
 // ((b * NKV + g) * tiles + jt) * HS * kAttnTile, each as pack_transposed lays it out. The buffer
-// is the calling thread's, reused across calls (huge pages for large ones, see f32_stand_in).
+// is the calling thread's GrowingStorage, reused across calls.
 // k of storage S (T, or 16-bit of dtype dt), packed as T.
 template <typename T, typename S>
 const T* pack_key_tiles(const AttnShape& s, const S* k, DType dt) {
   const int64_t tiles = (s.T + kAttnTile - 1) / kAttnTile, tile = s.HS * kAttnTile, kvs = s.kv_stride();
-  static thread_local std::shared_ptr<Storage> buffer;
-  const size_t bytes = static_cast<size_t>(s.B * s.NKV * tiles * tile) * sizeof(T);
-  if (!buffer || buffer->bytes() < bytes) buffer = allocate_host(bytes);
-  T* packed = static_cast<T*>(buffer->data());
+  static thread_local GrowingStorage buffer;
+  T* packed = buffer.get<T>(s.B * s.NKV * tiles * tile);
 #pragma omp parallel for collapse(3) schedule(static) if (s.B * s.T * kvs > (int64_t(1) << 16))
   for (int64_t b = 0; b < s.B; ++b)
     for (int64_t g = 0; g < s.NKV; ++g)

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -125,6 +126,25 @@ template <> inline float exp_t<float>(float x) { return exp_fast(x); }
 
 // 1 / (1 + exp(-x)), accurate in relative terms on both tails.
 template <typename T> inline T sigmoid_t(T x) { return T(1) / (T(1) + exp_t<T>(-x)); }
+
+// Host scratch that only grows, reused across calls: allocate_host gives huge pages to large
+// buffers (kernels that walk them in panels or strided rows were TLB-bound on 4 KiB pages). Not a
+// std::vector: resized down and up again it re-zeroes what it regains, a memset over the whole
+// buffer on every call whose sizes alternate (as a step's GEMMs do).
+class GrowingStorage {
+ public:
+  const std::shared_ptr<Storage>& at_least(size_t bytes) {
+    if (!storage_ || storage_->bytes() < bytes) storage_ = allocate_host(bytes);
+    return storage_;
+  }
+  template <typename T>
+  T* get(int64_t n) {
+    return static_cast<T*>(at_least(static_cast<size_t>(n) * sizeof(T))->data());
+  }
+
+ private:
+  std::shared_ptr<Storage> storage_;
+};
 
 // Per-thread scratch of at least n elements, reused across calls (no allocation once warm).
 // Slot tells apart buffers that are live at the same time.

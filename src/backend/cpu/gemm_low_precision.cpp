@@ -44,22 +44,6 @@ void narrow_into(const float* src, Tensor& t) {
   for_chunks(t.numel(), [&](int64_t at, int64_t len) { store_f32(src + at, t.dtype(), t.raw(), at, len); });
 }
 
-// Scratch that only grows: a std::vector resized down and up again re-zeroes what it regains,
-// a memset pass over the whole operand on every call whose shapes alternate (as a step's GEMMs
-// do). allocate_host gives huge pages to large buffers (sgemm walks them in panels).
-template <typename T>
-class GrowingBuffer {
- public:
-  T* get(int64_t n) {
-    const size_t bytes = static_cast<size_t>(n) * sizeof(T);
-    if (!storage_ || storage_->bytes() < bytes) storage_ = allocate_host(bytes);
-    return static_cast<T*>(storage_->data());
-  }
-
- private:
-  std::shared_ptr<Storage> storage_;
-};
-
 bool is_gemm_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
 
 // Whether a product of a and b at this precision runs as a bf16 matmul (else widened to fp32).
@@ -74,9 +58,9 @@ struct LowPrecisionGemm::Impl {
   dnnl::stream stream{engine};
   // (M, N, K, trans_a, trans_b, alpha, beta, c is bf16) -> matmul primitive.
   std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool, float, float, bool>, dnnl::matmul> cache;
-  GrowingBuffer<uint16_t> a16, b16;  // fp32 inputs rounded to bf16, grown to the largest seen
-  GrowingBuffer<float> a32, b32, c32;  // widened operands of the fp32 path, fp32 staging of c
-  GrowingBuffer<float> shared32;       // a shared operand of gemm_parts, widened once
+  GrowingStorage a16, b16;  // fp32 inputs rounded to bf16, grown to the largest seen
+  GrowingStorage a32, b32, c32;  // widened operands of the fp32 path, fp32 staging of c
+  GrowingStorage shared32;       // a shared operand of gemm_parts, widened once
 
   dnnl::matmul& primitive(int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta, bool c_bf16) {
     const auto key = std::make_tuple(M, N, K, ta, tb, alpha, beta, c_bf16);
@@ -99,10 +83,10 @@ struct LowPrecisionGemm::Impl {
   }
 
   // bf16 storage of an input: the tensor itself, or its fp32 values rounded into buf.
-  const uint16_t* as_bf16(const Tensor& t, GrowingBuffer<uint16_t>& buf) {
+  const uint16_t* as_bf16(const Tensor& t, GrowingStorage& buf) {
     if (t.dtype() == DType::kBF16) return static_cast<const uint16_t*>(t.raw());
     const float* src = t.data<float>();
-    uint16_t* dst = buf.get(t.numel());
+    uint16_t* dst = buf.get<uint16_t>(t.numel());
     for_chunks(t.numel(), [&](int64_t at, int64_t len) { f32_to_half(src + at, DType::kBF16, dst + at, len); });
     return dst;
   }
@@ -115,7 +99,7 @@ struct LowPrecisionGemm::Impl {
     const bool c_direct = c.dtype() == DType::kF32 || (c.dtype() == DType::kBF16 && beta == 0.0);
     float* c_stage = nullptr;
     if (!c_direct) {
-      c_stage = c32.get(c.numel());
+      c_stage = c32.get<float>(c.numel());
       if (beta != 0.0) widen_into(c, false, c_stage);
     }
     const bool c_bf16 = c_direct && c.dtype() == DType::kBF16;
@@ -133,9 +117,9 @@ struct LowPrecisionGemm::Impl {
   void f32_gemm(DType precision, bool ta, bool tb, double alpha, const Tensor& a, const Tensor& b, double beta,
                 Tensor& c) {
     const bool round_fp16 = precision == DType::kF16;
-    auto as_f32 = [&](const Tensor& t, GrowingBuffer<float>& buf) {
+    auto as_f32 = [&](const Tensor& t, GrowingStorage& buf) {
       if (t.dtype() == DType::kF32 && !round_fp16) return t;
-      float* dst = buf.get(t.numel());
+      float* dst = buf.get<float>(t.numel());
       widen_into(t, round_fp16, dst);
       return wrap_f32(dst, t.shape());
     };
@@ -144,7 +128,7 @@ struct LowPrecisionGemm::Impl {
       gemm(ta, tb, alpha, af, bf, beta, c);
       return;
     }
-    float* c_stage = c32.get(c.numel());
+    float* c_stage = c32.get<float>(c.numel());
     if (beta != 0.0) widen_into(c, false, c_stage);
     Tensor cf = wrap_f32(c_stage, c.shape());
     gemm(ta, tb, alpha, af, bf, beta, cf);
@@ -195,7 +179,7 @@ void LowPrecisionGemm::run_parts(DType precision, bool trans_a, bool trans_b, do
   for (size_t g = 0; g < c.size(); ++g) any_bf16 = any_bf16 || part_bf16(g);
   if ((widen_a || widen_b) && !any_bf16) {
     Tensor& shared = widen_a ? shared_a : shared_b;
-    float* widened = impl_->shared32.get(shared.numel());
+    float* widened = impl_->shared32.get<float>(shared.numel());
     widen_into(shared, precision == DType::kF16, widened);
     shared = wrap_f32(widened, shared.shape());
   }
