@@ -44,9 +44,9 @@ Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
 
   run.load_initial_weights();  // a checkpoint resumed below replaces them
   start_step_ = steps_done_ = checkpointer_.resume();
-  if (PrivateTraining* dp = run.privacy()) {
-    dp->check_resumed(checkpointer_.restored_privacy(), start_step_);
-    dp->log_banner(log_);
+  if (PrivateTraining* privacy = run.privacy()) {
+    privacy->check_resumed(checkpointer_.restored_privacy(), start_step_);
+    privacy->log_banner(log_);
   }
   LossScaler& scaler = run.scaler();
   if (checkpointer_.restored_loss_scale() > 0 && scaler.dynamic()) scaler.restore(checkpointer_.restored_loss_scale());
@@ -65,7 +65,7 @@ Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
 Trainer::~Trainer() = default;
 
 StepResult Trainer::train_step(int64_t step) {
-  if (PrivateTraining* dp = run_.privacy()) return dp->run(step);
+  if (PrivateTraining* privacy = run_.privacy()) return privacy->run(step);
   DataSource& data = run_.train_data();
   const std::vector<data::Batch>& batches = data.load(step);
   return step_.run(step, batches, data.global_batch_stats(step));
@@ -87,7 +87,7 @@ void Trainer::prepare_save(int64_t steps_done) {
   checkpointer_.set_elapsed(elapsed);
   checkpointer_.set_loss_scale(run_.scaler().scale());
   checkpointer_.set_tokens(tokens_);
-  if (PrivateTraining* dp = run_.privacy()) checkpointer_.set_privacy(dp->checkpoint_numbers(steps_done));
+  if (PrivateTraining* privacy = run_.privacy()) checkpointer_.set_privacy(privacy->checkpoint_numbers(steps_done));
 }
 
 void Trainer::guarded_save(const std::function<void()>& io) {
@@ -105,10 +105,10 @@ StepResult Trainer::run() {
   StepResult last;
   RunHooks* hooks = run_.hooks();
   for (int64_t step = start_step_; step < cfg_.train.steps; ++step) {
-    if (PrivateTraining* dp = run_.privacy(); dp && step >= dp->budget_steps()) {
+    if (PrivateTraining* privacy = run_.privacy(); privacy && step >= privacy->budget_steps()) {
       // Every rank computes the same budget: all stop here together, the last step checkpointed.
       log_.info("privacy: the budget epsilon = ", cfg_.privacy.target_epsilon, " is spent after ", step,
-                " steps (epsilon ", dp->epsilon(step), "); training stops");
+                " steps (epsilon ", privacy->epsilon(step), "); training stops");
       if (step > start_step_ && cfg_.checkpoint.interval > 0 && step % cfg_.checkpoint.interval != 0) save(step);
       break;
     }
@@ -184,9 +184,9 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
   const double mfu = flops / r.seconds / (peak_flops_ * topology_.world_size());
   if (record_) {
     GradReducer& reducer = run_.reducer();
-    PrivateTraining* dp = run_.privacy();
+    PrivateTraining* privacy = run_.privacy();
     const data::GlobalBatchStats batch =
-        dp ? dp->batches().last_stats() : run_.train_data().global_batch_stats(step);
+        privacy ? privacy->batches().last_stats() : run_.train_data().global_batch_stats(step);
     io::MetricsRecord record = {{"step", double(step + 1)},
                                 {"loss", r.loss},
                                 {"lr", r.lr},
@@ -215,11 +215,11 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                                 {"padding", padding_share(batch)},
                                 {"truncated", double(batch.truncated_documents)}};
     if (run_.ops().device() != Device::kCPU) record.push_back({"gpu_mem_mb", run_.ops().peak_device_mb()});
-    if (dp) {
-      record.push_back({"epsilon", dp->epsilon(step + 1)});
-      record.push_back({"dp_units", double(r.dp_units)});
-      record.push_back({"dp_clipped", r.dp_clipped});
-      record.push_back({"dp_unit_norm", r.dp_unit_norm});
+    if (privacy) {
+      record.push_back({"epsilon", privacy->epsilon(step + 1)});
+      record.push_back({"dp_units", double(r.privacy_units)});
+      record.push_back({"dp_clipped", r.privacy_clipped});
+      record.push_back({"dp_unit_norm", r.privacy_unit_norm});
     }
     if (model.config().moe.enabled()) {
       record.push_back({"moe_aux_loss", r.moe_aux_loss});

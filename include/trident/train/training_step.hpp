@@ -35,8 +35,8 @@ struct StepResult {
   double tokens = 0;      // input positions of the step, all ranks (throughput, MFU, metrics tokens)
   // Differential privacy (zero without): units sampled, the share of them clipped and their
   // mean gradient norm before clipping.
-  int64_t dp_units = 0;
-  double dp_clipped = 0, dp_unit_norm = 0;
+  int64_t privacy_units = 0;
+  double privacy_clipped = 0, privacy_unit_norm = 0;
   // Mixture of experts (zero without): the step's auxiliary losses (mean over MoE layers,
   // before their coefficients), the most loaded expert over the mean (largest over layers),
   // assignments dropped for capacity, and each MoE layer's share of assignments per expert.

@@ -69,7 +69,7 @@ StepResult PrivateTraining::run(int64_t step) {
   StepResult r;
   r.lr = learning_rate(cfg_.train, step);
   r.loss_scale = scaler_.scale();
-  r.dp_units = K;
+  r.privacy_units = K;
   r.tokens = double(b.stats.computed_tokens);  // the rows the sample filled, not global_batch * seq_len
   step_.begin(step);
   model_.refresh_weights();
@@ -92,8 +92,8 @@ StepResult PrivateTraining::run(int64_t step) {
     norm_sum += norm;
     weights[size_t(u)] = r.loss_scale * factor * weights[size_t(u)] / E;
   }
-  r.dp_clipped = K > 0 ? double(clipped) / double(K) : 0.0;
-  r.dp_unit_norm = K > 0 ? norm_sum / double(K) : 0.0;
+  r.privacy_clipped = K > 0 ? double(clipped) / double(K) : 0.0;
+  r.privacy_unit_norm = K > 0 ? norm_sum / double(K) : 0.0;
   reducer_.start_step(step);
   units_.start(K, /*measure=*/false, weights);
   model_.set_unit_gradients(&units_);
