@@ -11,6 +11,10 @@ import sys
 
 MAX_WARNINGS_PER_FILE = 5
 EVAL_OPTIONAL_KEYS = ("level", "perturbation", "score")  # optional string keys of an eval line
+# metrics.jsonl keys that older trident versions wrote under another name, {current: old}: the
+# privacy keys were dp_* (dp now means data parallelism only). A line's current key wins; a line
+# with only the old one has it read under the current name, so older runs still plot.
+RENAMED_METRICS = {"privacy_units": "dp_units", "privacy_clipped": "dp_clipped", "privacy_unit_norm": "dp_unit_norm"}
 
 
 def warn(message):
@@ -69,7 +73,8 @@ def read_objects(path):
 
 
 def read_metrics(path):
-    """metrics.jsonl rows with an integer "step"; non-numeric values of other keys dropped."""
+    """metrics.jsonl rows with an integer "step"; non-numeric values of other keys dropped, the
+    old names of RENAMED_METRICS read as the current ones."""
     rows = []
     objects, w = read_objects(path)
     for number, row in objects:
@@ -78,6 +83,9 @@ def read_metrics(path):
             continue
         clean = {k: v for k, v in row.items() if is_number(v)}
         clean["step"] = int(row["step"])
+        for current, old in RENAMED_METRICS.items():
+            if old in clean:
+                clean.setdefault(current, clean.pop(old))
         rows.append(clean)
     w.done()
     return rows

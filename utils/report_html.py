@@ -44,8 +44,8 @@ TRAINING_PLOTS = [  # (metrics.jsonl keys drawn together, title, y label, scale)
     (("moe_load_max_over_mean",), "MoE expert load, max over mean", "max / mean", 1),
     (("moe_dropped_tokens",), "MoE dropped assignments", "assignments", 1),
     (("epsilon",), "privacy spent (epsilon at privacy.delta)", "epsilon", 1),
-    (("dp_clipped",), "privacy units clipped", "share (%)", 100),
-    (("dp_unit_norm",), "privacy units' mean gradient norm (before clipping)", "norm", 1),
+    (("privacy_clipped",), "privacy units clipped", "share (%)", 100),
+    (("privacy_unit_norm",), "privacy units' mean gradient norm (before clipping)", "norm", 1),
 ]
 
 

@@ -217,9 +217,9 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
     if (run_.ops().device() != Device::kCPU) record.push_back({"gpu_mem_mb", run_.ops().peak_device_mb()});
     if (privacy) {
       record.push_back({"epsilon", privacy->epsilon(step + 1)});
-      record.push_back({"dp_units", double(r.privacy_units)});
-      record.push_back({"dp_clipped", r.privacy_clipped});
-      record.push_back({"dp_unit_norm", r.privacy_unit_norm});
+      record.push_back({"privacy_units", double(r.privacy_units)});
+      record.push_back({"privacy_clipped", r.privacy_clipped});
+      record.push_back({"privacy_unit_norm", r.privacy_unit_norm});
     }
     if (model.config().moe.enabled()) {
       record.push_back({"moe_aux_loss", r.moe_aux_loss});

@@ -25,15 +25,15 @@ compare() {
 import json, sys
 runs = [[json.loads(l) for l in open(d + "/metrics.jsonl")] for d in sys.argv[1:]]
 ref = runs[0]
-assert all(l["dp_clipped"] == 1.0 for l in ref), [l["dp_clipped"] for l in ref]
+assert all(l["privacy_clipped"] == 1.0 for l in ref), [l["privacy_clipped"] for l in ref]
 for d, run in zip(sys.argv[2:], runs[1:]):
     assert len(run) == len(ref), (d, len(run))
     for a, b in zip(ref, run):
-        for key, tol in (("loss", 1e-5), ("grad_norm", 1e-5), ("dp_unit_norm", 1e-6)):
+        for key, tol in (("loss", 1e-5), ("grad_norm", 1e-5), ("privacy_unit_norm", 1e-6)):
             assert abs(a[key] - b[key]) <= tol * abs(a[key]), (d, a["step"], key, a[key], b[key])
-        assert (a["dp_units"], a["epsilon"]) == (b["dp_units"], b["epsilon"]), (d, a, b)
+        assert (a["privacy_units"], a["epsilon"]) == (b["privacy_units"], b["epsilon"]), (d, a, b)
 print("equal to one rank:", " ".join(sys.argv[2:]), "| loss", [round(l["loss"], 6) for l in ref],
-      "| units", [l["dp_units"] for l in ref], "| epsilon", round(ref[-1]["epsilon"], 4))
+      "| units", [l["privacy_units"] for l in ref], "| epsilon", round(ref[-1]["epsilon"], 4))
 PY
 }
 
@@ -45,7 +45,7 @@ grep -q "privacy: train.clip = 1 is not applied" "$work/one.log" || fail "train.
 python3 - "$work/one/metrics.jsonl" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
-assert max(l["dp_units"] for l in lines) > 8, "no step sampled more units than the global batch (a second round)"
+assert max(l["privacy_units"] for l in lines) > 8, "no step sampled more units than the global batch (a second round)"
 assert all(l["epsilon"] > 0 for l in lines) and [l["epsilon"] for l in lines] == sorted(l["epsilon"] for l in lines)
 PY
 layouts=()
@@ -60,6 +60,9 @@ compare "$work/one" "${layouts[@]}"
 # The run report plots the privacy spent per step and states it.
 /usr/bin/python3 utils/run_report.py "$work/one" > /dev/null || fail "run_report on a private run"
 grep -q "privacy spent (epsilon at privacy.delta)" "$work/one/report/report.html" || fail "no epsilon plot in report.html"
+for key in privacy_clipped privacy_unit_norm; do
+  grep -q "data-plot=\"$key\"" "$work/one/report/report.html" || fail "no $key plot in report.html"
+done
 grep -q "differential privacy | epsilon 0.2508 spent by step 4" "$work/one/report/report.md" \
   || fail "no privacy row in report.md: $(grep -i privacy "$work/one/report/report.md")"
 [ -s "$work/one/report/privacy.png" ] || fail "no privacy.png"
@@ -175,7 +178,7 @@ set -e
 "$trident" train "${llama[@]}" --privacy.sampling=shuffle --train.steps=2 --log.run_dir="$work/shuffle" \
   > "$work/shuffle.log" || fail "shuffle: $(tail -3 "$work/shuffle.log")"
 grep -q "not a proven bound for shuffled batches" "$work/shuffle.log" || fail "no shuffle warning"
-python3 -c "import json,sys; assert all(json.loads(l)['dp_units'] == 8 for l in open(sys.argv[1]))" \
+python3 -c "import json,sys; assert all(json.loads(l)['privacy_units'] == 8 for l in open(sys.argv[1]))" \
   "$work/shuffle/metrics.jsonl"
 
 # 8. Bad input: exit 2, the key named.

@@ -245,6 +245,40 @@ if $py utils/run_report.py "$run" --output "$run" > /dev/null 2> "$work/self.err
 fi
 grep -q "refusing" "$work/self.err" || fail "unclear refusal: $(cat "$work/self.err")"
 
+# A private run's keys as older versions wrote them (dp_*, the first half of the lines: a run
+# resumed by a current version) and as they are now (privacy_*): each line's units, clipped
+# share and unit norm are read under the current names, the current key winning where a line
+# has both, and plotted with one point per line.
+mkdir "$work/private"
+$py - "$run/metrics.jsonl" "$work/private/metrics.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+with open(sys.argv[2], "w") as f:
+    for i, l in enumerate(lines):
+        prefix = "dp_" if i < len(lines) // 2 else "privacy_"
+        l.update({"epsilon": 0.1 * (i + 1), prefix + "units": 8, prefix + "clipped": 0.5, prefix + "unit_norm": 2.0 + i})
+        if i == len(lines) - 1:
+            l["dp_unit_norm"] = -1.0
+        f.write(json.dumps(l) + "\n")
+PY
+$py utils/run_report.py "$work/private" > /dev/null 2> "$work/private.err" || fail "dp_* keys: $(cat "$work/private.err")"
+$py - "$work/private" <<'PY' || fail "a run with old (dp_*) and new (privacy_*) keys"
+import pathlib, re, sys
+sys.path.insert(0, "utils")
+import report_data
+run = pathlib.Path(sys.argv[1])
+rows = report_data.read_metrics(run / "metrics.jsonl")
+read = [{k: v for k, v in r.items() if k.startswith(("dp_", "privacy_"))} for r in rows]
+want = [{"privacy_units": 8, "privacy_clipped": 0.5, "privacy_unit_norm": 2.0 + i} for i in range(len(rows))]
+assert len(rows) >= 4 and read == want, read
+page = (run / "report" / "report.html").read_text()
+for key in ("epsilon", "privacy_clipped", "privacy_unit_norm"):
+    svg = re.search(f'<svg class="plot" data-plot="{key}".*?</svg>', page, re.S)
+    points = re.findall(r'<polyline class="series" points="([^"]*)"', svg.group(0)) if svg else []
+    assert len(points) == 1 and len(points[0].split()) == len(rows), (key, points)
+print(f"dp_* and privacy_* keys: {len(rows)} lines read under the current names and plotted")
+PY
+
 # A MoE run: the four MoE keys of its metrics.jsonl get their plots.
 "$trident" train --config input/configs/moe.ini --parallel.dp=1 --parallel.ep=1 --train.steps=2 \
   --log.run_dir="$work/moe" > "$work/moe.log"
