@@ -277,6 +277,263 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   TRIDENT_CONFIG_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, " to ", path);
 }
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Why a document read and tokenised is left out, decided after reading by the global phases in
+// this order. A document keeps the first reason found: each phase looks only at the documents
+// still kept. (Empty documents and the quality filters drop while reading, before a document is
+// held: DocumentProcessor counts those.)
+enum class Verdict : uint8_t { kKept, kDuplicate, kNearDuplicate, kPerplexity, kLengthBalance };
+
+int64_t& dropped_count(PrepSummary& s, Verdict v) {
+  return v == Verdict::kDuplicate       ? s.duplicates_dropped
+         : v == Verdict::kNearDuplicate ? s.near_duplicates_dropped
+         : v == Verdict::kPerplexity    ? s.perplexity_dropped
+                                        : s.length_balance_dropped;
+}
+
+// Rank 0, after publishing: shards of this prefix under another layout go.
+void remove_stale_layouts(const PrepOptions& o) {
+  remove_other_layouts(o.output, o.shards);
+  // Without a validation split now, an older one of this prefix would hold documents that
+  // the training split now holds: evaluation on training data. It goes.
+  const int stale = remove_other_layouts(valid_shard_prefix(o.output), o.valid_permille > 0 ? o.shards : 0);
+  if (stale > 0 && o.valid_permille == 0)
+    std::fprintf(stderr, "trident prep: removed %d files of an older %s split (this prep made none; its documents "
+                 "are in the training split now)\n", stale, valid_shard_prefix(o.output).c_str());
+}
+
+// prepare_shards on one rank: a member per phase, run() calls them in order. Each phase is
+// collective over comm_ and raises any rank's error on every rank.
+class PrepJob {
+ public:
+  PrepJob(const PrepOptions& options, const Tokenizer& tokenizer, const PrepComm& comm)
+      : options_(options), tokenizer_(tokenizer), comm_(comm), meter_(options) {
+    summary_.ranks = comm.size();
+    summary_.shards = options.shards;
+  }
+
+  PrepSummary run() {
+    const std::vector<int64_t> sizes = check_inputs();
+    DocumentProcessor processor(options_, tokenizer_, summary_,
+                                options_.near_dedup.enabled ? summary_.lsh : LshShape{1, 1});
+    read(processor, sizes);
+    drop_duplicates(processor);
+    drop_unlikely(processor);
+    drop_unbalanced(processor.documents);
+    const std::vector<LocalShardPart> parts = kept_parts(processor);
+    sum_counts(parts);
+    write(parts);
+    summary_.seconds = seconds_since(start_);
+    return summary_;
+  }
+
+ private:
+  // The options checked and the input files' sizes (rank 0 asks the file system) on every rank.
+  std::vector<int64_t> check_inputs() {
+    std::exception_ptr error;
+    std::vector<int64_t> sizes(options_.inputs.size(), 0);
+    try {
+      check_options(options_);
+      if (options_.near_dedup.enabled) summary_.lsh = lsh_shape(options_.near_dedup);
+      if (comm_.rank() == 0) sizes = input_file_sizes(options_.inputs);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    comm_.throw_if_any_failed(error);
+    comm_.broadcast(sizes, 0);
+    for (int64_t bytes : sizes) summary_.input_bytes += bytes;
+    return sizes;
+  }
+
+  // Phase 1: this rank's pieces of the inputs -> processor's documents, scored when there is a
+  // perplexity model; rank 0 also creates the output's directory.
+  void read(DocumentProcessor& processor, const std::vector<int64_t>& sizes) {
+    meter_.start("read");
+    std::exception_ptr error;
+    try {
+      const uint64_t my_bytes = read_pieces(processor, sizes);
+      processor.score_pending();
+      meter_.done(my_bytes, my_bytes, &summary_);
+      if (comm_.rank() == 0) {
+        const fs::path parent = fs::path(options_.output).parent_path();
+        std::error_code ignored;  // if this fails, creating the shards says why
+        if (!parent.empty()) fs::create_directories(parent, ignored);
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const double read_seconds = seconds_since(start_);
+    comm_.throw_if_any_failed(error);
+    summary_.read_seconds = comm_.max(read_seconds);
+  }
+
+  // Reads this rank's pieces into processor; returns their bytes.
+  uint64_t read_pieces(DocumentProcessor& processor, const std::vector<int64_t>& sizes) {
+    // Automatic: about 4 pieces per rank, between 1 and 64 MiB (the output does not depend on it).
+    const uint64_t auto_split = std::clamp<uint64_t>(static_cast<uint64_t>(summary_.input_bytes) / (4 * comm_.size()),
+                                                     uint64_t(1) << 20, uint64_t(64) << 20);
+    const uint64_t split_bytes = options_.jsonl_split_bytes ? options_.jsonl_split_bytes : auto_split;
+    const std::vector<InputPiece> pieces =
+        plan_rank_pieces(options_.inputs, sizes, split_bytes, comm_.rank(), comm_.size());
+    uint64_t my_bytes = 0, bytes_before = 0;  // bytes_before: of the pieces read already
+    for (const InputPiece& piece : pieces) my_bytes += piece.end - piece.begin;
+    const InputPiece* current = nullptr;
+    PieceCallbacks callbacks;
+    callbacks.document = [&](uint64_t key, Example&& e) {
+      processor.add(key, std::move(e));
+      const uint64_t offset = key & ((uint64_t(1) << 40) - 1);  // the line's byte in its file
+      meter_.reading(bytes_before + (offset > current->begin ? offset - current->begin : 0), my_bytes, summary_);
+    };
+    if (options_.skip_bad_lines) callbacks.bad_line = [&](const std::string& m) { processor.bad_line(m); };
+    processor.tokens.reserve(my_bytes + pieces.size());  // about one token per byte or fewer: one allocation
+    for (const InputPiece& piece : pieces) {
+      current = &piece;
+      read_piece(options_.inputs[piece.file], piece, callbacks);
+      bytes_before += piece.end - piece.begin;
+    }
+    return my_bytes;
+  }
+
+  // Phase 2: exact duplicates (the first in input order stays), then near duplicates of the rest.
+  void drop_duplicates(const DocumentProcessor& processor) {
+    const auto dedup_start = Clock::now();
+    meter_.start("dedup");
+    for (const bool first : first_occurrences(processor.documents, comm_))
+      verdicts_.push_back(first ? Verdict::kKept : Verdict::kDuplicate);
+    if (options_.near_dedup.enabled) {
+      std::vector<uint64_t> keys;
+      keys.reserve(processor.documents.size());
+      for (const LocalDocument& d : processor.documents) keys.push_back(d.key);
+      drop_where(near_duplicates(keys, kept(), processor.sketches, options_.near_dedup.jaccard, comm_,
+                                 &summary_.near_pairs),
+                 Verdict::kNearDuplicate);
+    }
+    summary_.dedup_seconds = seconds_since(dedup_start);
+    meter_.done();
+  }
+
+  // Phase 3, with a perplexity model: the kept documents it finds unlikely.
+  void drop_unlikely(const DocumentProcessor& processor) {
+    summary_.score_seconds = comm_.max(processor.score_seconds);
+    if (!options_.perplexity.enabled()) return;
+    std::vector<double> scores;
+    for (const LocalDocument& d : processor.documents) scores.push_back(d.perplexity);
+    const std::vector<bool> active = kept();
+    meter_.start("perplexity");
+    drop_where(filter_perplexity(scores, active, options_.perplexity, comm_, &summary_.perplexity),
+               Verdict::kPerplexity);
+    meter_.done();
+  }
+
+  // Phase 4, with length buckets: kept documents of over-represented lengths, down-sampled.
+  void drop_unbalanced(const std::vector<LocalDocument>& documents) {
+    if (!options_.length_balance.enabled()) return;
+    std::vector<int64_t> lengths;
+    std::vector<uint64_t> hashes;
+    for (const LocalDocument& d : documents) {
+      lengths.push_back(static_cast<int64_t>(d.token_count));
+      hashes.push_back(d.hash);
+    }
+    const std::vector<bool> active = kept();
+    meter_.start("length balance");
+    std::exception_ptr error;
+    std::vector<bool> unbalanced;
+    try {
+      unbalanced = balance_lengths(lengths, hashes, active, options_.length_balance, comm_, &summary_.lengths);
+    } catch (...) {  // the same ConfigError on every rank: the counts it names are global
+      error = std::current_exception();
+    }
+    comm_.throw_if_any_failed(error);
+    drop_where(unbalanced, Verdict::kLengthBalance);
+    meter_.done();
+  }
+
+  // kept()[i]: no phase has dropped document i yet.
+  std::vector<bool> kept() const {
+    std::vector<bool> k(verdicts_.size());
+    for (size_t i = 0; i < verdicts_.size(); ++i) k[i] = verdicts_[i] == Verdict::kKept;
+    return k;
+  }
+
+  // The documents still kept that a phase found (drop[i]) go for its reason.
+  void drop_where(const std::vector<bool>& drop, Verdict why) {
+    for (size_t i = 0; i < verdicts_.size(); ++i)
+      if (verdicts_[i] == Verdict::kKept && drop[i]) verdicts_[i] = why;
+  }
+
+  // The kept documents by output file (in input order); the others counted by their verdict.
+  std::vector<LocalShardPart> kept_parts(const DocumentProcessor& processor) {
+    std::vector<LocalShardPart> parts(output_files(options_).size());
+    for (size_t i = 0; i < verdicts_.size(); ++i) {
+      if (verdicts_[i] != Verdict::kKept) {
+        ++dropped_count(summary_, verdicts_[i]);
+        continue;
+      }
+      const LocalDocument& d = processor.documents[i];
+      LocalShardPart& part = parts[d.target];
+      part.documents.push_back(std::span<const uint32_t>(processor.tokens).subspan(d.token_begin, d.token_count));
+      part.loss_starts.push_back(d.loss_start);
+      part.tokens += d.token_count;
+    }
+    return parts;
+  }
+
+  // The counts summed over the ranks; a ConfigError with them when no document is left.
+  void sum_counts(const std::vector<LocalShardPart>& parts) {
+    PrepSummary& s = summary_;
+    sum_over_ranks(s, comm_);
+    std::vector<int64_t> kept = {0};
+    for (const LocalShardPart& p : parts) kept[0] += static_cast<int64_t>(p.documents.size());
+    comm_.sum(kept);
+    int64_t filtered = 0;
+    for (int64_t f : s.filtered) filtered += f;
+    TRIDENT_CONFIG_CHECK(kept[0] > 0, "no documents to write: of ", s.documents_in, " documents read, ",
+                         s.empty_dropped, " were empty, ", s.duplicates_dropped, " duplicates, ",
+                         s.near_duplicates_dropped, " near duplicates, ", s.perplexity_dropped,
+                         " by perplexity, ", s.length_balance_dropped, " length-balanced, ",
+                         filtered, " filtered, ", s.bad_lines, " bad lines");
+  }
+
+  // Phase 5: the ranks write the shards together, then publish them; rank 0 removes other
+  // layouts of the prefix and writes prep.json.
+  void write(const std::vector<LocalShardPart>& parts) {
+    ParallelShardOutput output(output_files(options_), tokenizer_.vocab_size(), comm_);
+    const auto write_start = Clock::now();
+    meter_.start("write");
+    const auto totals = output.write(parts);
+    summary_.write_seconds = seconds_since(write_start);
+    meter_.done();
+    for (size_t i = 0; i < totals.size(); ++i) {
+      const bool valid = i >= static_cast<size_t>(options_.shards);
+      (valid ? summary_.valid_documents : summary_.train_documents) += totals[i].documents;
+      (valid ? summary_.valid_tokens : summary_.train_tokens) += totals[i].tokens;
+    }
+    std::exception_ptr error;
+    try {
+      output.publish();
+      if (comm_.rank() == 0) {
+        remove_stale_layouts(options_);
+        summary_.seconds = seconds_since(start_);
+        write_text_atomically(prep_json_path(options_.output), prep_json_text(options_, tokenizer_.describe(), summary_));
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    comm_.throw_if_any_failed(error);
+  }
+
+  const Clock::time_point start_ = Clock::now();
+  const PrepOptions& options_;
+  const Tokenizer& tokenizer_;
+  const PrepComm& comm_;
+  ProgressMeter meter_;
+  PrepSummary summary_;
+  std::vector<Verdict> verdicts_;  // per document of processor.documents, after reading
+};
+
 }  // namespace
 
 int shard_of_hash(uint64_t hash, int shards) {
@@ -306,166 +563,7 @@ std::string prep_json_field(const std::string& prefix, const std::string& field)
 }
 
 PrepSummary prepare_shards(const PrepOptions& options, const Tokenizer& tokenizer, const PrepComm& comm) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto seconds_since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
-  PrepSummary summary;
-  summary.ranks = comm.size();
-  summary.shards = options.shards;
-  std::exception_ptr error;
-  std::vector<int64_t> sizes(options.inputs.size(), 0);
-  try {
-    check_options(options);
-    if (options.near_dedup.enabled) summary.lsh = lsh_shape(options.near_dedup);
-    if (comm.rank() == 0) sizes = input_file_sizes(options.inputs);  // one rank asks the file system
-  } catch (...) {
-    error = std::current_exception();
-  }
-  comm.throw_if_any_failed(error);
-  comm.broadcast(sizes, 0);
-  for (int64_t bytes : sizes) summary.input_bytes += bytes;
-  DocumentProcessor processor(options, tokenizer, summary, options.near_dedup.enabled ? summary.lsh : LshShape{1, 1});
-  ProgressMeter meter(options);
-  meter.start("read");
-
-  try {
-    // Automatic: about 4 pieces per rank, between 1 and 64 MiB (the output does not depend on it).
-    const uint64_t auto_split = std::clamp<uint64_t>(static_cast<uint64_t>(summary.input_bytes) / (4 * comm.size()),
-                                                     uint64_t(1) << 20, uint64_t(64) << 20);
-    const uint64_t split_bytes = options.jsonl_split_bytes ? options.jsonl_split_bytes : auto_split;
-    const std::vector<InputPiece> pieces =
-        plan_rank_pieces(options.inputs, sizes, split_bytes, comm.rank(), comm.size());
-    uint64_t my_bytes = 0, bytes_before = 0;  // bytes_before: of the pieces read already
-    for (const InputPiece& piece : pieces) my_bytes += piece.end - piece.begin;
-    const InputPiece* current = nullptr;
-    PieceCallbacks callbacks;
-    callbacks.document = [&](uint64_t key, Example&& e) {
-      processor.add(key, std::move(e));
-      const uint64_t offset = key & ((uint64_t(1) << 40) - 1);  // the line's byte in its file
-      meter.reading(bytes_before + (offset > current->begin ? offset - current->begin : 0), my_bytes, summary);
-    };
-    if (options.skip_bad_lines) callbacks.bad_line = [&](const std::string& m) { processor.bad_line(m); };
-    processor.tokens.reserve(my_bytes + pieces.size());  // about one token per byte or fewer: one allocation
-    for (const InputPiece& piece : pieces) {
-      current = &piece;
-      read_piece(options.inputs[piece.file], piece, callbacks);
-      bytes_before += piece.end - piece.begin;
-    }
-    processor.score_pending();
-    meter.done(my_bytes, my_bytes, &summary);
-    if (comm.rank() == 0) {
-      const fs::path parent = fs::path(options.output).parent_path();
-      std::error_code ignored;  // if this fails, creating the shards says why
-      if (!parent.empty()) fs::create_directories(parent, ignored);
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  const double read_seconds = seconds_since(start);
-  comm.throw_if_any_failed(error);
-  summary.read_seconds = comm.max(read_seconds);
-
-  const auto dedup_start = std::chrono::steady_clock::now();
-  meter.start("dedup");
-  const std::vector<bool> keep = first_occurrences(processor.documents, comm);
-  std::vector<bool> near(keep.size(), false);
-  if (options.near_dedup.enabled) {
-    std::vector<uint64_t> keys;
-    keys.reserve(processor.documents.size());
-    for (const LocalDocument& d : processor.documents) keys.push_back(d.key);
-    near = near_duplicates(keys, keep, processor.sketches, options.near_dedup.jaccard, comm, &summary.near_pairs);
-  }
-  summary.dedup_seconds = seconds_since(dedup_start);
-  meter.done();
-  std::vector<bool> unlikely(keep.size(), false);
-  summary.score_seconds = comm.max(processor.score_seconds);
-  if (options.perplexity.enabled()) {
-    std::vector<double> scores;
-    std::vector<bool> active(keep.size());
-    for (size_t i = 0; i < keep.size(); ++i) {
-      scores.push_back(processor.documents[i].perplexity);
-      active[i] = keep[i] && !near[i];
-    }
-    meter.start("perplexity");
-    unlikely = filter_perplexity(scores, active, options.perplexity, comm, &summary.perplexity);
-    meter.done();
-  }
-  std::vector<bool> unbalanced(keep.size(), false);
-  if (options.length_balance.enabled()) {
-    std::vector<int64_t> lengths;
-    std::vector<uint64_t> hashes;
-    std::vector<bool> active(keep.size());
-    for (size_t i = 0; i < keep.size(); ++i) {
-      lengths.push_back(static_cast<int64_t>(processor.documents[i].token_count));
-      hashes.push_back(processor.documents[i].hash);
-      active[i] = keep[i] && !near[i] && !unlikely[i];
-    }
-    meter.start("length balance");
-    try {
-      unbalanced = balance_lengths(lengths, hashes, active, options.length_balance, comm, &summary.lengths);
-    } catch (...) {  // the same ConfigError on every rank: the counts it names are global
-      error = std::current_exception();
-    }
-    comm.throw_if_any_failed(error);
-    meter.done();
-  }
-  std::vector<LocalShardPart> parts(output_files(options).size());
-  for (size_t i = 0; i < keep.size(); ++i) {
-    const LocalDocument& d = processor.documents[i];
-    if (!keep[i] || near[i] || unlikely[i] || unbalanced[i]) {
-      ++(!keep[i]       ? summary.duplicates_dropped
-         : near[i]      ? summary.near_duplicates_dropped
-         : unlikely[i]  ? summary.perplexity_dropped
-                        : summary.length_balance_dropped);
-      continue;
-    }
-    LocalShardPart& part = parts[d.target];
-    part.documents.push_back(std::span<const uint32_t>(processor.tokens).subspan(d.token_begin, d.token_count));
-    part.loss_starts.push_back(d.loss_start);
-    part.tokens += d.token_count;
-  }
-  sum_over_ranks(summary, comm);
-  std::vector<int64_t> kept = {0};
-  for (const LocalShardPart& p : parts) kept[0] += static_cast<int64_t>(p.documents.size());
-  comm.sum(kept);
-  int64_t filtered = 0;
-  for (int64_t f : summary.filtered) filtered += f;
-  TRIDENT_CONFIG_CHECK(kept[0] > 0, "no documents to write: of ", summary.documents_in, " documents read, ",
-                       summary.empty_dropped, " were empty, ", summary.duplicates_dropped, " duplicates, ",
-                       summary.near_duplicates_dropped, " near duplicates, ", summary.perplexity_dropped,
-                       " by perplexity, ", summary.length_balance_dropped,
-                       " length-balanced, ",
-                       filtered, " filtered, ", summary.bad_lines, " bad lines");
-
-  ParallelShardOutput output(output_files(options), tokenizer.vocab_size(), comm);
-  const auto write_start = std::chrono::steady_clock::now();
-  meter.start("write");
-  const auto totals = output.write(parts);
-  summary.write_seconds = seconds_since(write_start);
-  meter.done();
-  for (size_t i = 0; i < totals.size(); ++i) {
-    const bool valid = i >= static_cast<size_t>(options.shards);
-    (valid ? summary.valid_documents : summary.train_documents) += totals[i].documents;
-    (valid ? summary.valid_tokens : summary.train_tokens) += totals[i].tokens;
-  }
-  try {
-    output.publish();
-    if (comm.rank() == 0) {
-      remove_other_layouts(options.output, options.shards);
-      // Without a validation split now, an older one of this prefix would hold documents that
-      // the training split now holds: evaluation on training data. It goes.
-      const int stale = remove_other_layouts(valid_shard_prefix(options.output), options.valid_permille > 0 ? options.shards : 0);
-      if (stale > 0 && options.valid_permille == 0)
-        std::fprintf(stderr, "trident prep: removed %d files of an older %s split (this prep made none; its documents "
-                     "are in the training split now)\n", stale, valid_shard_prefix(options.output).c_str());
-      summary.seconds = seconds_since(start);
-      write_text_atomically(prep_json_path(options.output), prep_json_text(options, tokenizer.describe(), summary));
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  comm.throw_if_any_failed(error);
-  summary.seconds = seconds_since(start);
-  return summary;
+  return PrepJob(options, tokenizer, comm).run();
 }
 
 PrepSummary prepare_shards(const PrepOptions& options) {

@@ -14,26 +14,16 @@ namespace trident::model {
 namespace {
 size_t bytes_of(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
 
-size_t attention_bytes(const AttentionActivations& a) {
-  return bytes_of(a.q) + bytes_of(a.k) + bytes_of(a.v) + bytes_of(a.out) + bytes_of(a.lse) + bytes_of(a.q_raw) +
-         bytes_of(a.k_raw) + bytes_of(a.q_rstd) + bytes_of(a.k_rstd);
-}
-
-size_t moe_bytes(const MoeActivations& a) {
-  size_t n = 0;
-  for (const Tensor* t : {&a.logits, &a.slots, &a.weights, &a.rows, &a.row_weights, &a.x, &a.experts.up,
-                          &a.experts.gate, &a.experts.act, &a.y, &a.shared.up, &a.shared.gate, &a.shared.act,
-                          &a.shared_y, &a.shared_logit, &a.shared_scale, &a.identity})
-    n += bytes_of(*t);
-  return n;
-}
-
-size_t activation_bytes_of(const BlockActivations& a) {
-  size_t n = attention_bytes(a.attn) + moe_bytes(a.moe);
-  for (const Tensor* t : {&a.norm1.y, &a.norm1.mean, &a.norm1.rstd, &a.mid, &a.norm2.y, &a.norm2.mean, &a.norm2.rstd,
-                          &a.mlp.up, &a.mlp.gate, &a.mlp.act})
-    n += bytes_of(*t);
-  return n;
+// The tensors of a block's activations, undefined ones included.
+std::vector<const Tensor*> activation_tensors(const BlockActivations& a) {
+  const AttentionActivations& at = a.attn;
+  const MoeActivations& m = a.moe;
+  return {&a.norm1.y, &a.norm1.mean, &a.norm1.rstd,
+          &at.q, &at.k, &at.v, &at.out, &at.lse, &at.q_raw, &at.k_raw, &at.q_rstd, &at.k_rstd,
+          &a.mid, &a.norm2.y, &a.norm2.mean, &a.norm2.rstd, &a.mlp.up, &a.mlp.gate, &a.mlp.act,
+          &m.logits, &m.slots, &m.weights, &m.rows, &m.row_weights, &m.x, &m.experts.up, &m.experts.gate,
+          &m.experts.act, &m.y, &m.shared.up, &m.shared.gate, &m.shared.act, &m.shared_y, &m.shared_logit,
+          &m.shared_scale, &m.identity};
 }
 }  // namespace
 
@@ -81,142 +71,188 @@ GPTModel::GPTModel(const ModelConfig& cfg, Ops& ops, DType dtype, int micro_batc
   cfg_.check_tensor_parallel(tp.size());
   if (plan_.chunks.empty()) plan_ = StagePlan::whole(cfg_);
   TRIDENT_CHECK(plan_.slots >= 1, "a stage needs at least one activation slot");
+  add_parameters(pad_multiple, ep);
+  allocate_parameters(pad_multiple, activation_dtype);
+  allocate_buffers();
+}
 
-  // Parameters are laid out in forward order, so backward completes them from the end down.
-  // A tied table shared with another stage comes first on both stages: its gradient waits
-  // for the embedding group, the rest can be reduced as soon as it is final.
+// Parameters are laid out in forward order, so backward completes them from the end down.
+// A tied table shared with another stage comes first on both stages: its gradient waits
+// for the embedding group, the rest can be reduced as soon as it is final.
+void GPTModel::add_parameters(int64_t pad_multiple, const ExpertParallel& ep) {
   // LoRA: every weight but the adapters is frozen (no gradient, optimizer state or reduction).
   if (cfg_.lora.enabled()) params_.freeze_base();
   if (ep.size() > 1) {
     TRIDENT_CONFIG_CHECK(cfg_.moe.enabled(), "parallel.ep = ", ep.size(), " needs a mixture-of-experts model (moe.experts > 0)");
     params_.align_experts(pad_multiple);
   }
-  if (plan_.embedding) embedding_ = std::make_unique<Embedding>(params_, cfg_, tp);
+  add_embedding();
+  for (size_t c = 0; c < plan_.chunks.size(); ++c) chunks_.push_back(make_chunk(c, ep));
+  if (plan_.head) {
+    head_offset_ = params_.numel();
+    Parameter* tied = !cfg_.tie_embeddings ? nullptr : embedding_ ? &embedding_->token_weight() : tied_copy_;
+    head_ = std::make_unique<LMHead>(params_, cfg_, tied, tp_);
+  }
+}
+
+// The embedding on the first virtual stage; the head's copy of a tied table on a last stage
+// without it; tied_end_ where the (trainable) table lives on two stages.
+void GPTModel::add_embedding() {
+  if (plan_.embedding) embedding_ = std::make_unique<Embedding>(params_, cfg_, tp_);
   if (plan_.tied_copy() && cfg_.tie_embeddings) {
-    tied_copy_ = &Embedding::add_token_weight(params_, cfg_, tp);
+    tied_copy_ = &Embedding::add_token_weight(params_, cfg_, tp_);
     tied_copy_->spec.counted_in_norm = false;  // the first stage counts the table
   }
   if (!(plan_.embedding && plan_.head) && cfg_.tie_embeddings && (plan_.embedding || plan_.head) &&
       !cfg_.lora.enabled())
     tied_end_ = (embedding_ ? embedding_->token_weight() : *tied_copy_).local_shape.numel();
-  for (size_t c = 0; c < plan_.chunks.size(); ++c) {
-    const auto [first, last] = plan_.chunks[c];  // sub-layers
-    TRIDENT_CHECK(0 <= first && first < last && last <= 2 * cfg_.layers, "stage plan: sub-layers [", first, ", ",
-                  last, ") of a ", cfg_.layers, "-layer model");
-    Chunk chunk;
-    chunk.first_layer = first / 2;
-    chunk.embeds = plan_.embedding && c == 0;
-    chunk.predicts = plan_.head && c + 1 == plan_.chunks.size();
-    for (int l = first / 2; 2 * l < last; ++l) {
-      const BlockParts parts = 2 * l < first     ? BlockParts::kMlp
-                               : 2 * l + 1 >= last ? BlockParts::kAttention
-                                                   : BlockParts::kWhole;
-      chunk.block_offset.push_back(params_.numel());
-      chunk.blocks.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp, ep, parts));
-    }
-    chunks_.push_back(std::move(chunk));
+}
+
+// Model chunk c's blocks: whole ones, and half a block where a bound of the plan is odd.
+GPTModel::Chunk GPTModel::make_chunk(size_t c, const ExpertParallel& ep) {
+  const auto [first, last] = plan_.chunks[c];  // sub-layers
+  TRIDENT_CHECK(0 <= first && first < last && last <= 2 * cfg_.layers, "stage plan: sub-layers [", first, ", ",
+                last, ") of a ", cfg_.layers, "-layer model");
+  Chunk chunk;
+  chunk.first_layer = first / 2;
+  chunk.embeds = plan_.embedding && c == 0;
+  chunk.predicts = plan_.head && c + 1 == plan_.chunks.size();
+  for (int l = first / 2; 2 * l < last; ++l) {
+    const BlockParts parts = 2 * l < first     ? BlockParts::kMlp
+                             : 2 * l + 1 >= last ? BlockParts::kAttention
+                                                 : BlockParts::kWhole;
+    chunk.block_offset.push_back(params_.numel());
+    chunk.blocks.push_back(std::make_unique<TransformerBlock>(params_, l, cfg_, tp_, ep, parts));
   }
-  if (plan_.head) {
-    head_offset_ = params_.numel();
-    Parameter* tied = !cfg_.tie_embeddings ? nullptr : embedding_ ? &embedding_->token_weight() : tied_copy_;
-    head_ = std::make_unique<LMHead>(params_, cfg_, tied, tp);
-  }
+  return chunk;
+}
+
+// The flat buffers. 16-bit weight copies and transient gradients only where GEMMs compute in
+// 16 bits: at fp32 matmul precision (bf16 storage on a processor without fast bf16 GEMMs) they
+// multiply the fp32 masters and fp32 gradients directly, and only the activations kept for
+// backward are 16-bit (the memory saving).
+void GPTModel::allocate_parameters(int64_t pad_multiple, std::optional<DType> activation_dtype) {
   params_.allocate(ops_, dtype_, pad_multiple);
-  // 16-bit weight copies and transient gradients only where GEMMs compute in 16 bits: at fp32
-  // matmul precision (bf16 storage on a processor without fast bf16 GEMMs) they multiply the
-  // fp32 masters and fp32 gradients directly, and only the activations kept for backward are
-  // 16-bit (the memory saving).
   const bool gemms16 = activation_dtype && *activation_dtype != dtype_ && ops_.matmul_precision() == *activation_dtype;
   if (gemms16) params_.allocate_low_precision(ops_, *activation_dtype);
-  const std::optional<DType> stored = activation_dtype;
-  stored_dtype_ = stored;
+  stored_dtype_ = activation_dtype;
   gradient_dtype_ = gemms16 ? activation_dtype : std::nullopt;
+}
 
-  const int64_t rows = int64_t(micro_batch) * cfg_.seq_len, local = tp_.local_rows(rows);
+// Every buffer of forward and backward, allocated once: the slots of each chunk, and the ones
+// all blocks share, which need the parts of every kind this rank holds (attention and MLP
+// halves, dense and MoE layers): one block of each kind overlaid.
+void GPTModel::allocate_buffers() {
+  const int64_t rows = batch_rows();
   TRIDENT_CHECK(!tp_.splits_rows() || rows % tp_.size() == 0, "sequence parallelism needs micro_batch * seq_len (",
                 rows, ") divisible by tp (", tp_.size(), ")");
   if (needs_window_positions()) window_host_ = Tensor::zeros(Shape{rows}, DType::kI32);
-  // Buffers shared by all blocks need the parts of every kind this rank holds (attention and
-  // MLP halves, dense and MoE layers): one block of each kind overlaid.
   std::vector<const TransformerBlock*> kinds;
   std::set<std::tuple<bool, bool, bool>> seen;
-  for (Chunk& chunk : chunks_)
-    for (auto& block : chunk.blocks)
+  for (const Chunk& chunk : chunks_)
+    for (const auto& block : chunk.blocks)
       if (seen.insert(block->kind()).second) kinds.push_back(block.get());
-  const bool any_block = !kinds.empty();
-  auto shared_activations = [&](bool attention) {
-    BlockActivations a;
-    for (const TransformerBlock* k : kinds) overlay(a, k->make_activations(ops_, micro_batch, dtype_, attention, stored));
-    return a;
-  };
-  // With recompute, the activations rebuilt in backward live once, shared by every block and
-  // slot (all blocks have the same shapes); the slots keep views of them.
-  if (plan_.recompute != Recompute::kNone && any_block) {
-    shared_acts_ = shared_activations(/*attention=*/true);
-    activation_bytes_ += plan_.recompute == Recompute::kFull ? activation_bytes_of(shared_acts_)
-                                                             : attention_bytes(shared_acts_.attn);
-    if (plan_.recompute == Recompute::kFull) {
-      recompute_out_ = ops_.zeros(Shape{local, cfg_.hidden}, dtype_);
-      activation_bytes_ += bytes_of(recompute_out_);
-    }
-  }
-  // LoRA: the inputs of frozen projections without adapters feed only weight gradients that are
-  // never computed; one shared copy takes them (the forward still needs somewhere to write).
-  // norm1.y also feeds selective recompute; attention's output its own backward: both stay.
-  const LoraConfig& lora = cfg_.lora;
-  const bool share_frozen_inputs = lora.enabled() && any_block && plan_.recompute != Recompute::kFull;
-  const bool keep_norm1 = !share_frozen_inputs || plan_.recompute == Recompute::kSelective || lora.rank_for("q") ||
-                          lora.rank_for("k") || lora.rank_for("v");
-  const bool keep_norm2 = !share_frozen_inputs || lora.rank_for("up") || lora.rank_for("gate");
-  const bool keep_act = !share_frozen_inputs || lora.rank_for("down");
-  if (share_frozen_inputs && !(keep_norm1 && keep_norm2 && keep_act)) {
-    frozen_inputs_ = shared_activations(/*attention=*/false);
-    activation_bytes_ += (keep_norm1 ? 0 : bytes_of(frozen_inputs_.norm1.y)) +
-                         (keep_norm2 ? 0 : bytes_of(frozen_inputs_.norm2.y)) + (keep_act ? 0 : bytes_of(frozen_inputs_.mlp.act));
-  }
-  for (Chunk& chunk : chunks_) {
-    std::vector<Slot> slots(static_cast<size_t>(plan_.slots));
-    for (Slot& s : slots) {
-      s.length = cfg_.seq_len;
-      s.tokens = ops_.zeros(Shape{rows}, DType::kI32);
-      s.targets = ops_.zeros(Shape{rows}, DType::kI32);
-      s.positions = ops_.zeros(Shape{rows}, DType::kI32);
-      if (needs_window_positions()) s.window_positions = ops_.zeros(Shape{rows}, DType::kI32);
-      for (size_t l = 0; l <= chunk.blocks.size(); ++l) s.residual.push_back(ops_.zeros(Shape{local, cfg_.hidden}, dtype_));
-      for (auto& block : chunk.blocks) {
-        if (plan_.recompute == Recompute::kFull) {
-          s.acts.push_back(shared_acts_);
-          continue;
-        }
-        const bool selective = plan_.recompute == Recompute::kSelective;
-        BlockActivations a = block->make_activations(ops_, micro_batch, dtype_, /*attention=*/!selective, stored);
-        activation_bytes_ += activation_bytes_of(a);
-        // Only the parts the block holds (a half block leaves the other half's undefined).
-        auto share = [&](bool keep, Tensor& t, const Tensor& frozen) {
-          if (keep || !t.defined()) return;
-          activation_bytes_ -= bytes_of(t);
-          t = frozen;
-        };
-        share(keep_norm1, a.norm1.y, frozen_inputs_.norm1.y);
-        share(keep_norm2, a.norm2.y, frozen_inputs_.norm2.y);
-        share(keep_act, a.mlp.act, frozen_inputs_.mlp.act);
-        if (selective && block->has_attention()) a.attn = shared_acts_.attn;  // rebuilt in backward
-        s.acts.push_back(std::move(a));
-      }
-      s.dres = ops_.zeros(Shape{local, cfg_.hidden}, dtype_);
-      s.block_dropout.resize(chunk.blocks.size());
-      for (const Tensor& t : s.residual) activation_bytes_ += bytes_of(t);
-      activation_bytes_ += bytes_of(s.dres);
-    }
+  make_recompute_buffers(kinds);
+  const KeptInputs kept = make_frozen_inputs(kinds);
+  for (const Chunk& chunk : chunks_) {
+    std::vector<Slot> slots;
+    slots.reserve(static_cast<size_t>(plan_.slots));
+    for (int k = 0; k < plan_.slots; ++k) slots.push_back(make_slot(chunk, kept));
     slots_.push_back(std::move(slots));
   }
-  for (const TransformerBlock* k : kinds) overlay(scratch_, k->make_scratch(ops_, micro_batch, dtype_, stored, gradient_dtype_));
+  for (const TransformerBlock* k : kinds) overlay(scratch_, k->make_scratch(ops_, micro_batch_, dtype_, stored_dtype_, gradient_dtype_));
   if (cfg_.moe.enabled()) moe_stats_.assign(size_t(cfg_.moe_layers()) * (kMoeStatFields + cfg_.moe.experts), 0.0);
-  if (head_) {
-    head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored, 0, gradient_dtype_);
-    activation_bytes_ += bytes_of(head_buffers_.logits);
-    if (head_buffers_.dlogits.raw() != head_buffers_.logits.raw()) activation_bytes_ += bytes_of(head_buffers_.dlogits);
-  }
+  if (head_) head_buffers_ = head_->make_buffers(ops_, rows, dtype_, stored_dtype_, 0, gradient_dtype_);
+  activation_bytes_ = count_activation_bytes();
+}
+
+// One block of each kind's activations overlaid (see allocate_buffers).
+BlockActivations GPTModel::shared_activations(const std::vector<const TransformerBlock*>& kinds, bool attention) {
+  BlockActivations a;
+  for (const TransformerBlock* k : kinds) overlay(a, k->make_activations(ops_, micro_batch_, dtype_, attention, stored_dtype_));
+  return a;
+}
+
+// With recompute, the activations rebuilt in backward live once, shared by every block and
+// slot (all blocks have the same shapes); the slots keep views of them. Full recompute's
+// rerun block writes its (unused) output to recompute_out_.
+void GPTModel::make_recompute_buffers(const std::vector<const TransformerBlock*>& kinds) {
+  if (plan_.recompute == Recompute::kNone || kinds.empty()) return;
+  shared_acts_ = shared_activations(kinds, /*attention=*/true);
+  if (plan_.recompute == Recompute::kFull)
+    recompute_out_ = ops_.zeros(Shape{tp_.local_rows(batch_rows()), cfg_.hidden}, dtype_);
+}
+
+// LoRA: the inputs of frozen projections without adapters feed only weight gradients that are
+// never computed; one shared copy takes them (the forward still needs somewhere to write).
+// norm1.y also feeds selective recompute; attention's output its own backward: both stay.
+GPTModel::KeptInputs GPTModel::make_frozen_inputs(const std::vector<const TransformerBlock*>& kinds) {
+  const LoraConfig& lora = cfg_.lora;
+  if (!lora.enabled() || kinds.empty() || plan_.recompute == Recompute::kFull) return {};
+  const KeptInputs kept{
+      .norm1 = plan_.recompute == Recompute::kSelective || lora.rank_for("q") || lora.rank_for("k") || lora.rank_for("v"),
+      .norm2 = lora.rank_for("up") || lora.rank_for("gate"),
+      .act = lora.rank_for("down") != 0};
+  if (!(kept.norm1 && kept.norm2 && kept.act)) frozen_inputs_ = shared_activations(kinds, /*attention=*/false);
+  return kept;
+}
+
+// One in-flight micro-batch's buffers for a chunk: its tokens, targets and positions on the
+// device, the residual stream (the input, then each block's output), the blocks' activations
+// and the gradient of the chunk's input.
+GPTModel::Slot GPTModel::make_slot(const Chunk& chunk, const KeptInputs& kept) {
+  const int64_t rows = batch_rows(), local = tp_.local_rows(rows);
+  Slot s;
+  s.length = cfg_.seq_len;
+  s.tokens = ops_.zeros(Shape{rows}, DType::kI32);
+  s.targets = ops_.zeros(Shape{rows}, DType::kI32);
+  s.positions = ops_.zeros(Shape{rows}, DType::kI32);
+  if (needs_window_positions()) s.window_positions = ops_.zeros(Shape{rows}, DType::kI32);
+  for (size_t l = 0; l <= chunk.blocks.size(); ++l) s.residual.push_back(ops_.zeros(Shape{local, cfg_.hidden}, dtype_));
+  for (const auto& block : chunk.blocks) s.acts.push_back(make_block_activations(*block, kept));
+  s.dres = ops_.zeros(Shape{local, cfg_.hidden}, dtype_);
+  s.block_dropout.resize(chunk.blocks.size());
+  return s;
+}
+
+// A block's activations in one slot: under full recompute the shared set; else its own, but
+// for the parts held once: attention's under selective recompute (rebuilt in backward) and the
+// LoRA frozen inputs not kept. Only the parts the block holds are shared (a half block leaves
+// the other half's undefined).
+BlockActivations GPTModel::make_block_activations(const TransformerBlock& block, const KeptInputs& kept) {
+  if (plan_.recompute == Recompute::kFull) return shared_acts_;
+  const bool selective = plan_.recompute == Recompute::kSelective;
+  BlockActivations a = block.make_activations(ops_, micro_batch_, dtype_, /*attention=*/!selective, stored_dtype_);
+  const auto share = [](bool keep, Tensor& t, const Tensor& frozen) {
+    if (!keep && t.defined()) t = frozen;
+  };
+  share(kept.norm1, a.norm1.y, frozen_inputs_.norm1.y);
+  share(kept.norm2, a.norm2.y, frozen_inputs_.norm2.y);
+  share(kept.act, a.mlp.act, frozen_inputs_.mlp.act);
+  if (selective && block.has_attention()) a.attn = shared_acts_.attn;
+  return a;
+}
+
+// What the slots keep for backward (activations, residual stream, input gradient), full
+// recompute's output and the head's logits and their gradient: each buffer once, since the
+// slots share recompute's and the frozen inputs' buffers, and dlogits may be the logits.
+size_t GPTModel::count_activation_bytes() const {
+  std::set<const void*> seen;
+  size_t n = 0;
+  const auto add = [&](const Tensor& t) {
+    if (t.defined() && seen.insert(t.raw()).second) n += t.bytes();
+  };
+  for (const std::vector<Slot>& slots : slots_)
+    for (const Slot& s : slots) {
+      for (const Tensor& t : s.residual) add(t);
+      add(s.dres);
+      for (const BlockActivations& a : s.acts)
+        for (const Tensor* t : activation_tensors(a)) add(*t);
+    }
+  add(recompute_out_);
+  add(head_buffers_.logits);
+  add(head_buffers_.dlogits);
+  return n;
 }
 
 void GPTModel::initialize(uint64_t seed) {

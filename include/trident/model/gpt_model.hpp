@@ -163,6 +163,24 @@ class GPTModel {
     std::vector<int64_t> block_offset;  // flat offset of each block's first parameter
     bool embeds = false, predicts = false;
   };
+  // The constructor's jobs, in the order it calls them (gpt_model.cpp says what each does).
+  void add_parameters(int64_t pad_multiple, const ExpertParallel& ep);
+  void add_embedding();
+  Chunk make_chunk(size_t c, const ExpertParallel& ep);
+  void allocate_parameters(int64_t pad_multiple, std::optional<DType> activation_dtype);
+  void allocate_buffers();
+  BlockActivations shared_activations(const std::vector<const TransformerBlock*>& kinds, bool attention);
+  void make_recompute_buffers(const std::vector<const TransformerBlock*>& kinds);
+  // LoRA: which inputs of frozen projections each block keeps (the others write frozen_inputs_).
+  struct KeptInputs {
+    bool norm1 = true, norm2 = true, act = true;  // norm1.y, norm2.y, mlp.act
+  };
+  KeptInputs make_frozen_inputs(const std::vector<const TransformerBlock*>& kinds);
+  Slot make_slot(const Chunk& chunk, const KeptInputs& kept);
+  BlockActivations make_block_activations(const TransformerBlock& block, const KeptInputs& kept);
+  size_t count_activation_bytes() const;
+  int64_t batch_rows() const { return int64_t(micro_batch_) * cfg_.seq_len; }  // B*T
+
   // loss: the last stage computes the loss and its gradient too (training).
   void run_forward(int chunk, int slot, bool train, double grad_scale, bool loss);
   bool any_dropout() const { return cfg_.dropout > 0 || (cfg_.lora.enabled() && cfg_.lora.dropout > 0); }
@@ -212,7 +230,7 @@ class GPTModel {
   double moe_loss_scale_ = 0;
   std::vector<double> moe_stats_;
   UnitGradients* units_ = nullptr;
-  std::optional<DType> stored_dtype_;  // activation_dtype (head buffers remade for privacy)
+  std::optional<DType> stored_dtype_;  // activation_dtype: the activations kept for backward
   std::optional<DType> gradient_dtype_;  // transient gradients' 16-bit dtype, when GEMMs compute in it
 };
 
