@@ -68,7 +68,6 @@ class Topology {
   int dp_rank() const { return dp_rank_; }
   int tp_rank() const { return tp_rank_; }
   int pp_rank() const { return pp_rank_; }
-  int ep_rank() const { return dp_rank_ % layout_.ep; }
   int edp_rank() const { return dp_rank_ / layout_.ep; }
   bool is_first_stage() const { return pp_rank_ == 0; }
   bool is_last_stage() const { return pp_rank_ == layout_.pp - 1; }

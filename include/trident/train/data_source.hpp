@@ -29,8 +29,7 @@ class DataSource {
   // This rank's micro-batches of global batch `index` (the optimizer step when training): m
   // batches of [B, T] int32 host tensors, valid until the next load().
   const std::vector<data::Batch>& load(int64_t index);
-  // Targets >= 0 in the whole global batch (all dp ranks) and its padding statistics.
-  int64_t valid_targets(int64_t index) { return sampler_->count_valid_targets(index); }
+  // The whole global batch's targets >= 0 (all dp ranks) and its padding statistics.
   data::GlobalBatchStats global_batch_stats(int64_t index) { return sampler_->global_batch_stats(index); }
 
   int micro_batches() const { return sampler_->micro_batches_per_step(); }

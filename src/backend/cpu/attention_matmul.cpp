@@ -93,12 +93,12 @@ Matmuls& matmuls() {
   return m;
 }
 
-// A per-thread buffer of n elements of T, grown on demand and reused across calls.
-template <typename T, int Slot>
+// Per-thread scratch (thread_scratch) of n elements of T in slot kSlot + s: slots of its own,
+// apart from the other kernels'.
+template <typename T, int S>
 T* buffer(int64_t n) {
-  static thread_local std::vector<T> b;
-  if (b.size() < size_t(n)) b.resize(size_t(n));
-  return b.data();
+  constexpr int kSlot = 100;
+  return thread_scratch<T, kSlot + S>(size_t(n));
 }
 
 // n values of t (fp32 or 16-bit) from element `at` as fp32, and back.

@@ -40,9 +40,9 @@ EvalResult RunEvaluation::evaluate(int64_t step) {
   if (!cfg_.eval.task.empty()) {
     if (task_kind_ == TaskKind::kGenerate) {
       if (!task_evaluator_) task_evaluator_ = std::make_unique<TaskEvaluator>(cfg_, topology_, model_, model_.ops());
-      last_task_ = task_evaluator_->run(step);
-      log_.info(format_task(last_task_, task_evaluator_->dataset()));
-      record(task_metric_lines(last_task_, task_evaluator_->dataset()));
+      const TaskResult t = task_evaluator_->run(step);
+      log_.info(format_task(t, task_evaluator_->dataset()));
+      record(task_metric_lines(t, task_evaluator_->dataset()));
     } else {
       if (!likelihood_evaluator_)
         likelihood_evaluator_ = std::make_unique<LikelihoodTaskEvaluator>(cfg_, topology_, pipeline_, task_kind_);

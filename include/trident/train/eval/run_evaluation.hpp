@@ -37,9 +37,8 @@ class RunEvaluation {
   void set_tensorboard(io::TensorBoardWriter* tensorboard) { tensorboard_ = tensorboard; }
 
   // Collective: evaluates the model after `step` optimizer steps. Returns the validation
-  // result (empty without data.valid); last_task() holds a generation task's.
+  // result (empty without data.valid); the task results go to the log and the records.
   EvalResult evaluate(int64_t step);
-  const TaskResult& last_task() const { return last_task_; }
 
  private:
   void record(const std::vector<MetricLine>& lines);
@@ -55,7 +54,6 @@ class RunEvaluation {
   std::unique_ptr<TaskEvaluator> task_evaluator_;
   std::unique_ptr<LikelihoodTaskEvaluator> likelihood_evaluator_;
   std::unique_ptr<OodEvaluator> ood_evaluator_;
-  TaskResult last_task_;
 };
 
 }  // namespace trident::train
