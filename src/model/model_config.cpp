@@ -2,6 +2,7 @@
 #include "trident/model/model_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "trident/core/error.hpp"
 
@@ -103,88 +104,15 @@ void ModelConfig::check_tensor_parallel(int tp) const {
                        " must be divisible by parallel.tp = ", tp);
 }
 
-namespace {
-// Matmul weights of one MLP of f hidden features.
-int64_t mlp_matmul(const ModelConfig& m, int64_t f) { return (m.gated_mlp() ? 3 : 2) * int64_t(m.hidden) * f; }
-// Its biases (gpt2 only).
-int64_t mlp_biases(const ModelConfig& m, int64_t f) { return m.has_bias() ? f + m.hidden : 0; }
-}  // namespace
-
 int ModelConfig::moe_layers() const {
   int n = 0;
   for (int l = 0; l < layers; ++l) n += moe.layer(l);
   return n;
 }
 
-int64_t ModelConfig::moe_params() const {
-  const int64_t f = moe.ffn_hidden, s = int64_t(moe.shared_experts) * f, c = hidden;
-  int64_t n = c * moe.experts + moe.experts * (mlp_matmul(*this, f) + mlp_biases(*this, f));
-  if (s > 0) n += mlp_matmul(*this, s) + mlp_biases(*this, s) + c;
-  return n;
-}
-
-int64_t ModelConfig::moe_active_params() const {
-  const int64_t f = moe.ffn_hidden, s = int64_t(moe.shared_experts) * f, c = hidden;
-  int64_t n = c * moe.experts + moe.top_k * mlp_matmul(*this, f);
-  if (s > 0) n += mlp_matmul(*this, s) + c;
-  return n;
-}
-
-int64_t ModelConfig::matmul_params() const {
-  const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
-  const int64_t attn = c * q + 2 * c * kv + q * c;
-  const int64_t moe_count = moe_layers();
-  return layers * attn + (layers - moe_count) * mlp_matmul(*this, ffn_hidden) + moe_count * moe_active_params() +
-         int64_t(vocab) * c;
-}
-
-int64_t ModelConfig::block_params() const {
-  const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
-  int64_t per_layer = c * q + 2 * c * kv + q * c + mlp_matmul(*this, ffn_hidden) + mlp_biases(*this, ffn_hidden);
-  per_layer += (has_bias() ? 2 : 1) * 2 * c;                         // two norms
-  if (has_bias()) per_layer += q + 2 * kv + c;                       // attention biases
-  else if (qkv_bias) per_layer += q + 2 * kv;                        // q, k, v biases
-  if (!has_bias() && o_bias) per_layer += c;                         // o bias (Llama's attention_bias)
-  if (qk_norm) per_layer += qk_norm_width(heads) + qk_norm_width(kv_heads);  // q and k norm weights
-  return per_layer;
-}
-
-int64_t ModelConfig::embedding_params() const {
-  return int64_t(vocab) * hidden + (learned_positions() ? positions() * hidden : 0);
-}
-
-int64_t ModelConfig::head_params() const {
-  return (has_bias() ? 2 : 1) * int64_t(hidden) + (tie_embeddings ? 0 : int64_t(vocab) * hidden);
-}
-
-int64_t ModelConfig::total_params() const {
-  // An MoE layer holds its experts (and router) in place of the dense MLP.
-  const int64_t moe_swap = moe_layers() * (moe_params() - mlp_matmul(*this, ffn_hidden) - mlp_biases(*this, ffn_hidden));
-  return layers * block_params() + moe_swap + embedding_params() + head_params() + lora_params();
-}
-
-int64_t ModelConfig::lora_params() const {
-  if (!lora.enabled()) return 0;
-  const int64_t c = hidden, q = int64_t(heads) * head_size(), kv = int64_t(kv_heads) * head_size();
-  const std::pair<const char*, int64_t> attention[] = {{"q", c + q}, {"k", c + kv}, {"v", c + kv}, {"o", q + c}};
-  int64_t attn = 0;
-  for (const auto& [name, in_plus_out] : attention) attn += lora.rank_for(name) * in_plus_out;
-  // An MLP of f features: its up, gate and down projections.
-  auto mlp = [&](int64_t f) {
-    return (lora.rank_for("up") + (gated_mlp() ? lora.rank_for("gate") : 0) + lora.rank_for("down")) * (c + f);
-  };
-  const int64_t moe_count = moe_layers();
-  const int64_t moe_mlps = moe.experts * mlp(moe.ffn_hidden) +
-                           (moe.shared_experts > 0 ? mlp(int64_t(moe.shared_experts) * moe.ffn_hidden) : 0);
-  return layers * attn + (layers - moe_count) * mlp(ffn_hidden) + moe_count * moe_mlps;
-}
-
-double ModelConfig::train_flops_per_token() const {
-  const double attention = 12.0 * layers * double(seq_len) * double(heads) * head_size();
-  if (lora.enabled())  // frozen weights: forward and input gradient only
-    return 4.0 * static_cast<double>(matmul_params()) + 6.0 * static_cast<double>(lora_params()) + attention;
-  return 6.0 * static_cast<double>(matmul_params()) + attention;
-}
+int64_t ModelConfig::matmul_params() const { return std::llround(plan_shape().matmul_params()); }
+int64_t ModelConfig::total_params() const { return std::llround(plan_shape().total_params()); }
+int64_t ModelConfig::lora_params() const { return std::llround(plan_shape().lora_params()); }
 
 int LoraConfig::rank_for(const std::string& name) const {
   if (!enabled()) return 0;
@@ -206,6 +134,10 @@ plan::ModelShape ModelConfig::plan_shape() const {
   s.layers = layers, s.hidden = hidden, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn_hidden;
   s.head_dim = head_dim;
   s.vocab = vocab, s.seq = seq_len, s.tied = tie_embeddings, s.dropout = dropout > 0;
+  s.qkv_bias = qkv_bias, s.o_bias = o_bias, s.positions = positions();
+  if (qk_norm) s.q_norm = qk_norm_width(heads), s.k_norm = qk_norm_width(kv_heads);
+  s.lora = {lora.rank_for("q"),  lora.rank_for("k"),    lora.rank_for("v"),   lora.rank_for("o"),
+            lora.rank_for("up"), lora.rank_for("gate"), lora.rank_for("down")};
   if (moe.enabled()) {
     s.experts = moe.experts, s.top_k = moe.top_k, s.moe_ffn = moe.ffn_hidden, s.moe_every = moe.every;
     s.shared_ffn = moe.shared_experts * moe.ffn_hidden;

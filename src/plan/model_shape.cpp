@@ -43,24 +43,56 @@ double ModelShape::block_expert_params() const {
   return experts > 0 ? moe_fraction() * experts * mlp_params(moe_ffn) : 0.0;
 }
 
-double ModelShape::block_params() const {
+double ModelShape::layer_params(int l) const {
+  const bool gpt2 = arch == ModelArch::kGPT2;
   const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size();
   double p = h * q + 2 * h * kvw + q * h;
-  p += arch == ModelArch::kGPT2 ? 4 * h + (q + 2 * kvw + h) : 2 * h;  // norms (+ attention biases)
-  const double moe = experts > 0 ? moe_fraction() : 0.0;
-  p += (1 - moe) * mlp_params(ffn);
-  if (moe > 0) p += moe * (h * experts + (shared_ffn > 0 ? mlp_params(shared_ffn) + h : 0.0)) + block_expert_params();
-  return p;
+  p += gpt2 ? 4 * h : 2 * h;                                    // two norms (gpt2: with biases)
+  p += gpt2 || qkv_bias ? q + 2 * kvw : 0.0;                    // q, k, v biases
+  p += gpt2 || o_bias ? h : 0.0;                                // o bias
+  p += double(q_norm) + k_norm;
+  if (!moe_layer(l)) return p + mlp_params(ffn);
+  return p + h * experts + experts * mlp_params(moe_ffn) + (shared_ffn > 0 ? mlp_params(shared_ffn) + h : 0.0);
+}
+
+double ModelShape::block_params() const {
+  double sum = 0;
+  for (int l = 0; l < layers; ++l) sum += layer_params(l);
+  return sum / layers;
 }
 
 double ModelShape::embedding_params() const {
-  return double(vocab) * hidden + (arch == ModelArch::kGPT2 ? double(seq) * hidden : 0.0);
+  const double rows = positions > 0 ? double(positions) : double(seq);
+  return double(vocab) * hidden + (arch == ModelArch::kGPT2 ? rows * hidden : 0.0);
 }
 
 double ModelShape::head_params() const { return tied ? 0.0 : double(vocab) * hidden; }
 
+double ModelShape::final_norm_params() const { return (arch == ModelArch::kGPT2 ? 2.0 : 1.0) * hidden; }
+
+double ModelShape::lora_params() const {
+  const double h = hidden, q = double(heads) * head_size(), kvw = double(kv()) * head_size();
+  const double attention = lora.q * (h + q) + lora.k * (h + kvw) + lora.v * (h + kvw) + lora.o * (q + h);
+  const double per_mlp = lora.up + (gated() ? lora.gate : 0) + lora.down;  // times (h + features)
+  double sum = 0;
+  for (int l = 0; l < layers; ++l) {
+    sum += attention;
+    if (!moe_layer(l)) sum += per_mlp * (h + ffn);
+    else sum += per_mlp * (experts * (h + moe_ffn) + (shared_ffn > 0 ? h + shared_ffn : 0.0));
+  }
+  return sum;
+}
+
 double ModelShape::total_params() const {
-  return layers * block_params() + embedding_params() + head_params() + (arch == ModelArch::kGPT2 ? 2.0 : 1.0) * hidden;
+  double blocks = 0;
+  for (int l = 0; l < layers; ++l) blocks += layer_params(l);
+  return blocks + embedding_params() + head_params() + final_norm_params() + lora_params();
+}
+
+double ModelShape::matmul_params() const {
+  double sum = head_flops_per_token();
+  for (int l = 0; l < layers; ++l) sum += layer_gemm_flops_per_token(l);
+  return sum / 2;  // 2 FLOPs (multiply, add) per parameter
 }
 
 double ModelShape::attention_gemm_flops_per_token() const {
@@ -87,7 +119,10 @@ double ModelShape::block_gemm_flops_per_token() const {
 double ModelShape::block_attention_flops_per_token() const { return 4.0 * double(seq) * double(heads) * head_size(); }
 
 double ModelShape::train_flops_per_token() const {
-  return 3.0 * (layers * (block_gemm_flops_per_token() + block_attention_flops_per_token()) + head_flops_per_token());
+  const double attention = 3.0 * layers * block_attention_flops_per_token();
+  const double adapters = lora_params();
+  if (adapters > 0) return 4.0 * matmul_params() + 6.0 * adapters + attention;
+  return 6.0 * matmul_params() + attention;
 }
 
 const char* model_arch_name(ModelArch arch) { return arch == ModelArch::kGPT2 ? "gpt2" : "llama"; }

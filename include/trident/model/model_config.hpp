@@ -97,23 +97,16 @@ struct ModelConfig {
   bool learned_positions() const { return arch == Arch::kGPT2; }
   bool gated_mlp() const { return arch == Arch::kLlama; }
 
-  // Parameters of the matmuls (attention, MLP, head), which is what the 6N rule counts.
+  int moe_layers() const;  // layers whose MLP is a mixture of experts
+  // The model's sizes as plan::ModelShape, which counts its parameters and FLOPs (the one
+  // formula; plan/ sits below model/): the one conversion.
+  plan::ModelShape plan_shape() const;
+  // Counts of plan_shape(), whole: the matmul weights a token multiplies by (the 6N rule's N),
+  // everything (adapters included), the adapters, and the training FLOPs per token.
   int64_t matmul_params() const;
   int64_t total_params() const;
-  int64_t block_params() const;      // one transformer block
-  int64_t embedding_params() const;  // token (and position) table
-  int64_t head_params() const;       // final norm and an untied head
-  int64_t lora_params() const;  // the adapters' parameters (0 without LoRA)
-  int moe_layers() const;       // layers whose MLP is a mixture of experts
-  // One MoE layer's feed-forward parameters: all of them, and those one token uses (router,
-  // top_k experts, shared MLP and its gate).
-  int64_t moe_params() const;
-  int64_t moe_active_params() const;
-  // Training FLOPs per token: 6 * matmul params + 12 * layers * seq_len * hidden (attention);
-  // under LoRA the frozen weights get no weight gradient: 4 * their params, plus the adapters'.
-  double train_flops_per_token() const;
-  // The sizes the planner models (plan/ sits below model/): the one conversion.
-  plan::ModelShape plan_shape() const;
+  int64_t lora_params() const;
+  double train_flops_per_token() const { return plan_shape().train_flops_per_token(); }
 };
 
 Arch arch_from_name(const std::string& name);

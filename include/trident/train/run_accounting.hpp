@@ -16,6 +16,10 @@ namespace trident::train {
 int64_t trainable_params(const RunConfig& cfg, const model::ModelConfig& m);
 // Training FLOPs per token as this run computes them (MFU).
 double train_flops_per_token(const RunConfig& cfg, const model::ModelConfig& m);
+// Model FLOPs utilisation: the training FLOP rate at tokens_per_s (whole run) over the peak of
+// `ranks` ranks of peak_flops_per_rank each.
+double model_flops_utilization(const RunConfig& cfg, const model::ModelConfig& m, double tokens_per_s,
+                               double peak_flops_per_rank, int ranks);
 // Values (frozen ones too) and the gradients of the trainable ones, on this rank.
 size_t parameter_bytes(const model::ParamStore& params);
 
