@@ -75,10 +75,18 @@ NodeRank node_rank(MPI_Comm node) {
   return r;
 }
 
-std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const Logger& log) {
+namespace {
+
+std::unique_ptr<Ops> cpu_backend(int threads) {
+  const char* slow = std::getenv("TRIDENT_TEST_SLOW_BF16");
+  return make_cpu_ops(threads, slow && *slow && std::string(slow) != "0");
+}
+
+// The backend of kind (see select_backend), its precision not yet set.
+std::unique_ptr<Ops> make_backend(const std::string& kind, int threads, const Logger& log) {
   TRIDENT_CONFIG_CHECK(kind == "auto" || kind == "cpu" || kind == "cuda",
                        "train.backend must be auto, cpu or cuda (got '", kind, "')");
-  if (kind == "cpu") return make_cpu_ops(threads);
+  if (kind == "cpu") return cpu_backend(threads);
   // The node's ranks, split once on every non-cpu rank (collective), with or without a GPU.
   MPI_Comm node_comm = MPI_COMM_NULL;
   MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_comm));
@@ -93,7 +101,7 @@ std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const 
     TRIDENT_CONFIG_CHECK(kind != "cuda", "train.backend = cuda, but no GPU can be used (", why,
                          "); use train.backend = auto or cpu");
     log.info("backend: no GPU (", why, "): using the CPU backend");
-    return make_cpu_ops(threads);
+    return cpu_backend(threads);
   }
   const auto [a, b] = first_shared_gpu(node.ids);
   TRIDENT_CONFIG_CHECK(a < 0, "train.backend = ", kind, ": ranks ", node.world_ranks[size_t(a)], " and ",
@@ -102,6 +110,14 @@ std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const 
   log.info("backend: cuda, ", gpus, gpus == 1 ? " GPU" : " GPUs", " visible per rank; node-local rank ", local.rank,
            " uses GPU ", device, " (", mine, ")");
   return make_cuda_ops(device);
+}
+
+}  // namespace
+
+std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, DType precision, const Logger& log) {
+  std::unique_ptr<Ops> backend = make_backend(kind, threads, log);
+  backend->set_matmul_precision(precision);
+  return backend;
 }
 
 void attach_device_groups(dist::Topology& topology, Ops& backend) {

@@ -32,11 +32,14 @@ int device_for_rank(const NodeRank& local, int visible);
 // or {-1, -1} when every rank has its own.
 std::pair<int, int> first_shared_gpu(const std::vector<std::string>& gpu_ids);
 
-// The backend for kind "auto" | "cpu" | "cuda" (threads: CPU threads per rank). auto without a
-// usable GPU logs one line and returns the CPU backend; cuda without one, or two ranks of a node
-// on one GPU (more ranks than GPUs), is a ConfigError (exit code 2). Collective over
-// MPI_COMM_WORLD unless kind is cpu.
-std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, const Logger& log);
+// The backend for kind "auto" | "cpu" | "cuda" (threads: CPU threads per rank), its GEMMs set to
+// `precision` where the backend computes that faster, else fp32 (Ops::set_matmul_precision:
+// the one place a run decides it). auto without a usable GPU logs one line and returns the CPU
+// backend; cuda without one, or two ranks of a node on one GPU (more ranks than GPUs), is a
+// ConfigError (exit code 2). Collective over MPI_COMM_WORLD unless kind is cpu.
+// TRIDENT_TEST_SLOW_BF16=1 in the environment takes the CPU's bf16 GEMMs as slower than fp32
+// (tests of the fallback on processors where they are faster).
+std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, DType precision, const Logger& log);
 
 // Collective: with the CUDA backend, an NCCL communicator for each of topology's groups that
 // moves GPU tensors (Topology::attach_device), ordered after backend's compute stream; nothing

@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "rank_threads.hpp"
-#include "backend_select.hpp"
+#include "run_session.hpp"
 #include "trident/backend/profiling_ops.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/cli/config_parser.hpp"
@@ -24,7 +23,6 @@
 #include "trident/data/shard_format.hpp"
 #include "trident/dist/mpi_session.hpp"
 #include "trident/dist/topology.hpp"
-#include "trident/dist/watchdog.hpp"
 #include "trident/train/run_accounting.hpp"
 #include "trident/train/run_banner.hpp"
 #include "trident/train/run_builder.hpp"
@@ -112,6 +110,158 @@ struct Phase {
   double seconds;  // per step
 };
 
+// What the timed steps measured.
+struct StepMeasurement {
+  std::vector<Phase> phases;                 // per step, this rank's
+  std::vector<KernelTimes::Kernel> kernels;  // this rank's, slowest first
+  double step_s = 0, peak_rss_mb = 0, peak_gpu_mb = 0;  // the slowest rank's
+  double loss = 0;                           // of the last timed step
+  double tokens_per_step = 0, tokens_per_s = 0, flops_per_s = 0;
+  double peak = 0, mfu = 0;                  // peak: the run's FLOP/s (every rank)
+  double gemm_rate = 0;                      // FLOP/s inside GEMM calls, this rank
+  double accounted_mb = 0;                   // parameters, gradients, optimizer, activations
+  DType compute = DType::kF32;               // the precision the GEMMs compute in
+};
+
+// The synthetic data of `steps` steps as data.train, in scratch.
+void use_synthetic_data(train::RunConfig& cfg, const fs::path& scratch, int64_t steps) {
+  const int64_t tokens = steps * cfg.train.global_batch * cfg.model.seq_len + cfg.model.seq_len + 1;
+  write_synthetic_shard((scratch / "synthetic").string(), tokens, cfg.model.vocab, cfg.train.seed,
+                        cfg.privacy.enabled ? cfg.model.seq_len + 1 : 0);
+  cfg.data.train = (scratch / "synthetic").string();
+  cfg.train.steps = steps;
+}
+
+// Collective: warm-up, the timed steps, then (on a GPU: kernel_times was off) as many profiled
+// steps for the kernel breakdown.
+StepMeasurement measure(train::RunBuilder& run, KernelTimes& kernel_times, const BenchOptions& options) {
+  dist::Topology& topology = run.topology();
+  train::DataSource& data = run.train_data();
+  const bool on_cpu = run.ops().device() == Device::kCPU;
+  for (int64_t s = 0; s < options.warmup; ++s) run.train_step(s);
+  auto comm_seconds = [&] {
+    double t = topology.dp().seconds() + (topology.layout().tp > 1 ? topology.tp().seconds() : 0.0);
+    if (topology.embedding()) t += topology.embedding()->seconds();
+    return t;
+  };
+  kernel_times = KernelTimes{};
+  kernel_times.enabled = on_cpu;
+  const double comm0 = comm_seconds(), data0 = data.seconds();
+  StepMeasurement out;
+  double bubble = 0;
+  topology.world().barrier();
+  Stopwatch watch;
+  const int64_t timed_end = options.warmup + options.steps;
+  for (int64_t s = options.warmup; s < timed_end; ++s) {
+    const train::StepResult r = run.train_step(s);
+    bubble += r.bubble * r.seconds;
+    out.loss = r.loss;
+  }
+  const double seconds = watch.seconds();
+  if (!on_cpu) {
+    kernel_times.enabled = true;
+    for (int64_t s = timed_end; s < run.config().train.steps; ++s) run.train_step(s);
+  }
+  const double n = double(options.steps);
+  for (size_t i = 0; i < kernel_times.seconds.size(); ++i)
+    out.phases.push_back({kernel_phase_name(static_cast<KernelPhase>(i)), kernel_times.seconds[i] / n});
+  out.phases.push_back({"comm_wait", (comm_seconds() - comm0) / n});
+  out.phases.push_back({"pipeline_bubble", bubble / n});
+  out.phases.push_back({"data", (data.seconds() - data0) / n});
+  double accounted = 0;
+  for (const Phase& p : out.phases) accounted += p.seconds;
+  out.phases.push_back({"other", std::max(0.0, seconds / n - accounted)});
+  double worst[3] = {seconds / n, peak_rss_mb(), run.ops().peak_device_mb()};
+  topology.world().all_reduce_max(worst, 3);
+  out.step_s = worst[0];
+  out.peak_rss_mb = worst[1];
+  out.peak_gpu_mb = worst[2];
+  out.kernels = kernel_times.kernels;
+  std::sort(out.kernels.begin(), out.kernels.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  out.gemm_rate = kernel_times.seconds[0] > 0 ? kernel_times.gemm_flops / kernel_times.seconds[0] : 0;
+  return out;
+}
+
+// The rates and memory of a measurement, from the run's model and each rank's peak FLOP/s.
+void add_rates(StepMeasurement& m, train::RunBuilder& run) {
+  const train::RunConfig& cfg = run.config();
+  const model::ModelConfig& model = run.model().config();
+  const int ranks = run.topology().world_size();
+  m.compute = run.peak_dtype();
+  const double peak_per_rank = run.peak_flops_per_rank();
+  m.tokens_per_step = double(cfg.train.global_batch) * double(model.seq_len);
+  m.tokens_per_s = m.tokens_per_step / m.step_s;
+  m.flops_per_s = m.tokens_per_s * train::train_flops_per_token(cfg, model);
+  m.peak = peak_per_rank * ranks;
+  m.mfu = train::model_flops_utilization(cfg, model, m.tokens_per_s, peak_per_rank, ranks);
+  m.accounted_mb = double(train::parameter_bytes(run.model().params()) + run.optimizer().state_bytes() +
+                          run.model().activation_bytes()) / double(1 << 20);
+}
+
+void print_json(const StepMeasurement& m, train::RunBuilder& run, const BenchOptions& options, int threads) {
+  const train::RunConfig& cfg = run.config();
+  const int ranks = run.topology().world_size();
+  const double n = double(options.steps);
+  Json out = Json::object();
+  out.set("layout", Json(detail::concat("dp=", cfg.layout.dp, ",tp=", cfg.layout.tp, ",pp=", cfg.layout.pp)));
+  out.set("ranks", Json(ranks));
+  out.set("threads_per_rank", Json(threads));
+  out.set("precision", Json(dtype_name(run.matmul_dtype())));
+  out.set("activation_dtype", Json(dtype_name(run.activation_dtype())));
+  out.set("steps", Json(options.steps));
+  out.set("tokens_per_step", Json(m.tokens_per_step));
+  out.set("step_s", Json(m.step_s));
+  out.set("tokens_per_s", Json(m.tokens_per_s));
+  out.set("tflops", Json(m.flops_per_s / 1e12));
+  out.set("tflops_per_rank", Json(m.flops_per_s / 1e12 / ranks));
+  out.set("mfu", Json(m.mfu));
+  out.set("peak_gflops", Json(m.peak / 1e9));
+  out.set("gemm_gflops_per_rank", Json(m.gemm_rate / 1e9));
+  out.set("peak_rss_mb", Json(m.peak_rss_mb));
+  if (run.ops().device() != Device::kCPU) out.set("peak_gpu_mb", Json(m.peak_gpu_mb));
+  out.set("accounted_mb", Json(m.accounted_mb));
+  out.set("loss", Json(m.loss));
+  Json breakdown = Json::object();
+  for (const Phase& p : m.phases) breakdown.set(p.name, Json(p.seconds));
+  out.set("breakdown_s", std::move(breakdown));
+  Json per_kernel = Json::object();
+  for (const KernelTimes::Kernel& k : m.kernels) per_kernel.set(k.name, Json(k.seconds / n));
+  out.set("kernels_s", std::move(per_kernel));
+  std::printf("%s\n", out.dump().c_str());
+}
+
+void print_text(const StepMeasurement& m, train::RunBuilder& run, const BenchOptions& options, int threads) {
+  const train::RunConfig& cfg = run.config();
+  const model::ModelConfig& model = run.model().config();
+  const int ranks = run.topology().world_size();
+  const bool on_cpu = run.ops().device() == Device::kCPU;
+  const double n = double(options.steps);
+  std::printf("\nbench step: %lld timed steps after %lld warm-up, %d rank(s) x %d thread(s), %s, layout dp=%d tp=%d pp=%d\n",
+              (long long)options.steps, (long long)options.warmup, ranks, threads,
+              std::string(dtype_name(run.matmul_dtype())).c_str(), cfg.layout.dp, cfg.layout.tp, cfg.layout.pp);
+  std::printf("  tokens/s            %12.1f   (%g tokens per step, %.4f s per step)\n", m.tokens_per_s,
+              m.tokens_per_step, m.step_s);
+  std::printf("  model TFLOP/s       %12.4f   (6 x %lld matmul parameters + 12 x %d x %lld x %d attention, per token)\n",
+              m.flops_per_s / 1e12, (long long)model.matmul_params(), model.layers, (long long)model.seq_len,
+              model.hidden);
+  const std::string peak_kind = m.compute == DType::kBF16 && on_cpu
+                                    ? "fp32 FMA rate x measured bf16:fp32 GEMM speed"
+                                    : std::string(dtype_name(m.compute)) + " FMA rate";
+  std::printf("  MFU                 %11.1f%%   of %.0f GFLOP/s measured peak (%s x %d rank(s))\n", 100 * m.mfu,
+              m.peak / 1e9, peak_kind.c_str(), ranks);
+  std::printf("  GEMM rate (rank 0)  %12.1f   GFLOP/s inside GEMM calls\n", m.gemm_rate / 1e9);
+  std::printf("  peak RSS            %12.1f   MiB per rank (accounted: %.1f MiB parameters+gradients+optimizer+activations)\n",
+              m.peak_rss_mb, m.accounted_mb);
+  if (!on_cpu) std::printf("  peak GPU memory     %12.1f   MiB per rank (live tensors)\n", m.peak_gpu_mb);
+  std::printf("  time per step, rank 0:\n");
+  for (const Phase& p : m.phases)
+    std::printf("    %-18s %9.4f s  %5.1f%%\n", p.name.c_str(), p.seconds, 100 * p.seconds / m.step_s);
+  std::printf("  kernels per step, rank 0 (phase):\n");
+  for (const KernelTimes::Kernel& k : m.kernels)
+    std::printf("    %-32s %9.4f s  %5.1f%%  %6.1f calls  (%s)\n", k.name, k.seconds / n, 100 * k.seconds / n / m.step_s,
+                double(k.calls) / n, kernel_phase_name(k.phase));
+}
+
 }  // namespace
 
 int bench_step(int argc, char** argv) {
@@ -137,145 +287,25 @@ int bench_step(int argc, char** argv) {
   }
   try {
     ScratchDir scratch;
-    const int threads = compute_threads(cfg.train.threads);
-    std::unique_ptr<Ops> backend = select_backend(cfg.train.backend, threads, log);
+    RunSession session(cfg, MPI_COMM_WORLD, mpi.reductions(), log);
     // A device backend's timed steps run unprofiled (profiling synchronises around every
     // kernel); as many profiled steps follow for the breakdown.
-    const bool on_cpu = backend->device() == Device::kCPU;
-    const int64_t steps = options.warmup + options.steps * (on_cpu ? 1 : 2);
-    const int64_t tokens = steps * cfg.train.global_batch * cfg.model.seq_len + cfg.model.seq_len + 1;
-    write_synthetic_shard((scratch.path / "synthetic").string(), tokens, cfg.model.vocab, cfg.train.seed,
-                          cfg.privacy.enabled ? cfg.model.seq_len + 1 : 0);
-    cfg.data.train = (scratch.path / "synthetic").string();
-    cfg.train.steps = steps;
-
+    const bool on_cpu = session.backend().device() == Device::kCPU;
+    use_synthetic_data(cfg, scratch.path, options.warmup + options.steps * (on_cpu ? 1 : 2));
     KernelTimes kernel_times;
-    std::unique_ptr<Ops> ops = make_profiling_ops(*backend, kernel_times);
+    std::unique_ptr<Ops> ops = make_profiling_ops(session.backend(), kernel_times);
     kernel_times.enabled = on_cpu;
-    dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
-    dist::Topology topology(cfg.layout, MPI_COMM_WORLD, mpi.reductions());
-    topology.set_watchdog(&watchdog);
-    attach_device_groups(topology, *backend);  // the CUDA backend itself: NCCL needs its stream
     // What a training step needs and nothing else: no checkpoints, no run record, no weights
     // loaded (the values do not change the time).
-    train::RunBuilder run(cfg, *ops, topology, log);
-    train::TrainingStep& step = run.step();
-    train::DataSource& data = run.train_data();
+    train::RunBuilder run(cfg, *ops, session.topology(), log);
     train::log_model_banner(run);
-    // The precision the GEMMs really compute in (train.precision = bf16 or auto may fall back).
-    const DType compute = run.matmul_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32;
-    train::log_training_banner(run, ops->peak_flops(compute));
-    train::PrivateTraining* private_steps = run.privacy();  // DP-SGD's two passes and noise
-    auto train_step = [&](int64_t s) {
-      return private_steps ? private_steps->run(s) : step.run(s, data.load(s), data.global_batch_stats(s));
-    };
-
-    for (int64_t s = 0; s < options.warmup; ++s) train_step(s);
-    auto comm_seconds = [&] {
-      double t = topology.dp().seconds() + (topology.layout().tp > 1 ? topology.tp().seconds() : 0.0);
-      if (topology.embedding()) t += topology.embedding()->seconds();
-      return t;
-    };
-    kernel_times = KernelTimes{};
-    kernel_times.enabled = on_cpu;
-    const double comm0 = comm_seconds(), data0 = data.seconds();
-    double bubble = 0, loss = 0;
-    topology.world().barrier();
-    Stopwatch watch;
-    const int64_t timed_end = options.warmup + options.steps;
-    for (int64_t s = options.warmup; s < timed_end; ++s) {
-      const train::StepResult r = train_step(s);
-      bubble += r.bubble * r.seconds;
-      loss = r.loss;
-    }
-    const double seconds = watch.seconds();
-    if (!on_cpu) {
-      kernel_times.enabled = true;
-      for (int64_t s = timed_end; s < steps; ++s) train_step(s);
-    }
-    const double n = double(options.steps);
-
-    // Per-step phase times of this rank; the step time and memory are the slowest rank's.
-    std::vector<Phase> phases;
-    for (size_t i = 0; i < kernel_times.seconds.size(); ++i)
-      phases.push_back({kernel_phase_name(static_cast<KernelPhase>(i)), kernel_times.seconds[i] / n});
-    phases.push_back({"comm_wait", (comm_seconds() - comm0) / n});
-    phases.push_back({"pipeline_bubble", bubble / n});
-    phases.push_back({"data", (data.seconds() - data0) / n});
-    double accounted = 0;
-    for (const Phase& p : phases) accounted += p.seconds;
-    const double step_s = seconds / n;
-    phases.push_back({"other", std::max(0.0, step_s - accounted)});
-    double worst[3] = {step_s, peak_rss_mb(), backend->peak_device_mb()};
-    topology.world().all_reduce_max(worst, 3);
-    topology.shutdown_device();  // the steps are done; what follows is rank 0's report
-
-    const model::ModelConfig& m = run.model().config();
-    const double tokens_per_step = double(cfg.train.global_batch) * double(m.seq_len);
-    const double tokens_per_s = tokens_per_step / worst[0];
-    const double flops_per_s = tokens_per_s * m.train_flops_per_token();
-    const double peak = ops->peak_flops(compute) * mpi.world_size();
-    const double mfu = flops_per_s / peak;
-    const double gemm_rate = kernel_times.seconds[0] > 0 ? kernel_times.gemm_flops / kernel_times.seconds[0] : 0;
-    const double accounted_mb = double(train::parameter_bytes(run.model().params()) + run.optimizer().state_bytes() +
-                                       run.model().activation_bytes()) / double(1 << 20);
+    train::log_training_banner(run);
+    StepMeasurement m = measure(run, kernel_times, options);
+    add_rates(m, run);
+    session.finish();  // the steps are done; what follows is rank 0's report
     if (mpi.world_rank() != 0) return 0;
-    // The kernels behind the phases, slowest first: where an optimisation would pay.
-    std::vector<KernelTimes::Kernel> kernels = kernel_times.kernels;
-    std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
-
-    if (options.json) {
-      Json out = Json::object();
-      out.set("layout", Json(detail::concat("dp=", cfg.layout.dp, ",tp=", cfg.layout.tp, ",pp=", cfg.layout.pp)));
-      out.set("ranks", Json(mpi.world_size()));
-      out.set("threads_per_rank", Json(threads));
-      out.set("precision", Json(dtype_name(run.matmul_dtype())));
-      out.set("activation_dtype", Json(dtype_name(run.activation_dtype())));
-      out.set("steps", Json(options.steps));
-      out.set("tokens_per_step", Json(tokens_per_step));
-      out.set("step_s", Json(worst[0]));
-      out.set("tokens_per_s", Json(tokens_per_s));
-      out.set("tflops", Json(flops_per_s / 1e12));
-      out.set("tflops_per_rank", Json(flops_per_s / 1e12 / mpi.world_size()));
-      out.set("mfu", Json(mfu));
-      out.set("peak_gflops", Json(peak / 1e9));
-      out.set("gemm_gflops_per_rank", Json(gemm_rate / 1e9));
-      out.set("peak_rss_mb", Json(worst[1]));
-      if (!on_cpu) out.set("peak_gpu_mb", Json(worst[2]));
-      out.set("accounted_mb", Json(accounted_mb));
-      out.set("loss", Json(loss));
-      Json breakdown = Json::object();
-      for (const Phase& p : phases) breakdown.set(p.name, Json(p.seconds));
-      out.set("breakdown_s", std::move(breakdown));
-      Json per_kernel = Json::object();
-      for (const KernelTimes::Kernel& k : kernels) per_kernel.set(k.name, Json(k.seconds / n));
-      out.set("kernels_s", std::move(per_kernel));
-      std::printf("%s\n", out.dump().c_str());
-      return 0;
-    }
-    std::printf("\nbench step: %lld timed steps after %lld warm-up, %d rank(s) x %d thread(s), %s, layout dp=%d tp=%d pp=%d\n",
-                (long long)options.steps, (long long)options.warmup, mpi.world_size(), threads,
-                std::string(dtype_name(run.matmul_dtype())).c_str(), cfg.layout.dp, cfg.layout.tp, cfg.layout.pp);
-    std::printf("  tokens/s            %12.1f   (%g tokens per step, %.4f s per step)\n", tokens_per_s, tokens_per_step,
-                worst[0]);
-    std::printf("  model TFLOP/s       %12.4f   (6 x %lld matmul parameters + 12 x %d x %lld x %d attention, per token)\n",
-                flops_per_s / 1e12, (long long)m.matmul_params(), m.layers, (long long)m.seq_len, m.hidden);
-    const std::string peak_kind = compute == DType::kBF16 && ops->device() == Device::kCPU
-                                      ? "fp32 FMA rate x measured bf16:fp32 GEMM speed"
-                                      : std::string(dtype_name(compute)) + " FMA rate";
-    std::printf("  MFU                 %11.1f%%   of %.0f GFLOP/s measured peak (%s x %d rank(s))\n", 100 * mfu,
-                peak / 1e9, peak_kind.c_str(), mpi.world_size());
-    std::printf("  GEMM rate (rank 0)  %12.1f   GFLOP/s inside GEMM calls\n", gemm_rate / 1e9);
-    std::printf("  peak RSS            %12.1f   MiB per rank (accounted: %.1f MiB parameters+gradients+optimizer+activations)\n",
-                worst[1], accounted_mb);
-    if (!on_cpu) std::printf("  peak GPU memory     %12.1f   MiB per rank (live tensors)\n", worst[2]);
-    std::printf("  time per step, rank 0:\n");
-    for (const Phase& p : phases)
-      std::printf("    %-18s %9.4f s  %5.1f%%\n", p.name.c_str(), p.seconds, 100 * p.seconds / step_s);
-    std::printf("  kernels per step, rank 0 (phase):\n");
-    for (const KernelTimes::Kernel& k : kernels)
-      std::printf("    %-32s %9.4f s  %5.1f%%  %6.1f calls  (%s)\n", k.name, k.seconds / n, 100 * k.seconds / n / step_s,
-                  double(k.calls) / n, kernel_phase_name(k.phase));
+    if (options.json) print_json(m, run, options, session.threads());
+    else print_text(m, run, options, session.threads());
     return 0;
   } catch (const ConfigError& e) {
     mpi.abort(2, std::string("trident bench step: error: ") + e.what());

@@ -5,13 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "rank_threads.hpp"
-#include "backend_select.hpp"
+#include "run_session.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/log.hpp"
 #include "trident/dist/mpi_session.hpp"
-#include "trident/dist/watchdog.hpp"
 #include "trident/train/eval/task_evaluator.hpp"
 #include "trident/train/run_banner.hpp"
 #include "trident/train/run_builder.hpp"
@@ -74,14 +72,9 @@ int run_eval(int argc, char** argv) {
     return 2;
   }
   try {
-    std::unique_ptr<Ops> ops = select_backend(cfg.train.backend, compute_threads(cfg.train.threads), log);
-    dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());
-    dist::Topology topology(cfg.layout, MPI_COMM_WORLD, mpi.reductions());
-    topology.set_watchdog(&watchdog);
-    attach_device_groups(topology, *ops);
-    log.info(topology.describe());
+    RunSession session(cfg, MPI_COMM_WORLD, mpi.reductions(), log);
     // The model and its weights, and nothing of training: no optimizer, no run record.
-    train::RunBuilder run(cfg, *ops, topology, log);
+    train::RunBuilder run(cfg, session.backend(), session.topology(), log);
     train::log_model_banner(run);
     run.load_initial_weights();
     std::string checkpoint;
@@ -93,9 +86,9 @@ int run_eval(int argc, char** argv) {
                "): evaluating the freshly initialised model");
     }
     if (mpi.world_rank() == 0) std::filesystem::create_directories(cfg.log.run_dir);  // for eval.jsonl
-    topology.world().barrier();
+    session.topology().world().barrier();
     run.evaluation().evaluate(step);
-    topology.shutdown_device();
+    session.finish();
     return 0;
   } catch (const ConfigError& e) {
     mpi.abort(2, std::string("trident eval: error: ") + e.what());

@@ -5,8 +5,6 @@
 #include <cmath>
 #include <filesystem>
 
-#include "backend_select.hpp"
-#include "rank_threads.hpp"
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/prep.hpp"
@@ -72,10 +70,8 @@ PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, 
   TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= static_cast<uint64_t>(cfg_.model.vocab), "--ppl-tokenizer ",
                        tokenizer_->describe(), " has ", tokenizer_->vocab_size(), " ids; the model's vocabulary is ",
                        cfg_.model.vocab);
-  ops_ = select_backend(cfg_.train.backend, compute_threads(cfg_.train.threads), log);
-  topology_ = std::make_unique<dist::Topology>(cfg_.layout, MPI_COMM_SELF, reductions);
-  attach_device_groups(*topology_, *ops_);
-  run_ = std::make_unique<train::RunBuilder>(cfg_, *ops_, *topology_, log);
+  session_ = std::make_unique<RunSession>(cfg_, MPI_COMM_SELF, reductions, log, /*describe=*/false);
+  run_ = std::make_unique<train::RunBuilder>(cfg_, session_->backend(), session_->topology(), log);
   run_->load_initial_weights();
   std::string loaded;
   if (checkpoint) run_->weights_reader().load_resume_model(/*adapters=*/true, &loaded);
@@ -116,7 +112,7 @@ std::vector<double> PrepScorer::perplexities(const std::vector<std::string>& tex
         tokens.data<int32_t>()[static_cast<int64_t>(r) * T + static_cast<int64_t>(t)] = static_cast<int32_t>(windows[first + r].ids[t]);
     const Tensor& device_logits = model.forward_logits(tokens, positions);  // [B*T, V]
     Tensor logits = Tensor::zeros(device_logits.shape(), DType::kF32);
-    ops_->copy(device_logits, logits);
+    session_->backend().copy(device_logits, logits);
     const int64_t stride = logits.dim(1);
     for (size_t r = 0; r < rows; ++r) {
       const Window& w = windows[first + r];

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "run_session.hpp"
 #include "trident/backend/ops.hpp"
 #include "trident/core/log.hpp"
 #include "trident/data/tokenizer.hpp"
-#include "trident/dist/topology.hpp"
 #include "trident/train/run_builder.hpp"
 #include "trident/train/run_config.hpp"
 
@@ -36,8 +36,7 @@ class PrepScorer {
 
  private:
   train::RunConfig cfg_;
-  std::unique_ptr<Ops> ops_;
-  std::unique_ptr<dist::Topology> topology_;
+  std::unique_ptr<RunSession> session_;  // MPI_COMM_SELF: this rank's own model
   std::unique_ptr<train::RunBuilder> run_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
   int max_tokens_;

@@ -1,18 +1,13 @@
 // `trident train`: parse the configuration, set up MPI, the grid and the backend, then train.
-#include <omp.h>
-
 #include <cstdio>
-#include <thread>
 
-#include "backend_select.hpp"
 #include "fault_injection.hpp"
+#include "run_session.hpp"
 #include "trident/cli/commands.hpp"
-#include "rank_threads.hpp"
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/log.hpp"
 #include "trident/core/timer.hpp"
 #include "trident/dist/mpi_session.hpp"
-#include "trident/dist/watchdog.hpp"
 #include "trident/train/preemption.hpp"
 #include "trident/train/run_builder.hpp"
 #include "trident/train/trainer.hpp"
@@ -52,17 +47,10 @@ int run_train(int argc, char** argv) {
     return 2;
   }
   try {
-    const int threads = compute_threads(cfg.train.threads);
     FaultInjection faults = FaultInjection::from_environment(mpi.world_rank());
-    std::unique_ptr<Ops> ops = select_backend(cfg.train.backend, threads, log);
-    dist::Watchdog watchdog(cfg.comm.timeout_s, mpi.world_rank());  // outlives the topology's use
-    dist::Topology topology(cfg.layout, MPI_COMM_WORLD, mpi.reductions());
-    topology.set_watchdog(&watchdog);
-    attach_device_groups(topology, *ops);
-    log.info(topology.describe());
-    log.info("threads per rank: ", threads);
-    train::SignalWatch signals(mpi.world_rank(), &watchdog);
-    train::RunBuilder run(cfg, *ops, topology, log, &faults);
+    RunSession session(cfg, MPI_COMM_WORLD, mpi.reductions(), log);
+    train::SignalWatch signals(mpi.world_rank(), &session.watchdog());
+    train::RunBuilder run(cfg, session.backend(), session.topology(), log, &faults);
     train::Trainer trainer(run, &signals);
     Stopwatch watch;
     const train::StepResult last = trainer.run();
@@ -72,7 +60,7 @@ int run_train(int argc, char** argv) {
     else
       log.info("done: ", cfg.train.steps, " steps in ", watch.seconds(), " s, final loss ", last.loss,
                "; run directory ", cfg.log.run_dir);
-    topology.shutdown_device();
+    session.finish();
     return 0;
   } catch (const ConfigError& e) {
     mpi.abort(2, std::string("trident train: error: ") + e.what());

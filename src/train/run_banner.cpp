@@ -52,7 +52,7 @@ void log_model_banner(RunBuilder& run) {
   if (run.topology().layout().pp > 1) log.info(run.pipeline_description());
 }
 
-void log_training_banner(RunBuilder& run, double peak_flops) {
+void log_training_banner(RunBuilder& run) {
   const RunConfig& cfg = run.config();
   const Logger& log = run.log();
   model::GPTModel& model = run.model();
@@ -92,9 +92,9 @@ void log_training_banner(RunBuilder& run, double peak_flops) {
   if (docs.skipped_documents() > 0)
     log.info("data.truncate = skip: ", docs.skipped_documents(), " fine-tuning examples with prompts longer than ",
              "seq_len = ", m.seq_len, " tokens left out");
-  const bool bf16 = run.matmul_dtype() == DType::kBF16 && run.ops().device() == Device::kCPU;
-  log.info("backend: ", run.ops().name(), ", peak ", peak_flops / 1e9, " GFLOP/s per rank for ",
-           dtype_name(run.matmul_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32),
+  const bool bf16 = run.peak_dtype() == DType::kBF16 && run.ops().device() == Device::kCPU;
+  log.info("backend: ", run.ops().name(), ", peak ", run.peak_flops_per_rank() / 1e9, " GFLOP/s per rank for ",
+           dtype_name(run.peak_dtype()),
            bf16 ? " (the measured fp32 FMA rate x the measured bf16:fp32 GEMM speed)" : " (measured FMA rate)");
 }
 

@@ -30,11 +30,14 @@ model::GPTModel& RunBuilder::model() {
   tp.sequence_parallel = cfg_.sequence_parallel;
   const model::StagePlan plan =
       make_stage_plan(cfg_, topology_.pp_rank(), cfg_.micro_batches_per_step(), &pipeline_text_);
-  // GEMMs compute in the asked precision where the backend measures it faster, else in fp32.
-  // The activations keep the asked 16-bit storage either way (the memory saving); only
-  // train.precision = auto falls back to fp32 throughout.
-  matmul_dtype_ = ops_.set_matmul_precision(cfg_.train.precision);
-  activation_dtype_ = cfg_.train.precision_auto ? matmul_dtype_ : cfg_.train.precision;
+  // GEMMs compute in the precision the backend settled on when it was selected: the asked one
+  // where it measures faster, else fp32. The activations keep the asked 16-bit storage either
+  // way (the memory saving); only train.precision = auto falls back to fp32 throughout.
+  const DType matmul = matmul_dtype();
+  TRIDENT_CHECK(matmul == cfg_.train.precision || matmul == DType::kF32, "the backend's GEMMs are set to ",
+                dtype_name(matmul), " but train.precision is ", dtype_name(cfg_.train.precision),
+                ": set the backend's precision when selecting it");
+  activation_dtype_ = cfg_.train.precision_auto ? matmul : cfg_.train.precision;
   model::ExpertParallel ep;
   if (topology_.layout().ep > 1) ep.comm = &topology_.ep();
   model_ = std::make_unique<model::GPTModel>(
@@ -127,6 +130,12 @@ PrivateTraining* RunBuilder::privacy() {
     privacy_ = std::make_unique<PrivateTraining>(cfg_, train_data(), step(), model(), pipeline(), reducer(), scaler(),
                                                  topology_);
   return privacy_.get();
+}
+
+StepResult RunBuilder::train_step(int64_t step) {
+  if (PrivateTraining* private_steps = privacy()) return private_steps->run(step);
+  DataSource& data = train_data();
+  return this->step().run(step, data.load(step), data.global_batch_stats(step));
 }
 
 Checkpointer& RunBuilder::checkpointer() {

@@ -28,66 +28,71 @@ double padding_share(const data::GlobalBatchStats& s) {
   return s.computed_tokens > 0 ? double(s.padding_tokens) / double(s.computed_tokens) : 0.0;
 }
 
+// Every piece of the training step first (the model, pipeline, reducer and its compressor,
+// optimizer), then the checkpointer over them.
+Checkpointer& step_then_checkpointer(RunBuilder& run) {
+  run.step();
+  return run.checkpointer();
+}
+
 }  // namespace
 
 Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
-    : run_(run), signals_(signals), cfg_(run.config()), topology_(run.topology()), log_(run.log()), step_(run.step()),
-      checkpointer_(run.checkpointer()) {
-  // MFU against the peak of the arithmetic the GEMMs really use (bf16 where they compute in bf16).
-  run.model();  // decides the GEMM precision
-  peak_flops_ = run.ops().peak_flops(run.matmul_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32);
+    : run_(run),
+      signals_(signals),
+      cfg_(run.config()),
+      topology_(run.topology()),
+      log_(run.log()),
+      checkpointer_(step_then_checkpointer(run)) {
+  peak_flops_ = run.peak_flops_per_rank();
   const dist::Layout& layout = topology_.layout();
   const int micro_batches = cfg_.micro_batches_per_step();
   bubble_theory_ = layout.pp > 1 ? theoretical_bubble(cfg_.schedule, layout.pp, micro_batches, cfg_.virtual_stages) : 0;
   log_model_banner(run);
-  log_training_banner(run, peak_flops_);
+  log_training_banner(run);
 
   run.load_initial_weights();  // a checkpoint resumed below replaces them
-  start_step_ = steps_done_ = checkpointer_.resume();
+  const Resumed resumed = checkpointer_.resume();
+  start_step_ = steps_done_ = resumed.step;
   if (PrivateTraining* privacy = run.privacy()) {
-    privacy->check_resumed(checkpointer_.restored_privacy(), start_step_);
+    privacy->check_resumed(resumed.scalars.privacy, start_step_);
     privacy->log_banner(log_);
   }
   LossScaler& scaler = run.scaler();
-  if (checkpointer_.restored_loss_scale() > 0 && scaler.dynamic()) scaler.restore(checkpointer_.restored_loss_scale());
+  if (resumed.scalars.loss_scale > 0 && scaler.dynamic()) scaler.restore(resumed.scalars.loss_scale);
   TRIDENT_CONFIG_CHECK(start_step_ <= cfg_.train.steps, "the checkpoint has ", start_step_,
                        " steps done, more than train.steps = ", cfg_.train.steps);
   record_ = RunRecord::open(cfg_, start_step_, topology_.world(), log_);
   run.evaluation().set_tensorboard(record_ ? record_->tensorboard() : nullptr);  // evaluations as scalars too
   // Checkpoints carry the run's training time; older ones do not: then the record's last line.
-  tokens_ = checkpointer_.restored_tokens() > 0
-                ? checkpointer_.restored_tokens()
+  tokens_ = resumed.scalars.tokens > 0
+                ? resumed.scalars.tokens
                 : double(start_step_) * double(cfg_.train.global_batch) * double(cfg_.model.seq_len);
-  elapsed_ = start_elapsed_ =
-      checkpointer_.restored_elapsed() > 0 ? checkpointer_.restored_elapsed() : record_ ? record_->last_elapsed() : 0.0;
+  elapsed_ = start_elapsed_ = resumed.scalars.elapsed_s > 0 ? resumed.scalars.elapsed_s
+                              : record_                     ? record_->last_elapsed()
+                                                            : 0.0;
 }
 
 Trainer::~Trainer() = default;
 
-StepResult Trainer::train_step(int64_t step) {
-  if (PrivateTraining* privacy = run_.privacy()) return privacy->run(step);
-  DataSource& data = run_.train_data();
-  const std::vector<data::Batch>& batches = data.load(step);
-  return step_.run(step, batches, data.global_batch_stats(step));
-}
-
 void Trainer::save(int64_t steps_done) {
-  prepare_save(steps_done);
-  guarded_save([&] { ckpt_stall_s_ = checkpointer_.save(steps_done); });
+  const RunScalars scalars = scalars_at(steps_done);
+  guarded_save([&] { ckpt_stall_s_ = checkpointer_.save(steps_done, scalars); });
 }
 
 void Trainer::save_local(int64_t steps_done) {
-  prepare_save(steps_done);
-  guarded_save([&] { ckpt_local_s_ = checkpointer_.save_local(steps_done); });
+  const RunScalars scalars = scalars_at(steps_done);
+  guarded_save([&] { ckpt_local_s_ = checkpointer_.save_local(steps_done, scalars); });
 }
 
-void Trainer::prepare_save(int64_t steps_done) {
-  double elapsed = elapsed_;  // rank 0's clock: the attribute must be the same on every rank
-  topology_.world().broadcast(&elapsed, sizeof elapsed, 0);
-  checkpointer_.set_elapsed(elapsed);
-  checkpointer_.set_loss_scale(run_.scaler().scale());
-  checkpointer_.set_tokens(tokens_);
-  if (PrivateTraining* privacy = run_.privacy()) checkpointer_.set_privacy(privacy->checkpoint_numbers(steps_done));
+RunScalars Trainer::scalars_at(int64_t steps_done) {
+  RunScalars scalars;
+  scalars.elapsed_s = elapsed_;  // rank 0's clock: the attribute must be the same on every rank
+  topology_.world().broadcast(&scalars.elapsed_s, sizeof scalars.elapsed_s, 0);
+  scalars.loss_scale = run_.scaler().scale();
+  scalars.tokens = tokens_;
+  if (PrivateTraining* privacy = run_.privacy()) scalars.privacy = privacy->checkpoint_numbers(steps_done);
+  return scalars;
 }
 
 void Trainer::guarded_save(const std::function<void()>& io) {
@@ -117,7 +122,7 @@ StepResult Trainer::run() {
     if (hooks) hooks->step_starting(step + 1);
     {
       const dist::WatchdogPhase phase(topology_.watchdog(), detail::concat("training step ", step + 1));
-      last = train_step(step);
+      last = run_.train_step(step);
     }
     steps_done_ = step + 1;
     elapsed_ += last.seconds;
@@ -142,7 +147,7 @@ StepResult Trainer::run() {
     if (preempt > 0) {
       preempted_ = true;
       guarded_save([&] { checkpointer_.wait(); });
-      log_.info("preempted: checkpoint of step ", step + 1, " written to ", checkpointer_.directory(),
+      log_.info("preempted: checkpoint of step ", step + 1, " written to ", checkpointer_.directory().path(),
                 "; exiting (resume with checkpoint.resume = auto)");
       break;
     }
@@ -161,7 +166,7 @@ void Trainer::check_health(int64_t step, const StepResult& r) {
     log_.info("step ", step + 1, " skipped: non-finite loss or gradient (", bad_steps_, " in a row, train.max_bad_steps = ",
               cfg_.train.max_bad_steps, ")");
     if (bad_steps_ >= cfg_.train.max_bad_steps) {
-      const std::string newest = Checkpointer::newest(checkpointer_.directory());
+      const std::string newest = checkpointer_.directory().newest();
       TRIDENT_CHECK(false, "stopping: ", bad_steps_,
                     " consecutive steps had a non-finite loss or gradient; the newest complete checkpoint (if any) is ",
                     newest.empty() ? std::string("none") : newest);
@@ -180,8 +185,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
   const model::GPTModel& model = run_.model();
   const double tokens_per_step = r.tokens;
   const double tokens_per_s = tokens_per_step / r.seconds;
-  const double flops = train_flops_per_token(cfg_, model.config()) * tokens_per_step;
-  const double mfu = flops / r.seconds / (peak_flops_ * topology_.world_size());
+  const double mfu = model_flops_utilization(cfg_, model.config(), tokens_per_s, peak_flops_, topology_.world_size());
   if (record_) {
     GradReducer& reducer = run_.reducer();
     PrivateTraining* privacy = run_.privacy();

@@ -17,7 +17,7 @@
 
 #include "mpi_job_dir.hpp"
 #include "trident/backend/cpu_ops.hpp"
-#include "trident/train/checkpointer.hpp"
+#include "trident/train/checkpoint/checkpointer.hpp"
 #include "trident/train/optim/grad_reducer.hpp"
 
 namespace trident::train {
@@ -220,19 +220,19 @@ TEST_F(CheckpointStaging, DeviceStateSavesAndLoadsThroughHostMemory) {
   TrainingState saved(cfg, device, 1);
   ASSERT_EQ(saved.model.params().flat_values().device(), Device::kCUDA);
   ASSERT_GT(saved.model.params().frozen_numel(), 0);
-  Checkpointer(cfg, topology, saved.model, device, quiet, &saved.optimizer).save(7);
+  Checkpointer(cfg, topology, saved.model, device, quiet, &saved.optimizer).save(7, {});
   const std::vector<std::vector<char>> want = contents(saved, device, true, true, true);
   RunConfig resume = cfg;
-  resume.checkpoint.resume = dir + "/" + Checkpointer::file_name(7);
+  resume.checkpoint.resume = dir + "/" + CheckpointDirectory::file_name(7);
 
   {  // What the staged save wrote, as the CPU backend reads it in place.
     TrainingState on_cpu(resume, *cpu, 2);
-    EXPECT_EQ(Checkpointer(resume, topology, on_cpu.model, *cpu, quiet, &on_cpu.optimizer).resume(), 7);
+    EXPECT_EQ(Checkpointer(resume, topology, on_cpu.model, *cpu, quiet, &on_cpu.optimizer).resume().step, 7);
     EXPECT_TRUE(contents(on_cpu, *cpu, true, true, true) == want) << "the staged save differs from the device state";
   }
   {  // A resume on the device: read into host memory, copied up.
     TrainingState on_device(resume, device, 3);
-    EXPECT_EQ(Checkpointer(resume, topology, on_device.model, device, quiet, &on_device.optimizer).resume(), 7);
+    EXPECT_EQ(Checkpointer(resume, topology, on_device.model, device, quiet, &on_device.optimizer).resume().step, 7);
     EXPECT_TRUE(contents(on_device, device, true, true, true) == want) << "the staged resume differs from the saved state";
   }
   {  // model.init_from on the device: the base weights are loaded, the adapters stay as initialised.

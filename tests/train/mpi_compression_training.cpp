@@ -59,7 +59,7 @@ std::vector<double> losses(const RunConfig& cfg) {
   RunBuilder builder(cfg, *ops, topology, quiet);
   Trainer trainer(builder);
   std::vector<double> out;
-  for (int64_t s = trainer.start_step(); s < cfg.train.steps; ++s) out.push_back(trainer.train_step(s).loss);
+  for (int64_t s = trainer.start_step(); s < cfg.train.steps; ++s) out.push_back(builder.train_step(s).loss);
   return out;
 }
 

@@ -77,13 +77,14 @@ double parameter_error(const Curve& got, const Curve& reference) {
 
 Curve train(const RunConfig& cfg, MPI_Comm base) {
   auto ops = make_cpu_ops(1);
+  ops->set_matmul_precision(cfg.train.precision);  // as the CLI's backend selection does
   dist::Topology topology(cfg.layout, base);
   Logger quiet(/*rank=*/1);
   RunBuilder builder(cfg, *ops, topology, quiet);
   Trainer trainer(builder);
   Curve curve;
   for (int64_t s = 0; s < cfg.train.steps; ++s) {
-    const StepResult r = trainer.train_step(s);
+    const StepResult r = builder.train_step(s);
     curve.losses.push_back(r.loss);
     curve.moe_aux.push_back(r.moe_aux_loss);
     curve.moe_load.push_back(r.moe_load_max_over_mean);
@@ -521,7 +522,7 @@ TEST_F(LayoutInvariance, LoraMatchesSingleRank) {
       for (const auto& p : builder.model().params().all())
         if (!p->trainable()) initial[p->spec.name] = testing::to_vector(p->value);
       Curve got;
-      for (int64_t s = 0; s < cfg.train.steps; ++s) got.losses.push_back(trainer.train_step(s).loss);
+      for (int64_t s = 0; s < cfg.train.steps; ++s) got.losses.push_back(builder.train_step(s).loss);
       for (const auto& p : builder.model().params().all()) {
         if (!p->trainable()) {
           EXPECT_EQ(testing::to_vector(p->value), initial.at(p->spec.name)) << what.str() << " " << p->spec.name;
@@ -570,7 +571,7 @@ TEST_F(LayoutInvariance, LisaMatchesSingleRankAndResumes) {
       for (int64_t s = 0; s < 5; ++s) {
         std::map<std::string, std::vector<double>> before;
         for (const auto& p : builder.model().params().all()) before[p->spec.name] = testing::to_vector(p->value);
-        losses.push_back(t.train_step(s).loss);
+        losses.push_back(builder.train_step(s).loss);
         size_t trained = 0;
         for (const auto& p : builder.model().params().all()) {
           const bool trains = lisa.trains(p->spec.name, s, cfg.model.tie_embeddings);
@@ -580,14 +581,14 @@ TEST_F(LayoutInvariance, LisaMatchesSingleRankAndResumes) {
         }
         EXPECT_EQ(builder.optimizer().state_bytes(), 2 * sizeof(float) * trained) << "step " << s;
       }
-      builder.checkpointer().save(5);  // mid-period: steps 3..5 are one period
+      builder.checkpointer().save(5, {});  // mid-period: steps 3..5 are one period
       builder.checkpointer().wait();
     }
     cfg.checkpoint.resume = "auto";
     RunBuilder resumed_builder(cfg, *ops, topology, quiet);
     Trainer resumed(resumed_builder);
     EXPECT_EQ(resumed.start_step(), 5);
-    for (int64_t s = 5; s < cfg.train.steps; ++s) losses.push_back(resumed.train_step(s).loss);
+    for (int64_t s = 5; s < cfg.train.steps; ++s) losses.push_back(resumed_builder.train_step(s).loss);
     for (size_t s = 0; s < losses.size(); ++s)
       EXPECT_NEAR(losses[s], reference.losses[s], 1e-12 * reference.losses[s]) << "resumed run, step " << s + 1;
     std::filesystem::remove_all(cfg.log.run_dir);

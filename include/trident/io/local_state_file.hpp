@@ -1,5 +1,5 @@
 // One rank's own training state in one file on node-local storage: the local checkpoint tier
-// (checkpoint.local_dir, train/local_tier.hpp). Unlike the parallel HDF5 checkpoints it holds
+// (checkpoint.local_dir, train/checkpoint/local_tier.hpp). Unlike the parallel HDF5 checkpoints it holds
 // the rank's pieces as they lie in memory, so only the same layout reads it back, and it needs
 // no collective I/O. Layout (little-endian):
 //   "TRDLOCAL" | uint64 header bytes | header (JSON) | each piece's bytes, in the header's order |

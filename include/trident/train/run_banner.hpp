@@ -7,8 +7,8 @@ namespace trident::train {
 
 // What the model is and how it computes (every command that builds one).
 void log_model_banner(RunBuilder& run);
-// How it trains: memory, parallelism, data (needs the training pieces; `trident train` and
-// `bench step`). peak_flops: the MFU denominator per rank.
-void log_training_banner(RunBuilder& run, double peak_flops);
+// How it trains: memory, parallelism, data and the backend's peak FLOP/s per rank (needs the
+// training pieces; `trident train` and `bench step`).
+void log_training_banner(RunBuilder& run);
 
 }  // namespace trident::train

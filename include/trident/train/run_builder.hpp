@@ -16,7 +16,7 @@
 #include "trident/core/log.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/model/gpt_model.hpp"
-#include "trident/train/checkpointer.hpp"
+#include "trident/train/checkpoint/checkpointer.hpp"
 #include "trident/train/data_source.hpp"
 #include "trident/train/eval/run_evaluation.hpp"
 #include "trident/train/optim/adamw.hpp"
@@ -33,7 +33,9 @@ namespace trident::train {
 
 class RunBuilder {
  public:
-  // Every argument outlives the builder. hooks (nullptr: none) reach the step and checkpoints.
+  // Every argument outlives the builder. ops: its GEMM precision already set from
+  // train.precision (cli's select_backend decides it). hooks (nullptr: none) reach the step and
+  // checkpoints.
   RunBuilder(const RunConfig& cfg, Ops& ops, dist::Topology& topology, const Logger& log, RunHooks* hooks = nullptr);
   ~RunBuilder();
   RunBuilder(const RunBuilder&) = delete;
@@ -63,6 +65,9 @@ class RunBuilder {
   TrainingStep& step();
   // Differentially private steps (privacy.enabled; else nullptr), over the step's pieces.
   PrivateTraining* privacy();
+  // Collective: optimizer step `step` (0-based) on its data: DP-SGD's (privacy()) when on,
+  // else the plain step on this rank's micro-batches.
+  StepResult train_step(int64_t step);
   // Saves and resumes the training state (model, optimizer, compression state).
   Checkpointer& checkpointer();
   // Reads model weights only (no optimizer is built): evaluation of a checkpoint.
@@ -76,8 +81,12 @@ class RunBuilder {
   // The pipeline's partition in words (pp > 1), for the banner.
   const std::string& pipeline_description() const { return pipeline_text_; }
   // The dtype GEMMs compute in (train.precision, or fp32 where the processor has no faster
-  // 16-bit GEMM); known once the model is built.
-  DType matmul_dtype() const { return matmul_dtype_; }
+  // 16-bit GEMM): the backend's.
+  DType matmul_dtype() const { return ops_.matmul_precision(); }
+  // The arithmetic MFU is measured against: bf16 where the GEMMs compute in bf16, else fp32.
+  DType peak_dtype() const { return matmul_dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32; }
+  // This rank's peak FLOP/s in peak_dtype() (the backend measures it once): the MFU denominator.
+  double peak_flops_per_rank() const { return ops_.peak_flops(peak_dtype()); }
   // The dtype of the activations kept for backward: train.precision (16-bit storage even where
   // GEMMs compute in fp32), or under auto what the GEMMs compute in; known once the model is built.
   DType activation_dtype() const { return activation_dtype_; }
@@ -89,7 +98,6 @@ class RunBuilder {
   const Logger& log_;
   RunHooks* hooks_;
   std::string pipeline_text_;
-  DType matmul_dtype_ = DType::kF32;
   DType activation_dtype_ = DType::kF32;
   std::unique_ptr<DataSource> train_data_;
   std::unique_ptr<model::GPTModel> model_;

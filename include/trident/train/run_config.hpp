@@ -46,7 +46,7 @@ struct CheckpointConfig {
   bool async = false;
   std::string resume = "auto";   // auto | none | <path>
   bool warn_on_error = false;    // checkpoint.on_error = warn: a failed save is logged, training goes on
-  // The local tier (train/local_tier.hpp): node-local directory, steps between its saves, and
+  // The local tier (train/checkpoint/local_tier.hpp): node-local directory, steps between its saves, and
   // whether each rank's file is copied to a partner on another node.
   std::string local_dir;
   int local_interval = 0;

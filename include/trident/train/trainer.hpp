@@ -36,8 +36,6 @@ class Trainer {
   // the optimizer steps completed, resumed ones included.
   bool preempted() const { return preempted_; }
   int64_t steps_done() const { return steps_done_; }
-  // One optimizer step on its data, without logging or checkpoints (tests).
-  StepResult train_step(int64_t step);
   // Collective: evaluates at optimizer step `step` (RunEvaluation).
   EvalResult evaluate(int64_t step) { return run_.evaluation().evaluate(step); }
 
@@ -51,8 +49,8 @@ class Trainer {
   void save(int64_t steps_done);
   // The local tier's save of `steps_done` (checkpoint.local_interval).
   void save_local(int64_t steps_done);
-  // The scalars every checkpoint carries (elapsed, loss scale, tokens, privacy), handed over.
-  void prepare_save(int64_t steps_done);
+  // Collective: the scalars a checkpoint after `steps_done` steps carries (rank 0's time).
+  RunScalars scalars_at(int64_t steps_done);
   // Runs checkpoint I/O; a failure stops the run, or is logged when checkpoint.on_error = warn.
   void guarded_save(const std::function<void()>& io);
 
@@ -61,7 +59,6 @@ class Trainer {
   const RunConfig& cfg_;
   dist::Topology& topology_;
   const Logger& log_;
-  TrainingStep& step_;
   Checkpointer& checkpointer_;
   std::unique_ptr<RunRecord> record_;  // rank 0
   int64_t start_step_ = 0;

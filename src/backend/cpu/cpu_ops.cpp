@@ -18,6 +18,7 @@ namespace {
 
 class CpuOps final : public Ops {
  public:
+  explicit CpuOps(bool bf16_taken_as_slower) : bf16_taken_as_slower_(bf16_taken_as_slower) {}
   Device device() const override { return Device::kCPU; }
   std::string name() const override { return "cpu"; }
 
@@ -42,13 +43,11 @@ class CpuOps final : public Ops {
                   dtype_name(dtype));
     // Without AVX-512 BF16 a bf16 GEMM would only be emulated, slower than fp32: compute in fp32;
     // with it, bf16 must also measure faster than fp32 here (some processors run vdpbf16ps at
-    // half the FMA rate and hide AMX). TRIDENT_TEST_SLOW_BF16=1 takes bf16 as the slower (tests
-    // of the fp32 fallback on processors where it is not).
+    // half the FMA rate and hide AMX).
     note_.clear();
     matmul_precision_ = dtype;
     if (dtype != DType::kBF16) return matmul_precision_;
-    const char* forced = std::getenv("TRIDENT_TEST_SLOW_BF16");
-    if (forced && *forced && std::string(forced) != "0") {
+    if (bf16_taken_as_slower_) {
       matmul_precision_ = DType::kF32;
       note_ = "bf16 GEMMs taken as slower than fp32 (TRIDENT_TEST_SLOW_BF16)";
     } else if (!cpu::cpu_has_avx512_bf16()) {
@@ -228,6 +227,7 @@ class CpuOps final : public Ops {
 
   cpu::RopeTable rope_table_;
   std::optional<double> peak_f32_, peak_f64_, gemm_f32_, gemm_bf16_;
+  const bool bf16_taken_as_slower_;  // make_cpu_ops
   DType matmul_precision_ = DType::kF32;
   std::string note_;  // matmul_precision_note()
   cpu::LowPrecisionGemm low_precision_;
@@ -235,9 +235,9 @@ class CpuOps final : public Ops {
 
 }  // namespace
 
-std::unique_ptr<Ops> make_cpu_ops(int threads) {
+std::unique_ptr<Ops> make_cpu_ops(int threads, bool bf16_taken_as_slower) {
   if (threads > 0) omp_set_num_threads(threads);
-  return std::make_unique<CpuOps>();
+  return std::make_unique<CpuOps>(bf16_taken_as_slower);
 }
 
 namespace cpu {
