@@ -19,7 +19,7 @@
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
 #include "trident/io/checkpoint_file.hpp"
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
 
 namespace po = boost::program_options;
 
@@ -195,7 +195,7 @@ interop::CheckpointModel checkpoint_model(const std::string& path) {
   // follow the chain to the HF directory it started from, if it still exists.
   std::string from = model.init_from;
   for (int depth = 0; depth < 16 && !from.empty(); ++depth) {
-    if (model::is_hf_model_dir(from)) {
+    if (interop::is_hf_model_dir(from)) {
       model.hf_base = std::filesystem::absolute(from).lexically_normal().string();
       break;
     }

@@ -1,35 +1,24 @@
 // Every configuration key with its default and a line of help (docs/design.md section 5).
 #include "trident/cli/config_parser.hpp"
 
+#include "trident/interop/model_keys.hpp"
+
 namespace trident::cli {
 
-const std::vector<ConfigKey>& config_schema() {
-  static const std::vector<ConfigKey> keys = {
-      {"model.arch", "gpt2", "architecture: gpt2 (LayerNorm, GELU, learned positions) | llama (RMSNorm, RoPE, SwiGLU, GQA)"},
-      {"model.layers", "8", "transformer blocks"},
-      {"model.hidden", "64", "hidden size C"},
-      {"model.heads", "4", "attention heads"},
-      {"model.kv_heads", "0", "key/value heads for grouped-query attention (0 = heads)"},
-      {"model.ffn_hidden", "0", "MLP hidden size (0 = 4*hidden for gpt2, 8/3*hidden rounded to 64 for llama)"},
-      {"model.vocab", "320", "vocabulary size (>= the tokenizer's)"},
-      {"model.seq_len", "64", "sequence length T"},
-      {"model.tie_embeddings", "true", "share the token embedding with the output head"},
-      {"model.dropout", "0", "dropout on the embedding and on each attention/MLP branch before the residual add"},
-      {"model.qkv_bias", "false", "llama: biases on the q, k, v projections (Qwen2; with model.o_bias: Llama's attention_bias)"},
-      {"model.o_bias", "false", "llama: a bias on the attention output projection"},
-      {"model.head_dim", "0", "llama: attention head size (0 = hidden / heads)"},
-      {"model.qk_norm", "false", "llama: RMSNorm over each query and key head before RoPE (Qwen3)"},
-      {"model.qk_norm_scope", "head", "with model.qk_norm: head (each head, Qwen3) | proj (the whole q and k projections, OLMoE; tp = 1)"},
-      {"model.norm_eps", "1e-5", "epsilon of LayerNorm (gpt2) / RMSNorm (llama)"},
-      {"model.rope_theta", "10000", "base of the rotary embedding's frequencies (llama)"},
-      {"model.rope_scaling", "none", "llama: RoPE scaling, none | linear:factor=F | llama3:factor=F,low_freq_factor=L,high_freq_factor=H,original_max_positions=P | yarn:factor=F[,original_max_positions=P,beta_fast=,beta_slow=,attention_factor=,mscale=,mscale_all_dim=,truncate=]"},
-      {"model.max_positions", "0", "positions the model was built for (gpt2: rows of the position table, >= seq_len; llama: what RoPE scaling reads); 0 = seq_len"},
-      {"model.sliding_window", "0", "llama: query t attends to keys t - W + 1 .. t only, in layers window_from.. (0 = whole sequence; Mistral, Qwen2)"},
-      {"model.window_from", "0", "llama: the first layer with the sliding window"},
-      {"model.bos_token_id", "-1", "the model's beginning-of-sequence token id (-1 = none; exported to config.json)"},
-      {"model.eos_token_id", "", "the model's end-of-sequence token ids, comma-separated (generation stops at them; exported)"},
-      {"model.pad_token_id", "-1", "the model's padding token id (-1 = none; exported)"},
-      {"model.init_from", "", "start from a Hugging Face model directory (its config.json sets the model keys) or a trident checkpoint .h5"},
+namespace {
+
+// The keys of interop::model_keys() in `section` ("model.", "moe.", "lora."), in its order.
+std::vector<ConfigKey> model_section_keys(const char* section) {
+  std::vector<ConfigKey> out;
+  for (const interop::ModelKey& k : interop::model_keys())
+    if (std::string(k.name).rfind(section, 0) == 0) out.push_back({k.name, k.fallback, k.help});
+  return out;
+}
+
+// [model], then the parallel and training keys, [moe], [lora] and the rest.
+std::vector<ConfigKey> all_keys() {
+  std::vector<ConfigKey> keys = model_section_keys("model.");
+  const std::vector<ConfigKey> run_keys = {
       {"parallel.dp", "1", "data-parallel ranks"},
       {"parallel.tp", "1", "tensor-parallel ranks (heads, kv_heads and ffn_hidden divisible by it; vocab padded to a multiple)"},
       {"parallel.pp", "1", "pipeline stages"},
@@ -61,21 +50,8 @@ const std::vector<ConfigKey>& config_schema() {
       {"train.threads", "0", "compute threads per rank (0 = cores of the node / ranks on the node)"},
       {"train.backend", "auto", "compute backend: auto (cuda when a GPU is visible, else cpu, saying so) | cpu | cuda; one GPU per rank, chosen by the node-local rank"},
       {"train.max_bad_steps", "5", "stop after this many consecutive non-finite steps"},
-      {"moe.experts", "0", "experts per mixture-of-experts layer (0 = dense MLPs)"},
-      {"moe.top_k", "2", "experts each token is routed to"},
-      {"moe.ffn_hidden", "0", "hidden size of each expert's MLP (0 = model.ffn_hidden)"},
-      {"moe.every", "1", "layer l is an MoE layer when (l + 1) % every == 0 (1 = every layer)"},
-      {"moe.shared_experts", "0", "a shared MLP of shared_experts * moe.ffn_hidden features behind a sigmoid gate, added for every token (Qwen2-MoE)"},
-      {"moe.norm_topk_prob", "true", "renormalise the k chosen routing probabilities to sum to 1 (Mixtral; Qwen's norm_topk_prob)"},
-      {"moe.aux_loss_coef", "0.01", "load-balancing loss E * sum_e f_e * P_e (Switch/Mixtral), averaged over MoE layers, times this"},
-      {"moe.z_loss_coef", "0", "router z-loss mean logsumexp(logits)^2 (ST-MoE), averaged over MoE layers, times this"},
-      {"moe.capacity_factor", "0", "0 = dropless; else each expert takes ceil(factor * tokens * k / E) of a micro-batch's assignments, the rest dropped"},
-      {"lora.enabled", "false", "train LoRA adapters on the chosen projections, every other weight frozen"},
-      {"lora.r", "8", "LoRA rank"},
-      {"lora.alpha", "16", "LoRA alpha (scale alpha/r)"},
-      {"lora.dropout", "0", "LoRA dropout on the adapters' input (training only; masks keyed by global element like model.dropout)"},
-      {"lora.targets", "q,v", "projections with adapters: q,k,v,o,up,down,gate"},
-      {"lora.init_from", "", "start the adapters from a Hugging Face PEFT adapter directory (its r, alpha and modules must match)"},
+  };
+  const std::vector<ConfigKey> later_keys = {
       {"lisa.enabled", "false", "LISA: train a few transformer blocks at a time, drawn uniformly every lisa.interval steps (the rest idle, no optimizer state)"},
       {"lisa.layers", "2", "blocks trained at a time"},
       {"lisa.interval", "20", "steps between draws"},
@@ -132,6 +108,19 @@ const std::vector<ConfigKey>& config_schema() {
       {"privacy.accountant", "prv", "prv (numerical composition, Gopi et al. 2021) | rdp (Renyi DP, Mironov et al. 2019)"},
       {"eval.ood_samples", "512", "samples scored on each side of the OOD comparison: pieces of seq_len + 1 tokens of the documents, spread evenly over each set"},
   };
+  keys.insert(keys.end(), run_keys.begin(), run_keys.end());
+  for (const char* section : {"moe.", "lora."}) {
+    const std::vector<ConfigKey> more = model_section_keys(section);
+    keys.insert(keys.end(), more.begin(), more.end());
+  }
+  keys.insert(keys.end(), later_keys.begin(), later_keys.end());
+  return keys;
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_schema() {
+  static const std::vector<ConfigKey> keys = all_keys();
   return keys;
 }
 

@@ -7,6 +7,7 @@
 
 #include "config_values.hpp"
 #include "trident/cli/config_parser.hpp"
+#include "trident/interop/model_keys.hpp"
 #include "trident/plan/cluster.hpp"
 #include "trident/train/eval/likelihood_task.hpp"
 #include "trident/train/eval/perturb.hpp"
@@ -29,77 +30,10 @@ PathKind path_kind(const char* key, const std::string& path) {
   return std::filesystem::is_directory(st) ? PathKind::kDirectory : PathKind::kFile;
 }
 
-// "2,3" -> {2, 3}; "" -> none.
-std::vector<int64_t> read_token_ids(const Values& v, const std::string& key) {
-  std::vector<int64_t> ids;
-  const std::string& text = v.str(key);
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    char* end = nullptr;
-    errno = 0;
-    const long long id = std::strtoll(item.c_str(), &end, 10);
-    TRIDENT_CONFIG_CHECK(!item.empty() && *end == '\0' && errno == 0 && id >= 0, key,
-                         ": expected comma-separated token ids, got '", text, "'");
-    ids.push_back(id);
-    at = comma + 1;
-  }
-  return ids;
-}
 }  // namespace
 
 model::ModelConfig read_model_section(const Values& v) {
-  model::ModelConfig m;
-  m.arch = model::arch_from_name(v.str("model.arch"));
-  m.layers = v.int32("model.layers");
-  m.hidden = v.int32("model.hidden");
-  m.heads = v.int32("model.heads");
-  m.kv_heads = v.int32("model.kv_heads");
-  m.ffn_hidden = v.int32("model.ffn_hidden");
-  m.vocab = v.int32("model.vocab");
-  m.seq_len = v.int32("model.seq_len");
-  m.tie_embeddings = v.boolean("model.tie_embeddings");
-  m.dropout = v.number("model.dropout");
-  m.qkv_bias = v.boolean("model.qkv_bias");
-  m.o_bias = v.boolean("model.o_bias");
-  m.head_dim = v.int32("model.head_dim");
-  m.qk_norm = v.boolean("model.qk_norm");
-  const std::string scope = v.str("model.qk_norm_scope");
-  TRIDENT_CONFIG_CHECK(scope == "head" || scope == "proj", "model.qk_norm_scope must be head or proj (got '", scope, "')");
-  TRIDENT_CONFIG_CHECK(scope == "head" || m.qk_norm, "model.qk_norm_scope = proj needs model.qk_norm = true");
-  m.qk_norm_whole = scope == "proj";
-  m.norm_eps = v.number("model.norm_eps");
-  m.rope_theta = v.number("model.rope_theta");
-  m.rope_scaling = model::parse_rope_scaling(v.str("model.rope_scaling"));
-  m.max_positions = v.integer("model.max_positions");
-  m.sliding_window = v.int32("model.sliding_window");
-  m.window_from = v.int32("model.window_from");
-  m.bos_token_id = v.integer("model.bos_token_id");
-  m.pad_token_id = v.integer("model.pad_token_id");
-  m.eos_token_ids = read_token_ids(v, "model.eos_token_id");
-  TRIDENT_CONFIG_CHECK(m.norm_eps > 0, "model.norm_eps must be > 0 (got ", m.norm_eps, ")");
-  TRIDENT_CONFIG_CHECK(m.rope_theta > 0, "model.rope_theta must be > 0 (got ", m.rope_theta, ")");
-  if (v.boolean("lora.enabled")) {
-    m.lora.r = v.int32("lora.r");
-    m.lora.alpha = v.number("lora.alpha");
-    m.lora.targets = v.str("lora.targets");
-    TRIDENT_CONFIG_CHECK(m.lora.r >= 1, "lora.r must be >= 1 (got ", m.lora.r, ")");
-    m.lora.dropout = v.number("lora.dropout");
-  }
-  m.moe.experts = v.int32("moe.experts");
-  if (m.moe.experts != 0) {
-    m.moe.top_k = v.int32("moe.top_k");
-    m.moe.ffn_hidden = v.int32("moe.ffn_hidden");
-    m.moe.every = v.int32("moe.every");
-    m.moe.shared_experts = v.int32("moe.shared_experts");
-    m.moe.norm_topk_prob = v.boolean("moe.norm_topk_prob");
-    m.moe.aux_loss_coef = v.number("moe.aux_loss_coef");
-    m.moe.z_loss_coef = v.number("moe.z_loss_coef");
-    m.moe.capacity_factor = v.number("moe.capacity_factor");
-  }
-  m.resolve();
-  return m;
+  return interop::read_model_keys([&v](const std::string& key) -> const std::string& { return v.str(key); });
 }
 
 namespace {

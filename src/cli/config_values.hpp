@@ -2,17 +2,13 @@
 // its default) with typed getters that name the key on error, and the readers that turn it into
 // a RunConfig, one per section (config_sections.cpp). Private to the CLI.
 #pragma once
-#include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
 
 #include "trident/core/error.hpp"
+#include "trident/core/value_text.hpp"
 #include "trident/model/model_config.hpp"
 #include "trident/train/run_config.hpp"
 
@@ -24,35 +20,11 @@ class Values {
   explicit Values(std::map<std::string, std::string> v) : values_(std::move(v)) {}
   const std::string& str(const std::string& key) const { return values_.at(key); }
 
-  int64_t integer(const std::string& key) const {
-    const std::string& s = str(key);
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(s.c_str(), &end, 10);
-    TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected an integer, got '", s, "'");
-    return v;
-  }
-  int int32(const std::string& key) const {
-    const int64_t v = integer(key);
-    TRIDENT_CONFIG_CHECK(v >= INT32_MIN && v <= INT32_MAX, key, ": ", v, " is out of range");
-    return static_cast<int>(v);
-  }
-  double number(const std::string& key) const {
-    const std::string& s = str(key);
-    char* end = nullptr;
-    errno = 0;
-    const double v = std::strtod(s.c_str(), &end);
-    TRIDENT_CONFIG_CHECK(!s.empty() && *end == '\0' && errno == 0, key, ": expected a number, got '", s, "'");
-    TRIDENT_CONFIG_CHECK(std::isfinite(v), key, ": expected a finite number, got '", s, "'");
-    return v;
-  }
-  bool boolean(const std::string& key) const {
-    std::string s = str(key);
-    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
-    if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
-    if (s == "false" || s == "0" || s == "no" || s == "off") return false;
-    throw ConfigError(key + ": expected true or false, got '" + str(key) + "'");
-  }
+  int64_t integer(const std::string& key) const { return integer_value(key, str(key)); }
+  int int32(const std::string& key) const { return int32_value(key, str(key)); }
+  double number(const std::string& key) const { return number_value(key, str(key)); }
+  bool boolean(const std::string& key) const { return boolean_value(key, str(key)); }
+
  private:
   std::map<std::string, std::string> values_;
 };

@@ -10,7 +10,7 @@
 #include "trident/core/error.hpp"
 #include "trident/dist/mpi_session.hpp"
 #include "trident/io/safetensors.hpp"
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
 #include "trident/interop/hf_convert.hpp"
 #include "trident/interop/peft_convert.hpp"
 
@@ -73,10 +73,10 @@ int convert(int argc, char** argv) {
   } else {
     TRIDENT_CONFIG_CHECK(vm["from"].as<std::string>() == "hf", "--from ", vm["from"].as<std::string>(),
                          ": only hf is supported");
-    const model::HfModelInfo info = model::read_hf_config(input);
+    const interop::HfModelInfo info = interop::read_hf_config(input);
     interop::hf_to_checkpoint(input, output, MPI_COMM_SELF, vm["seq-len"].as<int>());
     std::printf("wrote %s from %s (%s, %d layers, hidden %d, vocab %d)\n", output.c_str(), input.c_str(),
-                model::hf_family_name(info.family), info.config.layers, info.config.hidden, info.config.vocab);
+                interop::hf_family_name(info.family), info.config.layers, info.config.hidden, info.config.vocab);
   }
   return 0;
 }

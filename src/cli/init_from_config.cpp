@@ -8,9 +8,9 @@
 
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
-#include "trident/core/number_text.hpp"
 #include "trident/io/checkpoint_file.hpp"
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
+#include "trident/interop/model_keys.hpp"
 
 namespace trident::cli {
 
@@ -37,9 +37,9 @@ void apply_model_source(std::map<std::string, std::string>& values, const std::s
                         const std::string& from, const char* role, bool with_lora, bool overrides) {
   std::map<std::string, std::string> keys;
   std::string source;
-  if (model::is_hf_model_dir(from)) {
-    const model::HfModelInfo info = model::read_hf_config(from);
-    keys = model::hf_model_keys(info);
+  if (interop::is_hf_model_dir(from)) {
+    const interop::HfModelInfo info = interop::read_hf_config(from);
+    keys = interop::model_key_texts(info.config);
     source = from + "/config.json";
     const int seq_len = std::atoi(values.at("model.seq_len").c_str());
     TRIDENT_CONFIG_CHECK(!info.config.learned_positions() || seq_len <= info.config.max_positions, "model.seq_len = ",
@@ -55,15 +55,7 @@ void apply_model_source(std::map<std::string, std::string>& values, const std::s
     } catch (const ConfigError& e) {
       throw ConfigError(detail::concat(role, " = ", from, ": its config text: ", e.what()));
     }
-    keys = model::hf_model_keys({.config = m});
-    if (with_lora) {
-      keys["lora.enabled"] = m.lora.enabled() ? "true" : "false";
-      if (m.lora.enabled()) {
-        keys["lora.r"] = std::to_string(m.lora.r);
-        keys["lora.alpha"] = number_text(m.lora.alpha);
-        keys["lora.targets"] = m.lora.targets;
-      }
-    }
+    keys = interop::model_key_texts(m, with_lora);
     source = from + (with_lora ? " (its [model] and [lora] sections)" : " (its [model] section)");
   } else {
     throw ConfigError(std::string(role) + " = " + from + ": neither a Hugging Face model directory (with config.json) "

@@ -8,7 +8,7 @@
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/prep.hpp"
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
 
 namespace trident::cli {
 namespace {
@@ -18,13 +18,13 @@ std::string scorer_tokenizer(const std::string& source, const interop::Checkpoin
                              const std::string& requested) {
   if (requested != "auto") return requested;
   if (!checkpoint) {
-    const std::string own = model::model_tokenizer_path(source);
+    const std::string own = interop::model_tokenizer_path(source);
     TRIDENT_CONFIG_CHECK(!own.empty(), "--ppl-model ", source, " has no tokenizer.json: name one with --ppl-tokenizer");
     return own;
   }
   const interop::CheckpointModel& m = *checkpoint;
   if (!m.hf_base.empty())
-    if (std::string own = model::model_tokenizer_path(m.hf_base); !own.empty()) return own;
+    if (std::string own = interop::model_tokenizer_path(m.hf_base); !own.empty()) return own;
   if (!m.train_data.empty())
     if (std::string named = data::prep_json_field(m.train_data, "tokenizer"); !named.empty()) return named;
   return "byte";
@@ -41,7 +41,7 @@ PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, 
                        const dist::ReductionOps* reductions, const Logger& log)
     : max_tokens_(max_tokens) {
   namespace fs = std::filesystem;
-  const bool checkpoint = !model::is_hf_model_dir(source);
+  const bool checkpoint = !interop::is_hf_model_dir(source);
   std::error_code ec;
   TRIDENT_CONFIG_CHECK(!checkpoint || fs::is_regular_file(source, ec), "--ppl-model ", source,
                        ": neither a Hugging Face model directory (config.json) nor a trident checkpoint file");
@@ -49,7 +49,7 @@ PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, 
   interop::CheckpointModel held;  // the checkpoint's model, read once
   std::vector<std::string> args = {"trident", checkpoint ? "--checkpoint.resume=" + source : "--model.init_from=" + source};
   if (!checkpoint) {  // windows as long as the model's positions allow, up to max_tokens
-    const model::ModelConfig m = model::read_hf_config(source).config;
+    const model::ModelConfig m = interop::read_hf_config(source).config;
     const int64_t seq_len = std::min<int64_t>(m.positions(), max_tokens);
     args.push_back("--model.seq_len=" + std::to_string(seq_len));
     args.push_back("--train.micro_batch=" + std::to_string(scoring_rows(seq_len, m.vocab)));

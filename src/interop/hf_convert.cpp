@@ -11,8 +11,9 @@
 #include "trident/core/error.hpp"
 #include "trident/io/checkpoint_file.hpp"
 #include "trident/io/hdf5_file.hpp"
-#include "trident/model/hf_config.hpp"
-#include "trident/model/hf_names.hpp"
+#include "trident/interop/hf_config.hpp"
+#include "trident/interop/hf_names.hpp"
+#include "trident/interop/model_keys.hpp"
 #include "trident/interop/hf_weights.hpp"
 
 namespace trident::interop {
@@ -26,7 +27,7 @@ std::string model_section(const model::ModelConfig& m, const std::string& init_f
   std::ostringstream model, moe;
   model << "[model]\n";
   moe << "\n[moe]\n";
-  for (const auto& [key, value] : model::hf_model_keys({.config = m})) {
+  for (const auto& [key, value] : model_key_texts(m)) {
     const size_t dot = key.find('.');
     (key.substr(0, dot) == "moe" ? moe : model) << key.substr(dot + 1) << " = " << value << "\n";
   }
@@ -37,7 +38,7 @@ std::string model_section(const model::ModelConfig& m, const std::string& init_f
 }  // namespace
 
 void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, MPI_Comm comm, int seq_len) {
-  model::HfModelInfo info = model::read_hf_config(hf_dir);
+  HfModelInfo info = read_hf_config(hf_dir);
   model::ModelConfig& m = info.config;
   m.seq_len = seq_len > 0 ? seq_len : int(std::min<int64_t>(m.max_positions, INT32_MAX));
   m.resolve();
@@ -46,7 +47,7 @@ void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, 
   std::map<std::string, Shape> datasets;
   std::vector<io::ShardPiece> pieces;
   Tensor zeros;  // one buffer of zeros serves every optimizer moment
-  const auto shapes = model::stored_parameter_shapes(m);
+  const auto shapes = stored_parameter_shapes(m);
   int64_t largest = 1;
   for (const auto& [name, shape] : shapes) largest = std::max(largest, shape.numel());
   zeros = Tensor::zeros(Shape{largest}, DType::kF32);
@@ -69,7 +70,7 @@ void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, 
   attrs.numbers = {{"step", 0.0},       {"tokens", 0.0},    {"sampler_step", 0.0}, {"layout_dp", 1.0},
                    {"layout_tp", 1.0},  {"layout_pp", 1.0}, {"layout_zero", 0.0}};
   attrs.texts = {{"config", model_section(m, fs::absolute(hf_dir).string())},
-                 {"converted_from", std::string("hf ") + model::hf_family_name(info.family)}};
+                 {"converted_from", std::string("hf ") + hf_family_name(info.family)}};
   const fs::path parent = fs::path(checkpoint).parent_path();
   if (!parent.empty()) fs::create_directories(parent);
   io::write_checkpoint(checkpoint, comm, datasets, pieces, attrs);
@@ -112,7 +113,7 @@ void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& mode
   const std::string& init_from = model.init_from;
   const io::H5File file = io::H5File::open_read(checkpoint);
   std::vector<WholeTensor> tensors;
-  for (const auto& [name, shape] : model::stored_parameter_shapes(m)) {
+  for (const auto& [name, shape] : stored_parameter_shapes(m)) {
     const std::string dataset = "/model/" + name;
     const auto found = listing.datasets.find(dataset);
     TRIDENT_CONFIG_CHECK(found != listing.datasets.end(), checkpoint, " has no tensor ", dataset,
@@ -126,13 +127,13 @@ void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& mode
     tensors = merge_lora(m, std::move(tensors));
     m.lora = {};
   }
-  const std::vector<io::SafetensorsTensor> hf = hf_tensors_from(model::hf_info_for(m), tensors);
+  const std::vector<io::SafetensorsTensor> hf = hf_tensors_from(hf_info_for(m), tensors);
   fs::create_directories(out_dir);
   io::write_safetensors((fs::path(out_dir) / "model.safetensors").string(), hf, {{"format", "pt"}}, stored);
   write_json(fs::path(out_dir) / "config.json",
-             model::hf_config_json(m, stored == io::StoredFloat::kBF16 ? "bfloat16" : "float32"));
-  write_json(fs::path(out_dir) / "generation_config.json", model::hf_generation_config_json(m));
-  const std::string tok = !tokenizer.empty() ? tokenizer : model::model_tokenizer_path(init_from);
+             hf_config_json(m, stored == io::StoredFloat::kBF16 ? "bfloat16" : "float32"));
+  write_json(fs::path(out_dir) / "generation_config.json", hf_generation_config_json(m));
+  const std::string tok = !tokenizer.empty() ? tokenizer : model_tokenizer_path(init_from);
   if (!tok.empty()) {
     const fs::path from = fs::is_directory(tok) ? fs::path(tok) / "tokenizer.json" : fs::path(tok);
     TRIDENT_CONFIG_CHECK(fs::is_regular_file(from), "tokenizer ", from.string(), " not found");

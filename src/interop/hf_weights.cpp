@@ -10,16 +10,16 @@ namespace trident::interop {
 
 namespace {
 
-const io::SafetensorsView& find_source(const io::SafetensorsModel& weights, const model::HfModelInfo& info,
-                                       const model::HfSource& src) {
-  for (const std::string& name : model::hf_name_candidates(info, src.name))
+const io::SafetensorsView& find_source(const io::SafetensorsModel& weights, const HfModelInfo& info,
+                                       const HfSource& src) {
+  for (const std::string& name : hf_name_candidates(info, src.name))
     if (weights.find(name)) return weights.at(name, src.shape);
   return weights.at(src.name, src.shape);  // ConfigError: no such tensor
 }
 
 // This rank's block of p from the HF tensor: local [rows, cols] (a vector: one row), global
 // rows >= stored_rows (vocabulary padding) left at zero.
-void read_shard(const model::Parameter& p, const model::HfSource& src, const io::SafetensorsView& view, float* out) {
+void read_shard(const model::Parameter& p, const HfSource& src, const io::SafetensorsView& view, float* out) {
   const model::ParamSpec& s = p.spec;
   const Shape& local = p.local_shape;
   if (local.ndim() == 1) {
@@ -40,7 +40,7 @@ void read_shard(const model::Parameter& p, const model::HfSource& src, const io:
 
 }  // namespace
 
-void check_hf_matches(const model::ModelConfig& cfg, const model::HfModelInfo& info, const std::string& where) {
+void check_hf_matches(const model::ModelConfig& cfg, const HfModelInfo& info, const std::string& where) {
   const model::ModelConfig& h = info.config;
   auto same = [&](const char* key, auto mine, auto theirs) {
     TRIDENT_CONFIG_CHECK(mine == theirs, key, " = ", mine, " but ", where, " describes ", theirs);
@@ -70,11 +70,11 @@ void check_hf_matches(const model::ModelConfig& cfg, const model::HfModelInfo& i
                          h.positions(), " learned positions of ", where);
 }
 
-void load_hf_weights(model::ParamStore& store, Ops& ops, const model::HfModelInfo& info,
+void load_hf_weights(model::ParamStore& store, Ops& ops, const HfModelInfo& info,
                      const io::SafetensorsModel& weights) {
   for (auto& p : store.all()) {
     if (p->spec.adapter) continue;  // LoRA adapters keep their initialisation
-    const model::HfSource src = model::hf_source(info, p->spec.name);
+    const HfSource src = hf_source(info, p->spec.name);
     const io::SafetensorsView& view = find_source(weights, info, src);
     Tensor staged = Tensor::zeros(p->local_shape, DType::kF32);
     read_shard(*p, src, view, staged.data<float>());
@@ -83,30 +83,30 @@ void load_hf_weights(model::ParamStore& store, Ops& ops, const model::HfModelInf
 }
 
 void load_hf_model(model::ParamStore& store, Ops& ops, const model::ModelConfig& cfg, const std::string& dir) {
-  const model::HfModelInfo info = model::read_hf_config(dir);
+  const HfModelInfo info = read_hf_config(dir);
   check_hf_matches(cfg, info, dir + "/config.json");
   const io::SafetensorsModel weights(dir);
   load_hf_weights(store, ops, info, weights);
 }
 
-std::vector<float> read_hf_whole(const model::HfModelInfo& info, const io::SafetensorsModel& weights,
+std::vector<float> read_hf_whole(const HfModelInfo& info, const io::SafetensorsModel& weights,
                                  const std::string& name, const Shape& shape) {
   model::Parameter whole;  // unsplit, no padding rows
   whole.spec.name = name;
   whole.spec.global_shape = shape;
   whole.local_shape = shape;
-  const model::HfSource src = model::hf_source(info, name);
+  const HfSource src = hf_source(info, name);
   std::vector<float> out(size_t(shape.numel()), 0.0f);
   read_shard(whole, src, find_source(weights, info, src), out.data());
   return out;
 }
 
-std::vector<io::SafetensorsTensor> hf_tensors_from(const model::HfModelInfo& info,
+std::vector<io::SafetensorsTensor> hf_tensors_from(const HfModelInfo& info,
                                                    const std::vector<WholeTensor>& tensors) {
   std::map<std::string, io::SafetensorsTensor> out;
   std::map<std::string, int64_t> covered;  // elements written per HF tensor
   for (const WholeTensor& t : tensors) {
-    const model::HfSource src = model::hf_source(info, t.name);
+    const HfSource src = hf_source(info, t.name);
     io::SafetensorsTensor& hf = out[src.name];
     if (hf.name.empty()) {
       hf.name = src.name;

@@ -3,7 +3,7 @@
 
 #include "trident/interop/hf_weights.hpp"
 #include "trident/interop/peft_convert.hpp"
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
 #include "trident/train/pipeline/stage_plan.hpp"
 
 namespace trident::train {
@@ -160,9 +160,9 @@ RunEvaluation& RunBuilder::evaluation() {
 void RunBuilder::load_initial_weights() {
   model::GPTModel& m = model();
   if (!cfg_.init_from.empty()) {
-    if (model::is_hf_model_dir(cfg_.init_from)) interop::load_hf_model(m.params(), ops_, m.config(), cfg_.init_from);
+    if (interop::is_hf_model_dir(cfg_.init_from)) interop::load_hf_model(m.params(), ops_, m.config(), cfg_.init_from);
     else (optimizer_ ? checkpointer() : weights_reader()).load_model(cfg_.init_from, /*adapters=*/false);
-    const std::string tokenizer = model::model_tokenizer_path(cfg_.init_from);
+    const std::string tokenizer = interop::model_tokenizer_path(cfg_.init_from);
     log_.info("initialised from ", cfg_.init_from, tokenizer.empty() ? "" : "; its tokenizer: " + tokenizer);
   }
   if (!cfg_.lora_init_from.empty()) {

@@ -13,7 +13,7 @@
 #include "trident/core/json.hpp"
 #include "trident/io/safetensors.hpp"
 #include "trident/model/gpt_model.hpp"
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
 
 namespace trident::testing {
 
@@ -43,7 +43,7 @@ inline HfFixture load_hf_fixture(const std::string& name) {
   const Json& ids = expected.at("input_ids");
   f.batch = int64_t(ids.as_array().size());
   f.seq = int64_t(ids.as_array()[0].as_array().size());
-  f.config = model::read_hf_config(f.dir).config;
+  f.config = interop::read_hf_config(f.dir).config;
   f.config.seq_len = int(f.seq);
   f.vocab = f.config.vocab;
   f.tokens = int_rows(ids, f.batch, f.seq);

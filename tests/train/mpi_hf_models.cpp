@@ -17,6 +17,7 @@
 #include "trident/train/eval/generator.hpp"
 #include "trident/interop/hf_convert.hpp"
 #include "trident/interop/hf_weights.hpp"
+#include "trident/interop/model_keys.hpp"
 
 namespace trident::train {
 using namespace ::trident::interop;  // the conversions under test
@@ -116,7 +117,7 @@ TEST_P(HfParallel, ConvertRoundTrip) {
   hf_to_checkpoint(dir, h5, MPI_COMM_SELF);
   checkpoint_to_hf(h5, cli::checkpoint_model(h5), back);
   const io::SafetensorsModel original(dir), converted(back);
-  const model::HfModelInfo info = model::read_hf_config(dir);
+  const interop::HfModelInfo info = interop::read_hf_config(dir);
   for (const std::string& name : original.names()) {
     if (name == "lm_head.weight" && info.config.tie_embeddings) continue;
     const io::SafetensorsView& a = original.at(name, original.find(name)->shape);
@@ -130,8 +131,8 @@ TEST_P(HfParallel, ConvertRoundTrip) {
     EXPECT_EQ(va, vb) << name;
   }
   EXPECT_EQ(converted.names().size(), original.names().size() - (info.config.tie_embeddings && original.find("lm_head.weight")));
-  const model::HfModelInfo again = model::read_hf_config(back);
-  EXPECT_EQ(model::hf_model_keys(again), model::hf_model_keys(info));
+  const interop::HfModelInfo again = interop::read_hf_config(back);
+  EXPECT_EQ(interop::model_key_texts(again.config), interop::model_key_texts(info.config));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfParallel, ::testing::ValuesIn(testing::hf_fixture_names()));

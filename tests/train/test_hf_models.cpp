@@ -13,6 +13,7 @@
 #include "trident/train/eval/generator.hpp"
 #include "trident/interop/hf_convert.hpp"
 #include "trident/interop/hf_weights.hpp"
+#include "trident/interop/model_keys.hpp"
 #include "trident/interop/peft_convert.hpp"
 
 namespace trident::train {
@@ -39,11 +40,11 @@ TEST_P(HfModel, LogitsMatchTransformers) {
 // widen to fp32 exactly).
 TEST_P(HfModel, ExportGivesBackTheImportedTensors) {
   const std::string dir = std::string(TRIDENT_TEST_DATA) + "/hf/" + GetParam();
-  model::HfModelInfo info = model::read_hf_config(dir);
+  interop::HfModelInfo info = interop::read_hf_config(dir);
   info.config.seq_len = int(info.config.max_positions);  // every learned position
   const io::SafetensorsModel weights(dir);
   std::vector<WholeTensor> tensors;
-  for (const auto& [name, shape] : model::stored_parameter_shapes(info.config))
+  for (const auto& [name, shape] : interop::stored_parameter_shapes(info.config))
     tensors.push_back({name, shape, read_hf_whole(info, weights, name, shape)});
   const std::vector<io::SafetensorsTensor> out = hf_tensors_from(info, tensors);
   size_t expected_count = 0;
@@ -114,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, PeftAdapter, ::testing::Values("gpt2", "llama
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfModel, ::testing::ValuesIn(testing::hf_fixture_names()));
 
 TEST(HfConfig, ReadsTransformers4And5Spellings) {
-  auto parse = [](const std::string& text) { return model::parse_hf_config(Json::parse(text), "config.json").config; };
+  auto parse = [](const std::string& text) { return interop::parse_hf_config(Json::parse(text), "config.json").config; };
   const std::string llama = R"({"model_type": "llama", "hidden_size": 32, "num_hidden_layers": 2,
       "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100, "max_position_embeddings": 128)";
   // transformers 5 keeps rope_theta inside rope_parameters only.
@@ -159,7 +160,7 @@ TEST(HfConfig, ReadsTransformers4And5Spellings) {
 }
 
 TEST(HfConfig, RejectsWhatTridentWouldComputeDifferently) {
-  auto parse = [](const std::string& text) { return model::parse_hf_config(Json::parse(text), "config.json"); };
+  auto parse = [](const std::string& text) { return interop::parse_hf_config(Json::parse(text), "config.json"); };
   const std::string llama = R"({"model_type": "llama", "hidden_size": 32, "num_hidden_layers": 2,
       "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100)";
   EXPECT_NO_THROW(parse(llama + "}"));
@@ -200,11 +201,11 @@ TEST(HfConfig, RejectsWhatTridentWouldComputeDifferently) {
 
 TEST(HfConfig, ExportedConfigReadsBack) {
   for (const char* name : testing::kHfFixtures) {
-    model::HfModelInfo info = model::read_hf_config(std::string(TRIDENT_TEST_DATA) + "/hf/" + name);
+    interop::HfModelInfo info = interop::read_hf_config(std::string(TRIDENT_TEST_DATA) + "/hf/" + name);
     info.config.seq_len = int(info.config.max_positions);
     info.config.resolve();
-    const model::HfModelInfo back = model::parse_hf_config(model::hf_config_json(info.config), "exported");
-    EXPECT_EQ(model::hf_model_keys(back), model::hf_model_keys(info)) << name;
+    const interop::HfModelInfo back = interop::parse_hf_config(interop::hf_config_json(info.config), "exported");
+    EXPECT_EQ(interop::model_key_texts(back.config), interop::model_key_texts(info.config)) << name;
     EXPECT_EQ(back.config.max_positions, info.config.max_positions) << name;
   }
 }
@@ -221,7 +222,7 @@ TEST(HfConfig, MixtureOfExpertsFamilies) {
   m.resolve();
   auto family = [](model::ModelConfig c) {
     c.resolve();
-    return model::hf_family_name(model::hf_family_for(c));
+    return interop::hf_family_name(interop::hf_family_for(c));
   };
   EXPECT_STREQ(family(m), "mixtral");
   model::ModelConfig qwen2 = m;
@@ -236,7 +237,7 @@ TEST(HfConfig, MixtureOfExpertsFamilies) {
   auto refused = [&](model::ModelConfig c, const std::string& why) {
     c.resolve();
     try {
-      model::hf_family_for(c);
+      interop::hf_family_for(c);
       ADD_FAILURE() << "exported: " << why;
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();

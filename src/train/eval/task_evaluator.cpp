@@ -13,7 +13,7 @@
 #include "trident/core/timer.hpp"
 #include "trident/data/prep.hpp"
 #include "trident/data/prep_record.hpp"
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
 #include "trident/train/eval/answer_match.hpp"
 #include "trident/train/eval/evaluator.hpp"
 #include "trident/train/eval/generator.hpp"
@@ -138,7 +138,7 @@ std::vector<TaskExample> load_task(const std::string& path, const std::string& p
 std::string task_tokenizer_spec(const RunConfig& cfg) {
   if (cfg.eval.tokenizer != "auto") return cfg.eval.tokenizer;
   if (!cfg.init_from.empty()) {
-    const std::string own = model::model_tokenizer_path(cfg.init_from);
+    const std::string own = interop::model_tokenizer_path(cfg.init_from);
     if (!own.empty()) return own;
   }
   for (const std::string& prefix : {cfg.data.train, cfg.data.valid})

@@ -1,5 +1,5 @@
 // config.json of GPT-2 / Llama / Mistral / Qwen2 models <-> ModelConfig.
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -10,11 +10,15 @@
 #include <sstream>
 
 #include "trident/core/error.hpp"
-#include "trident/core/number_text.hpp"
 
-namespace trident::model {
+namespace trident::interop {
 
 namespace fs = std::filesystem;
+using model::Arch;
+using model::ModelConfig;
+using model::MoeConfig;
+using model::RopeScaling;
+using model::RopeType;
 
 namespace {
 
@@ -687,55 +691,10 @@ Json hf_generation_config_json(const ModelConfig& cfg) {
   return j;
 }
 
-std::string token_ids_text(const std::vector<int64_t>& ids) {
-  std::string out;
-  for (const int64_t id : ids) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(id);
-  }
-  return out;
-}
-
-std::map<std::string, std::string> hf_model_keys(const HfModelInfo& info) {
-  const ModelConfig& m = info.config;
-  std::map<std::string, std::string> keys = {{"model.arch", arch_name(m.arch)},
-          {"model.layers", std::to_string(m.layers)},
-          {"model.hidden", std::to_string(m.hidden)},
-          {"model.heads", std::to_string(m.heads)},
-          {"model.kv_heads", std::to_string(m.kv_heads)},
-          {"model.head_dim", std::to_string(m.head_dim)},
-          {"model.ffn_hidden", std::to_string(m.ffn_hidden)},
-          {"model.vocab", std::to_string(m.vocab)},
-          {"model.max_positions", std::to_string(m.max_positions)},
-          {"model.tie_embeddings", m.tie_embeddings ? "true" : "false"},
-          {"model.norm_eps", number_text(m.norm_eps)},
-          {"model.rope_theta", number_text(m.rope_theta)},
-          {"model.rope_scaling", m.rope_scaling.str()},
-          {"model.qkv_bias", m.qkv_bias ? "true" : "false"},
-          {"model.o_bias", m.o_bias ? "true" : "false"},
-          {"model.qk_norm", m.qk_norm ? "true" : "false"},
-          {"model.qk_norm_scope", m.qk_norm_whole ? "proj" : "head"},
-          {"model.sliding_window", std::to_string(m.sliding_window)},
-          {"model.window_from", std::to_string(m.window_from)},
-          {"model.bos_token_id", std::to_string(m.bos_token_id)},
-          {"model.eos_token_id", token_ids_text(m.eos_token_ids)},
-          {"model.pad_token_id", std::to_string(m.pad_token_id)},
-          {"moe.experts", std::to_string(m.moe.experts)}};
-  // The experts' architecture (the auxiliary losses' weights and the capacity are the run's).
-  if (m.moe.enabled()) {
-    keys["moe.top_k"] = std::to_string(m.moe.top_k);
-    keys["moe.ffn_hidden"] = std::to_string(m.moe.ffn_hidden);
-    keys["moe.every"] = std::to_string(m.moe.every);
-    keys["moe.shared_experts"] = std::to_string(m.moe.shared_experts);
-    keys["moe.norm_topk_prob"] = m.moe.norm_topk_prob ? "true" : "false";
-  }
-  return keys;
-}
-
 std::string model_tokenizer_path(const std::string& init_from) {
   if (init_from.empty() || !fs::is_directory(init_from)) return "";
   const fs::path tok = fs::path(init_from) / "tokenizer.json";
   return fs::is_regular_file(tok) ? tok.string() : "";
 }
 
-}  // namespace trident::model
+}  // namespace trident::interop

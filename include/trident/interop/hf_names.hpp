@@ -25,9 +25,9 @@
 
 #include "trident/core/tensor.hpp"
 
-#include "trident/model/hf_config.hpp"
+#include "trident/interop/hf_config.hpp"
 
-namespace trident::model {
+namespace trident::interop {
 
 // The HF tensor holding a trident parameter: its name, its whole shape, and how trident's
 // element (r, c) maps into it: (r + offset, c), or transposed (c, r + offset); a vector's
@@ -41,7 +41,7 @@ struct HfSource {
 
 // Every parameter of a whole model (one rank, no padding) with its stored global shape, in the
 // model's order, without allocating it.
-std::vector<std::pair<std::string, Shape>> stored_parameter_shapes(const ModelConfig& cfg);
+std::vector<std::pair<std::string, Shape>> stored_parameter_shapes(const model::ModelConfig& cfg);
 
 // ConfigError for a trident parameter the family has no place for.
 HfSource hf_source(const HfModelInfo& info, const std::string& trident_name);
@@ -50,4 +50,4 @@ HfSource hf_source(const HfModelInfo& info, const std::string& trident_name);
 // "transformer." prefix).
 std::vector<std::string> hf_name_candidates(const HfModelInfo& info, const std::string& hf_name);
 
-}  // namespace trident::model
+}  // namespace trident::interop

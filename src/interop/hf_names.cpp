@@ -1,5 +1,5 @@
 // trident parameter name -> HF tensor name, shape and element mapping, per family.
-#include "trident/model/hf_names.hpp"
+#include "trident/interop/hf_names.hpp"
 
 #include <memory>
 
@@ -8,7 +8,9 @@
 #include "trident/model/embedding.hpp"
 #include "trident/model/lm_head.hpp"
 
-namespace trident::model {
+namespace trident::interop {
+
+using model::ModelConfig;
 
 namespace {
 
@@ -125,11 +127,11 @@ HfSource llama_source(const HfModelInfo& info, const std::string& name) {
 std::vector<std::pair<std::string, Shape>> stored_parameter_shapes(const ModelConfig& config) {
   ModelConfig cfg = config;
   cfg.resolve();
-  ParamStore store;  // the layers only register their parameters; nothing is allocated
-  Embedding embedding(store, cfg, {});
-  std::vector<std::unique_ptr<TransformerBlock>> blocks;
-  for (int l = 0; l < cfg.layers; ++l) blocks.push_back(std::make_unique<TransformerBlock>(store, l, cfg, TensorParallel{}));
-  LMHead head(store, cfg, cfg.tie_embeddings ? &embedding.token_weight() : nullptr, {});
+  model::ParamStore store;  // the layers only register their parameters; nothing is allocated
+  model::Embedding embedding(store, cfg, {});
+  std::vector<std::unique_ptr<model::TransformerBlock>> blocks;
+  for (int l = 0; l < cfg.layers; ++l) blocks.push_back(std::make_unique<model::TransformerBlock>(store, l, cfg, model::TensorParallel{}));
+  model::LMHead head(store, cfg, cfg.tie_embeddings ? &embedding.token_weight() : nullptr, {});
   std::vector<std::pair<std::string, Shape>> out;
   for (const auto& p : store.all()) out.emplace_back(p->spec.name, p->spec.global_shape);
   return out;
@@ -146,4 +148,4 @@ std::vector<std::string> hf_name_candidates(const HfModelInfo& info, const std::
   return out;
 }
 
-}  // namespace trident::model
+}  // namespace trident::interop

@@ -13,7 +13,7 @@
 #include "trident/core/json.hpp"
 #include "trident/model/model_config.hpp"
 
-namespace trident::model {
+namespace trident::interop {
 
 // Mixture of experts: Mixtral (Mistral blocks, every MLP 8 experts of intermediate_size, top-k
 // renormalised), Qwen2-MoE (Qwen2 blocks, experts of moe_intermediate_size every
@@ -25,7 +25,7 @@ const char* hf_family_name(HfFamily family);  // its config.json model_type
 
 struct HfModelInfo {
   HfFamily family = HfFamily::kLlama;
-  ModelConfig config;  // seq_len stays at its default (the run chooses it); max_positions is set
+  model::ModelConfig config;  // seq_len stays at its default (the run chooses it); max_positions is set
 };
 
 // Parses a config.json document; `where` names the file in errors (ConfigError).
@@ -39,23 +39,18 @@ bool is_hf_model_dir(const std::string& path);
 // but none on o; mistral with a window on every layer; else llama. MoE models: qwen3_moe with
 // qk_norm, mixtral with renormalised weights in every layer and no biases or shared expert,
 // else qwen2_moe. ConfigError for a model no family describes.
-HfFamily hf_family_for(const ModelConfig& cfg);
+HfFamily hf_family_for(const model::ModelConfig& cfg);
 // That family, with max_positions filled (seq_len when the model has none of its own).
-HfModelInfo hf_info_for(const ModelConfig& cfg);
+HfModelInfo hf_info_for(const model::ModelConfig& cfg);
 // config.json for a trident model, loadable by transformers' AutoModelForCausalLM (4 and 5);
 // torch_dtype names the stored weights' type ("float32" | "bfloat16").
-Json hf_config_json(const ModelConfig& cfg, const std::string& torch_dtype = "float32");
+Json hf_config_json(const model::ModelConfig& cfg, const std::string& torch_dtype = "float32");
 // generation_config.json: the bos and eos ids (generate() stops at eos).
-Json hf_generation_config_json(const ModelConfig& cfg);
-// "128001,128009": eos ids in the config-file form of model.eos_token_id.
-std::string token_ids_text(const std::vector<int64_t>& ids);
+Json hf_generation_config_json(const model::ModelConfig& cfg);
 
-// The [model] keys a config.json determines, as config-file strings ("model.hidden" -> "768"):
-// what model.init_from = DIR sets (model.seq_len, model.dropout stay the run's).
-std::map<std::string, std::string> hf_model_keys(const HfModelInfo& info);
 
 // The tokenizer that comes with a model: DIR/tokenizer.json for an HF model directory that has
 // one, else "" (prep and generation use it when no tokenizer is named).
 std::string model_tokenizer_path(const std::string& init_from);
 
-}  // namespace trident::model
+}  // namespace trident::interop
