@@ -35,8 +35,11 @@ for p in fp32 bf16 fp16; do
     --log.run_dir="$work/$p" > "$work/$p.log" 2>&1 || fail "$p training failed: $(tail -n 3 "$work/$p.log")"
 done
 TRIDENT_TEST_NONFINITE="rank=1,step=5,count=1,value=inf" mpirun -np 2 "$trident" train --config input/configs/tiny.ini \
-  --parallel.dp=2 --train.precision=fp16 --train.steps=8 --log.run_dir="$work/overflow" > "$work/overflow.log" 2>&1 \
-  || fail "fp16 run with an overflow failed"
+  --parallel.dp=2 --train.precision=fp16 --train.steps=8 --checkpoint.interval=8 --log.run_dir="$work/overflow" \
+  > "$work/overflow.log" 2>&1 || fail "fp16 run with an overflow failed"
+# The checkpoint carries the halved scale: the resumed steps go on at 32768.
+mpirun -np 2 "$trident" train --config input/configs/tiny.ini --parallel.dp=2 --train.precision=fp16 --train.steps=10 \
+  --checkpoint.interval=8 --log.run_dir="$work/overflow" > "$work/resumed.log" 2>&1 || fail "fp16 resume failed"
 python3 - "$work" <<'PY' || exit 1
 import json, pathlib, sys
 work = pathlib.Path(sys.argv[1])
@@ -49,6 +52,9 @@ for p in ("bf16", "fp16"):
 lines = {l["step"]: l for l in map(json.loads, (work / "overflow/metrics.jsonl").read_text().splitlines())}
 assert [s for s, l in lines.items() if l["skipped"]] == [5], lines
 assert lines[5]["loss_scale"] == 65536 and lines[6]["loss_scale"] == 32768, (lines[5], lines[6])
+assert lines[1]["loss_scale"] == 65536, lines[1]
 assert lines[8]["skipped"] == 0 and lines[8]["loss_scale"] == 32768
-print("ok: fp16 overflow at step 5 skipped on every rank, loss scale 65536 -> 32768, training went on")
+assert lines[9]["loss_scale"] == 32768 and lines[10]["loss_scale"] == 32768, (lines[9], lines[10])
+print("ok: fp16 overflow at step 5 skipped on every rank, loss scale 65536 -> 32768, training went on, and a "
+      "resume went on at 32768")
 PY

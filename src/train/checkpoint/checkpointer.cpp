@@ -254,7 +254,7 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done, const RunS
                                                  : double(steps_done) * cfg_.train.global_batch * cfg_.model.seq_len},
                    {"sampler_step", double(steps_done)},  // the data order is a function of (seed, step)
                    {"seed", double(cfg_.train.seed)},     // and so are initialisation and dropout masks
-                   {"loss_scale", scalars.loss_scale},
+                   {"loss_scale", scalars.loss_scale > 0 ? scalars.loss_scale : 1.0},
                    {"elapsed_s", scalars.elapsed_s},
                    {"layout_dp", double(L.dp)},
                    {"layout_tp", double(L.tp)},

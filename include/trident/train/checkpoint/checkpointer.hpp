@@ -54,7 +54,7 @@ namespace trident::train {
 // The run's scalars a checkpoint carries as root attributes beside the tensors. Restored ones
 // are 0 (or empty) where the checkpoint has none.
 struct RunScalars {
-  double loss_scale = 1;                  // the loss scaler's current scale
+  double loss_scale = 0;                  // the loss scaler's current scale (0: none; saved as 1)
   double elapsed_s = 0;                   // training seconds of the run so far (metrics elapsed_s)
   double tokens = 0;                      // tokens trained on so far (0: steps * global_batch * seq_len)
   std::map<std::string, double> privacy;  // privacy_* attributes: the mechanism and epsilon spent
