@@ -35,45 +35,49 @@ std::vector<int64_t> token_ids(const std::string& key, const std::string& text) 
   return ids;
 }
 
-// A key held in a field of ModelConfig: field(m) gives a reference to it (const or not).
+// A key held in a field of ModelConfig: field(m) gives a reference to it (const or not);
+// parse(name, text) reads its value and format(value) writes it.
+template <typename Field, typename Parse, typename Format>
+ModelKey field_key(const char* name, const char* fallback, const char* help, bool architecture, Field field,
+                   Parse parse, Format format) {
+  return {name, fallback, help, architecture,
+          [name, field, parse](ModelConfig& m, const std::string& t) { field(m) = parse(name, t); },
+          [field, format](const ModelConfig& m) { return std::string(format(field(m))); }};
+}
+
+std::string text(const std::string& /*key*/, const std::string& t) { return t; }
+std::string same_text(const std::string& t) { return t; }
+std::string int_text(int64_t v) { return std::to_string(v); }
+// A number that must be > 0.
+double positive_value(const std::string& key, const std::string& t) {
+  const double v = number_value(key, t);
+  TRIDENT_CONFIG_CHECK(v > 0, key, " must be > 0 (got ", v, ")");
+  return v;
+}
+
 template <typename Field>
 ModelKey int_key(const char* name, const char* fallback, const char* help, bool architecture, Field field) {
-  return {name, fallback, help, architecture,
-          [name, field](ModelConfig& m, const std::string& t) { field(m) = int32_value(name, t); },
-          [field](const ModelConfig& m) { return std::to_string(field(m)); }};
+  return field_key(name, fallback, help, architecture, field, int32_value, int_text);
 }
 template <typename Field>
 ModelKey int64_key(const char* name, const char* fallback, const char* help, bool architecture, Field field) {
-  return {name, fallback, help, architecture,
-          [name, field](ModelConfig& m, const std::string& t) { field(m) = integer_value(name, t); },
-          [field](const ModelConfig& m) { return std::to_string(field(m)); }};
+  return field_key(name, fallback, help, architecture, field, integer_value, int_text);
 }
 template <typename Field>
 ModelKey bool_key(const char* name, const char* fallback, const char* help, bool architecture, Field field) {
-  return {name, fallback, help, architecture,
-          [name, field](ModelConfig& m, const std::string& t) { field(m) = boolean_value(name, t); },
-          [field](const ModelConfig& m) { return bool_text(field(m)); }};
+  return field_key(name, fallback, help, architecture, field, boolean_value, bool_text);
 }
 template <typename Field>
 ModelKey number_key(const char* name, const char* fallback, const char* help, bool architecture, Field field) {
-  return {name, fallback, help, architecture,
-          [name, field](ModelConfig& m, const std::string& t) { field(m) = number_value(name, t); },
-          [field](const ModelConfig& m) { return number_text(field(m)); }};
+  return field_key(name, fallback, help, architecture, field, number_value, number_text);
 }
-// A number that must be > 0.
 template <typename Field>
 ModelKey positive_key(const char* name, const char* fallback, const char* help, bool architecture, Field field) {
-  return {name, fallback, help, architecture,
-          [name, field](ModelConfig& m, const std::string& t) {
-            field(m) = number_value(name, t);
-            TRIDENT_CONFIG_CHECK(field(m) > 0, name, " must be > 0 (got ", field(m), ")");
-          },
-          [field](const ModelConfig& m) { return number_text(field(m)); }};
+  return field_key(name, fallback, help, architecture, field, positive_value, number_text);
 }
 template <typename Field>
 ModelKey text_key(const char* name, const char* fallback, const char* help, bool architecture, Field field) {
-  return {name, fallback, help, architecture, [field](ModelConfig& m, const std::string& t) { field(m) = t; },
-          [field](const ModelConfig& m) { return std::string(field(m)); }};
+  return field_key(name, fallback, help, architecture, field, text, same_text);
 }
 
 bool in_section(const char* key, const char* section) { return std::string(key).rfind(section, 0) == 0; }
