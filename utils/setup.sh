@@ -16,6 +16,7 @@ packages=(
   python3-h5py python3-numpy                 # utils/read_checkpoint.py: checkpoints read without trident
   slurm-wlm munge                            # jobs/*.sbatch tested on a local Slurm (utils/slurm-local.sh)
   python3-matplotlib                         # utils/scaling_report.py plots
+  qemu-user-static                           # tests/cli/cpu_paths.sh runs the binary as older x86 CPUs
   chromium                                   # headless (--no-sandbox as root): tests/cli/report_html.sh opens report.html
 )
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trident/backend/cpu_ops.hpp"
+#include "trident/backend/cpu_path.hpp"
 #include "trident/backend/cuda_ops.hpp"
 #include "trident/dist/mpi_session.hpp"
 
@@ -77,7 +78,8 @@ NodeRank node_rank(MPI_Comm node) {
 
 namespace {
 
-std::unique_ptr<Ops> cpu_backend(int threads) {
+std::unique_ptr<Ops> cpu_backend(int threads, const Logger& log) {
+  log.info("cpu: ", cpu_path_banner());
   const char* slow = std::getenv("TRIDENT_TEST_SLOW_BF16");
   return make_cpu_ops(threads, slow && *slow && std::string(slow) != "0");
 }
@@ -86,7 +88,7 @@ std::unique_ptr<Ops> cpu_backend(int threads) {
 std::unique_ptr<Ops> make_backend(const std::string& kind, int threads, const Logger& log) {
   TRIDENT_CONFIG_CHECK(kind == "auto" || kind == "cpu" || kind == "cuda",
                        "train.backend must be auto, cpu or cuda (got '", kind, "')");
-  if (kind == "cpu") return cpu_backend(threads);
+  if (kind == "cpu") return cpu_backend(threads, log);
   // The node's ranks, split once on every non-cpu rank (collective), with or without a GPU.
   MPI_Comm node_comm = MPI_COMM_NULL;
   MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_comm));
@@ -101,7 +103,7 @@ std::unique_ptr<Ops> make_backend(const std::string& kind, int threads, const Lo
     TRIDENT_CONFIG_CHECK(kind != "cuda", "train.backend = cuda, but no GPU can be used (", why,
                          "); use train.backend = auto or cpu");
     log.info("backend: no GPU (", why, "): using the CPU backend");
-    return cpu_backend(threads);
+    return cpu_backend(threads, log);
   }
   const auto [a, b] = first_shared_gpu(node.ids);
   TRIDENT_CONFIG_CHECK(a < 0, "train.backend = ", kind, ": ranks ", node.world_ranks[size_t(a)], " and ",

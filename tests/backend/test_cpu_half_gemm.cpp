@@ -91,7 +91,8 @@ TEST_F(CpuHalfGemmTest, EveryDtypeCombinationMatchesFp32OnTheSameValues) {
 
 // At bf16 matmul precision fp32 operands are rounded to bf16; a bf16 operand is used as it is.
 TEST_F(CpuHalfGemmTest, Bf16PrecisionRoundsFp32OperandsOnly) {
-  ASSERT_EQ(ops_->set_matmul_precision(DType::kBF16), DType::kBF16);
+  if (ops_->set_matmul_precision(DType::kBF16) != DType::kBF16)
+    GTEST_SKIP() << "bf16 GEMMs run in fp32 here: " << ops_->matmul_precision_note();
   const int64_t M = 33, N = 17, K = 45;
   const Pair a = random_pair(*ops_, Shape{M, K}, 1, DType::kBF16);
   const Tensor b = randn<float>(Shape{N, K}, 2);  // not bf16-exact

@@ -10,7 +10,7 @@
 #include "common.hpp"
 #include "convert.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 template <typename T>
 class Act {

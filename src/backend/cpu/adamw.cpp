@@ -1,18 +1,16 @@
 // One AdamW step (PyTorch's formula: decoupled weight decay, bias correction), in place.
 // param, grad, exp_avg, exp_avg_sq: same numel and dtype (fp32; fp64 accepted for tests).
-#include <immintrin.h>
-
 #include "common.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 struct AdamWConsts {
   double decay, b1, b2, one_b1, one_b2, step_size, bias2_sqrt, eps, grad_scale;
 };
 
-// Elements [begin, end) of one step, scalar (the tail, fp64, and CPUs without AVX-512). Without
+// Elements [begin, end) of one step, scalar (the tail, fp64, and paths without AVX). Without
 // -fno-math-errno GCC keeps an errno path in std::sqrt, so this loop does not vectorise.
 template <typename T>
 void adamw_scalar(T* p, const T* g, T* m, T* v, int64_t begin, int64_t end, const AdamWConsts& c) {
@@ -33,30 +31,57 @@ void adamw_range(T* p, const T* g, T* m, T* v, int64_t begin, int64_t end, const
   adamw_scalar(p, g, m, v, begin, end, c);
 }
 
-#if defined(__AVX512F__)
-// The same operations in the same order on 16 fp32 lanes (_mm512_sqrt_ps is correctly rounded,
-// like std::sqrt).
+// The same operations in the same order on whole vectors (the sqrt instructions are correctly
+// rounded, like std::sqrt; no FMA contraction under -std=c++20), so every path gives the same
+// bits: 16 lanes (AVX-512) or 8 (AVX2).
+#if TRIDENT_CPU_AVX512
+struct F32Lanes {
+  using V = __m512;
+  static constexpr int64_t kLanes = 16;
+  static V set(double x) { return _mm512_set1_ps(float(x)); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V x) { _mm512_storeu_ps(p, x); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V sqrt(V a) { return _mm512_mask_sqrt_ps(a, 0xffff, a); }
+};
+#elif defined(__AVX2__)
+struct F32Lanes {
+  using V = __m256;
+  static constexpr int64_t kLanes = 8;
+  static V set(double x) { return _mm256_set1_ps(float(x)); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V x) { _mm256_storeu_ps(p, x); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+};
+#endif
+
+#if TRIDENT_CPU_AVX512 || defined(__AVX2__)
 template <>
 void adamw_range<float>(float* p, const float* g, float* m, float* v, int64_t begin, int64_t end,
                         const AdamWConsts& c) {
-  const __m512 decay = _mm512_set1_ps(float(c.decay)), b1 = _mm512_set1_ps(float(c.b1)),
-               b2 = _mm512_set1_ps(float(c.b2)), one_b1 = _mm512_set1_ps(float(c.one_b1)),
-               one_b2 = _mm512_set1_ps(float(c.one_b2)), step_size = _mm512_set1_ps(float(c.step_size)),
-               bias2 = _mm512_set1_ps(float(c.bias2_sqrt)), eps = _mm512_set1_ps(float(c.eps)),
-               gs = _mm512_set1_ps(float(c.grad_scale));
+  using L = F32Lanes;
+  const L::V decay = L::set(c.decay), b1 = L::set(c.b1), b2 = L::set(c.b2), one_b1 = L::set(c.one_b1),
+             one_b2 = L::set(c.one_b2), step_size = L::set(c.step_size), bias2 = L::set(c.bias2_sqrt),
+             eps = L::set(c.eps), gs = L::set(c.grad_scale);
   int64_t i = begin;
-  for (; i + 16 <= end; i += 16) {
-    const __m512 gi = _mm512_mul_ps(_mm512_loadu_ps(g + i), gs);
-    const __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(m + i)), _mm512_mul_ps(one_b1, gi));
-    const __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(v + i)),
-                                    _mm512_mul_ps(_mm512_mul_ps(one_b2, gi), gi));
-    _mm512_storeu_ps(m + i, mi);
-    _mm512_storeu_ps(v + i, vi);
-    const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_mask_sqrt_ps(vi, 0xffff, vi), bias2), eps);
-    const __m512 update = _mm512_mul_ps(step_size, _mm512_div_ps(mi, denom));
-    _mm512_storeu_ps(p + i, _mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(p + i), decay), update));
+  for (; i + L::kLanes <= end; i += L::kLanes) {
+    const L::V gi = L::mul(L::load(g + i), gs);
+    const L::V mi = L::add(L::mul(b1, L::load(m + i)), L::mul(one_b1, gi));
+    const L::V vi = L::add(L::mul(b2, L::load(v + i)), L::mul(L::mul(one_b2, gi), gi));
+    L::store(m + i, mi);
+    L::store(v + i, vi);
+    const L::V denom = L::add(L::div(L::sqrt(vi), bias2), eps);
+    const L::V update = L::mul(step_size, L::div(mi, denom));
+    L::store(p + i, L::sub(L::mul(L::load(p + i), decay), update));
   }
-  adamw_scalar(p, g, m, v, i, end, c);  // fewer than 16 left
+  adamw_scalar(p, g, m, v, i, end, c);  // fewer than one vector left
 }
 #endif
 

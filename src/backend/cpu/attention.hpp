@@ -13,7 +13,7 @@
 #include "convert.hpp"  // immintrin.h where AVX-512 is on
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 // Keys are processed kAttnTile at a time; packed tiles are zero-padded to this width so the
 // score loops have a constant trip count (4 zmm registers of fp32, 8 of fp64).
@@ -145,16 +145,18 @@ const T* pack_key_tiles(const AttnShape& s, const S* k, DType dt) {
   return packed;
 }
 
-// 64-byte vectors (one zmm) through GCC/Clang vector extensions: the accumulators below must
-// live in registers, which plain arrays in auto-vectorised loops did not reliably get.
+// One register of the path (TRIDENT_CPU_VECTOR_BYTES: a zmm, a ymm or a NEON q register) through
+// GCC/Clang vector extensions: the accumulators below must live in registers, which plain
+// arrays in auto-vectorised loops did not reliably get.
 template <typename T> struct Simd;
 template <> struct Simd<float> {
-  typedef float V __attribute__((vector_size(64)));
+  typedef float V __attribute__((vector_size(TRIDENT_CPU_VECTOR_BYTES)));
 };
 template <> struct Simd<double> {
-  typedef double V __attribute__((vector_size(64)));
+  typedef double V __attribute__((vector_size(TRIDENT_CPU_VECTOR_BYTES)));
 };
-template <typename T> inline constexpr int64_t kLanes = 64 / sizeof(T);
+template <typename T> inline constexpr int64_t kLanes = TRIDENT_CPU_VECTOR_BYTES / sizeof(T);
+inline constexpr int kVectorRegisters = TRIDENT_CPU_VECTOR_REGISTERS;
 template <typename T>
 inline typename Simd<T>::V vload(const T* p) {
   typename Simd<T>::V v;
@@ -179,7 +181,7 @@ inline Vec<T> vmax(Vec<T> a, Vec<T> b) {
 }
 template <typename T>
 inline T hmax(Vec<T> v) {
-#if defined(__AVX512F__)
+#if TRIDENT_CPU_AVX512
   if constexpr (sizeof(T) == 4) return _mm512_reduce_max_ps(reinterpret_cast<__m512>(v));
 #endif
   alignas(64) T a[kLanes<T>];
@@ -190,7 +192,7 @@ inline T hmax(Vec<T> v) {
 }
 template <typename T>
 inline T hsum(Vec<T> v) {
-#if defined(__AVX512F__)
+#if TRIDENT_CPU_AVX512
   if constexpr (sizeof(T) == 4) return _mm512_reduce_add_ps(reinterpret_cast<__m512>(v));
 #endif
   alignas(64) T a[kLanes<T>];
@@ -209,7 +211,7 @@ inline Vec<T> exp_lanes(Vec<T> x) {
     return x;
   } else {
     using V = Vec<float>;
-    typedef int32_t IV __attribute__((vector_size(64)));
+    typedef int32_t IV __attribute__((vector_size(TRIDENT_CPU_VECTOR_BYTES)));
     const V low = V{} + -87.3f, high = V{} + 88.0f;
     const V xc = vmax<float>(x, low) < high ? vmax<float>(x, low) : high;
     const V n = exp_round(xc);
@@ -255,10 +257,12 @@ inline void mask_outside(T* p, int64_t lo, int64_t hi) {
 
 // Rows handled together by the blocked kernels below: each vector of the shared operand (a key
 // or value tile, a key or query row) is loaded once for kRowBlock rows (kRowBlock x NV
-// accumulators: 16 zmm for fp32; fp64, the test path, takes 2). One row alone is bound by those
+// accumulators, half the registers: 16 zmm for fp32 (4 rows), 8 ymm on AVX2 (1 row); fp64, the
+// test path, takes fewer). One row alone is bound by those
 // loads, not by its FMAs. Partial blocks are padded (repeated input rows, results dropped), so a
 // row's arithmetic never depends on where it falls in a block.
-template <typename T> inline constexpr int kRowBlock = sizeof(T) == 4 ? 4 : 2;
+template <typename T>
+inline constexpr int kRowBlock = std::max<int>(1, kVectorRegisters / 2 / int(kAttnTile / kLanes<T>));
 
 // s[r * kAttnTile + 0:kAttnTile] = scale * x_r[0:HS] @ tile, x_r = x + r * stride, for r < n
 // (n <= kRowBlock): the score rows of n queries against a packed key tile (or dout against a

@@ -6,7 +6,7 @@
 #include "attention.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 // Query rows whose P and dS rows are kept (transposed) to update dk, dv with register accumulators.

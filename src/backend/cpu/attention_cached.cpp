@@ -5,7 +5,7 @@
 #include "attention.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 // q, out: [B, S, NH*HS]; k, v: [B, L, NKV*HS]; start: [B].

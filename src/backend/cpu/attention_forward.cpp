@@ -5,7 +5,7 @@
 #include "attention.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 // q: [B, T, NH*HS]; k, v: [B, T, NKV*HS]; out: [B, T, NH*HS]; lse: [B, NH, T]. q, k, v, out are

@@ -20,7 +20,7 @@
 #include "convert.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 constexpr int64_t kTile = 128;                           // queries and keys per tile

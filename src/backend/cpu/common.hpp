@@ -18,7 +18,7 @@
 
 #include "trident/core/tensor.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 // Elementwise loops smaller than this run on one thread (a parallel region costs a few us).
 inline constexpr int64_t kParallelElems = int64_t(1) << 15;

@@ -3,24 +3,19 @@
 // bf16: fp32 -> bf16 with vcvtne2ps2bf16 (AVX-512 BF16, round to nearest even); bf16 -> fp32 is
 // a 16-bit shift. fp16: vcvtps2ph / vcvtph2ps (AVX-512F), round to nearest even.
 // Tails use masked loads and stores, so every element of a run goes through the same
-// instruction. Without AVX-512 (a build without -march=native) the scalar conversions of
-// core/dtype.hpp are used. The one difference: vcvtne2ps2bf16 flushes fp32 subnormals
-// (|x| < 2^-126) to signed zero, where the scalar conversion rounds them; normal numbers, inf
-// and NaN (kept quiet) convert alike.
+// instruction. The AVX-512 path takes vcvtne2ps2bf16 where the CPU level has it
+// (cpu_path_has_bf16, decided at run time) and the bit arithmetic of core/dtype.hpp otherwise;
+// paths without AVX-512 use the scalar conversions of core/dtype.hpp (vectorised by the
+// compiler). The one difference: vcvtne2ps2bf16 flushes fp32 subnormals (|x| < 2^-126) to signed
+// zero, where the scalar conversion rounds them; normal numbers, inf and NaN (kept quiet)
+// convert alike.
 #pragma once
 #include <cstdint>
 
+#include "trident/backend/cpu_path.hpp"
 #include "trident/core/dtype.hpp"
 
-#if defined(__AVX512F__)
-// GCC 12 flags the intrinsics' own _mm512_undefined_* placeholders as maybe-uninitialized.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 // True for the dtypes a kernel widens to fp32 on load and rounds back to on store.
 constexpr bool is_half(DType t) { return t == DType::kBF16 || t == DType::kF16; }
@@ -28,7 +23,7 @@ constexpr bool is_half(DType t) { return t == DType::kBF16 || t == DType::kF16; 
 // dst[0:n] = fp32 values of the 16-bit src[0:n] (dtype kBF16 or kF16).
 inline void half_to_f32(const uint16_t* src, DType dtype, float* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__AVX512F__)
+#if TRIDENT_CPU_AVX512
   if (dtype == DType::kBF16) {
     for (; i < n; i += 16) {
       const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
@@ -52,24 +47,38 @@ inline void half_to_f32(const uint16_t* src, DType dtype, float* dst, int64_t n)
 #endif
 }
 
+#if TRIDENT_CPU_AVX512
+// fp32 -> bf16 by vcvtne2ps2bf16: the AVX-512 path's own ISA plus BF16, so it is called (not
+// inlined) from code that checked cpu_path_has_bf16(). A -march=native build has it inline.
+#if defined(__AVX512BF16__)
+inline void f32_to_bf16_instructions(const float* src, uint16_t* dst, int64_t n) {
+#else
+__attribute__((target("avx512f,avx512bw,avx512cd,avx512dq,avx512vl,avx512bf16,prefer-vector-width=512")))
+inline void f32_to_bf16_instructions(const float* src, uint16_t* dst, int64_t n) {
+#endif
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {  // two zmm of fp32 -> one zmm of bf16
+    const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i));
+    _mm512_storeu_si512(dst + i, reinterpret_cast<__m512i>(h));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + i));
+    _mm256_mask_storeu_epi16(dst + i, m, reinterpret_cast<__m256i>(h));
+  }
+}
+#endif
+
 // dst[0:n] = src[0:n] rounded to the 16-bit dtype (kBF16 or kF16), nearest even.
 inline void f32_to_half(const float* src, DType dtype, uint16_t* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__AVX512BF16__) && defined(__AVX512VL__)
-  if (dtype == DType::kBF16) {
-    for (; i + 32 <= n; i += 32) {  // two zmm of fp32 -> one zmm of bf16
-      const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i));
-      _mm512_storeu_si512(dst + i, reinterpret_cast<__m512i>(h));
-    }
-    for (; i < n; i += 16) {
-      const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
-      const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + i));
-      _mm256_mask_storeu_epi16(dst + i, m, reinterpret_cast<__m256i>(h));
-    }
-    return;
-  }
+#if TRIDENT_CPU_AVX512
+#if defined(__AVX512BF16__)
+  constexpr bool bf16_instructions = true;
+#else
+  static const bool bf16_instructions = cpu_path_has_bf16();
 #endif
-#if defined(__AVX512F__)
+  if (dtype == DType::kBF16 && bf16_instructions) return f32_to_bf16_instructions(src, dst, n);
   if (dtype == DType::kF16) {
     for (; i < n; i += 16) {
       const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);

@@ -1,6 +1,7 @@
 // CpuOps: the Ops interface on the host. Each method checks nothing itself and forwards to the
 // kernel of its file (kernels.hpp); the object owns the only state (rope table, peak cache).
 #include "trident/backend/cpu_ops.hpp"
+#include "trident/backend/cpu_path.hpp"
 
 #include <omp.h>
 
@@ -13,7 +14,7 @@
 #include "gemm_low_precision.hpp"
 #include "kernels.hpp"
 
-namespace trident {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 class CpuOps final : public Ops {
@@ -30,7 +31,8 @@ class CpuOps final : public Ops {
     if (!peak_f32_) peak_f32_ = cpu::measure_peak_fma_flops(DType::kF32);
     // bf16: the fp32 FMA peak scaled by how much faster a large bf16 GEMM runs than an fp32 one
     // here, both measured (AVX-512 BF16 dot products, or AMX tiles where oneDNN finds them).
-    if (dtype == DType::kBF16 && cpu::cpu_has_avx512_bf16()) return *peak_f32_ * gemm_rate(DType::kBF16) / gemm_rate(DType::kF32);
+    if (dtype == DType::kBF16 && cpu_path_has_bf16() && onednn_has_bf16_matmul())
+      return *peak_f32_ * gemm_rate(DType::kBF16) / gemm_rate(DType::kF32);
     return *peak_f32_;
   }
 
@@ -50,9 +52,12 @@ class CpuOps final : public Ops {
     if (bf16_taken_as_slower_) {
       matmul_precision_ = DType::kF32;
       note_ = "bf16 GEMMs taken as slower than fp32 (TRIDENT_TEST_SLOW_BF16)";
-    } else if (!cpu::cpu_has_avx512_bf16()) {
+    } else if (!cpu_path_has_bf16()) {
       matmul_precision_ = DType::kF32;
-      note_ = "this processor has no AVX-512 BF16 instructions";
+      note_ = "the CPU path " + cpu_path_name(selected_cpu_path()) + " has no bf16 dot products";
+    } else if (!onednn_has_bf16_matmul()) {
+      matmul_precision_ = DType::kF32;
+      note_ = "this oneDNN has no bf16 matmul for the CPU path " + cpu_path_name(selected_cpu_path());
     } else if (gemm_rate(DType::kBF16) <= gemm_rate(DType::kF32)) {
       matmul_precision_ = DType::kF32;
       note_ = detail::concat("bf16 GEMMs measured ", gemm_rate(DType::kBF16) / 1e9, " GFLOP/s here against ",
@@ -235,12 +240,10 @@ class CpuOps final : public Ops {
 
 }  // namespace
 
-std::unique_ptr<Ops> make_cpu_ops(int threads, bool bf16_taken_as_slower) {
-  if (threads > 0) omp_set_num_threads(threads);
+// This path's CpuOps (cpu_ops_factory.cpp picks the path).
+std::unique_ptr<Ops> make_path_ops(bool bf16_taken_as_slower) {
   return std::make_unique<CpuOps>(bf16_taken_as_slower);
 }
-
-namespace cpu {
 
 void check_ids(const Tensor& ids, int64_t limit, const char* op, const char* name) {
   check_dtype(ids, DType::kI32, op, name);
@@ -250,5 +253,4 @@ void check_ids(const Tensor& ids, int64_t limit, const char* op, const char* nam
                   ")");
 }
 
-}  // namespace cpu
-}  // namespace trident
+}  // namespace trident::cpu::inline TRIDENT_CPU_PATH

@@ -5,7 +5,7 @@
 #include "common.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 // losses[n] = lse(logits[n]) - logits[n, t]; dlogits[n] = grad_scale * (softmax(logits[n]) - onehot(t)).
 void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets, double grad_scale,
@@ -68,7 +68,7 @@ void cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
 // logits: [N, Vl] shard of global ids [vocab_offset, vocab_offset + Vl); columns from
 // valid_columns on are padding; logits and dlogits fp32, bf16 or fp16. row_max, sum_exp,
 // target_logit: [N] fp32 (fp64 in an fp64 call).
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 namespace {
 void check_shard(const char* op, const Tensor& logits, const Tensor& targets, int64_t valid_columns,

@@ -6,7 +6,7 @@
 #include "kernels.hpp"
 #include "trident/core/rng.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 void dropout(Tensor& x, double p, uint64_t key, uint64_t stream, int64_t first_index) {
   check_tensor(x, "dropout", "x");

@@ -8,7 +8,7 @@
 #include "kernels.hpp"
 #include "trident/core/rng.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 void add_gaussian(Tensor& x, double std_dev, uint64_t key, uint64_t stream, int64_t first_index) {
   check_tensor(x, "add_gaussian", "x");

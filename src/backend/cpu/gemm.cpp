@@ -8,7 +8,7 @@
 #include "common.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 // c[M, N] = alpha * op(a)[M, K] @ op(b)[K, N] + beta * c; a is [M, K] (or [K, M] when trans_a),

@@ -11,7 +11,7 @@
 #include "common.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 namespace {
 
@@ -48,10 +48,27 @@ bool is_gemm_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d 
 
 // Whether a product of a and b at this precision runs as a bf16 matmul (else widened to fp32).
 bool bf16_path(DType precision, const Tensor& a, const Tensor& b) {
-  return precision == DType::kBF16 && cpu_has_avx512_bf16() && a.dtype() != DType::kF16 && b.dtype() != DType::kF16;
+  return precision == DType::kBF16 && cpu_path_has_bf16() && onednn_has_bf16_matmul() && a.dtype() != DType::kF16 &&
+         b.dtype() != DType::kF16;
 }
 
 }  // namespace
+
+bool onednn_has_bf16_matmul() {
+  static const bool has = [] {
+    try {
+      const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      using tag = dnnl::memory::format_tag;
+      using dt = dnnl::memory::data_type;
+      const dnnl::memory::desc a_md({16, 16}, dt::bf16, tag::ab), c_md({16, 16}, dt::f32, tag::ab);
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, a_md, c_md), engine);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
 
 struct LowPrecisionGemm::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};

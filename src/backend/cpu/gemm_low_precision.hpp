@@ -9,7 +9,9 @@
 //    where bf16 GEMMs measure no faster). These CPUs have no fp16 arithmetic (no AVX512-FP16
 //    path), so fp16 means fp16 storage at fp32 speed. At fp16 matmul precision fp32 inputs are
 //    rounded through fp16 first, as before.
-//  - Without AVX-512 BF16 the bf16 products are widened and multiplied in fp32 as well.
+//  - Without AVX-512 BF16 (or SVE BF16), or where this oneDNN has no bf16 matmul for the
+//    processor (Debian's aarch64 oneDNN, built without the Arm Compute Library, has none), the
+//    bf16 products are widened and multiplied in fp32 as well.
 // Primitives are cached by (shape, transposes, alpha, beta, output dtype).
 #pragma once
 #include <memory>
@@ -17,7 +19,11 @@
 
 #include "trident/core/tensor.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
+
+// Whether oneDNN creates a bf16 matmul here (asked once). The processor's BF16 instructions are
+// not enough: oneDNN 2.x on aarch64 has bf16 matmuls only when built with the Arm Compute Library.
+bool onednn_has_bf16_matmul();
 
 class LowPrecisionGemm {
  public:

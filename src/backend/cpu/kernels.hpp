@@ -6,7 +6,7 @@
 #include "trident/backend/ops.hpp"
 #include "trident/core/tensor.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 // gemm.cpp: fp32 (oneDNN sgemm) or fp64 with a, b, c of one dtype. gemm_dims checks the
 // shapes of c = op(a) op(b) (any dtypes) and returns M, N, K.
@@ -104,6 +104,5 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_s
 
 // peak.cpp: FLOP/s of a register-only FMA loop on all OpenMP threads for ~40 ms.
 double measure_peak_fma_flops(DType dtype);
-bool cpu_has_avx512_bf16();
 
 }  // namespace trident::cpu

@@ -6,7 +6,7 @@
 #include "common.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 // The rows of t seen as [rows, C] with C its last dimension.

@@ -5,7 +5,7 @@
 #include "common.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 struct NormShape {

@@ -1,19 +1,18 @@
-// Peak FLOP/s of this rank, measured: register-only FMA chains (AVX-512, else AVX2, else scalar)
+// Peak FLOP/s of this rank, measured: register-only FMA chains (the path's widest vectors: AVX-512,
+// AVX2 or NEON)
 // on every OpenMP thread for ~40 ms, each thread's best burst, summed. Feeds MFU and the planner.
-#include <immintrin.h>
-
 #include <chrono>
 
 #include "common.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 namespace {
 
 // Enough independent chains to cover FMA latency (4 cycles) x 2 FMA pipes with room to spare.
 constexpr int kChains = 12;
 
-#if defined(__AVX512F__)
+#if TRIDENT_CPU_AVX512
 struct VecF32 {
   using V = __m512;
   static constexpr int kLanes = 16;
@@ -64,6 +63,21 @@ struct VecF64 {
     _mm256_store_pd(t, a);
     return t[0] + t[1] + t[2] + t[3];
   }
+};
+#elif defined(__aarch64__)  // SVE at Grace's 128 bits has NEON's FMA rate
+struct VecF32 {
+  using V = float32x4_t;
+  static constexpr int kLanes = 4;
+  static V set(float x) { return vdupq_n_f32(x); }
+  static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+  static double sum(V a) { return vaddvq_f32(a); }
+};
+struct VecF64 {
+  using V = float64x2_t;
+  static constexpr int kLanes = 2;
+  static V set(double x) { return vdupq_n_f64(x); }
+  static V fma(V a, V b, V c) { return vfmaq_f64(c, a, b); }
+  static double sum(V a) { return vaddvq_f64(a); }
 };
 #else
 template <typename T>
@@ -126,14 +140,6 @@ double measure() {
 
 double measure_peak_fma_flops(DType dtype) {
   return dtype == DType::kF64 ? measure<VecF64>() : measure<VecF32>();
-}
-
-bool cpu_has_avx512_bf16() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512bf16");
-#else
-  return false;
-#endif
 }
 
 }  // namespace trident::cpu

@@ -7,7 +7,7 @@
 #include "common.hpp"
 #include "kernels.hpp"
 
-namespace trident::cpu {
+namespace trident::cpu::inline TRIDENT_CPU_PATH {
 
 void RopeTable::ensure(const RotaryFrequencies& f, int64_t max_pos) {
   if (!(f == frequencies_)) {
