@@ -116,10 +116,26 @@ std::unique_ptr<Ops> make_backend(const std::string& kind, int threads, const Lo
 
 }  // namespace
 
-std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, DType precision, const Logger& log) {
+std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, DType precision, MPI_Comm group,
+                                    const Logger& log) {
   std::unique_ptr<Ops> backend = make_backend(kind, threads, log);
-  backend->set_matmul_precision(precision);
+  agree_matmul_precision(*backend, precision, group, log);
   return backend;
+}
+
+DType agree_matmul_precision(Ops& backend, DType precision, MPI_Comm group, const Logger& log) {
+  const DType mine = backend.set_matmul_precision(precision);
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(group, &rank));
+  MPI_CHECK(MPI_Comm_size(group, &size));
+  // The lowest rank that fell back, or size where none did.
+  const int fell_back = mine == precision ? size : rank;
+  int first = size;
+  MPI_CHECK(MPI_Allreduce(&fell_back, &first, 1, MPI_INT, MPI_MIN, group));
+  if (first == size || mine != precision) return mine;
+  log.info("matmul precision: rank ", first, " of the run computes ", dtype_name(precision),
+           " GEMMs in fp32 (measured no faster there), so every rank does");
+  return backend.set_matmul_precision(DType::kF32);
 }
 
 void attach_device_groups(dist::Topology& topology, Ops& backend) {

@@ -39,7 +39,16 @@ std::pair<int, int> first_shared_gpu(const std::vector<std::string>& gpu_ids);
 // ConfigError (exit code 2). Collective over MPI_COMM_WORLD unless kind is cpu.
 // TRIDENT_TEST_SLOW_BF16=1 in the environment takes the CPU's bf16 GEMMs as slower than fp32
 // (tests of the fallback on processors where they are faster).
-std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, DType precision, const Logger& log);
+// The precision is agreed over `group` (agree_matmul_precision), which the caller's ranks all
+// enter.
+std::unique_ptr<Ops> select_backend(const std::string& kind, int threads, DType precision, MPI_Comm group,
+                                    const Logger& log);
+
+// Collective over group: sets backend's GEMMs to `precision` where every rank's backend took it,
+// else fp32 on every rank, with one line naming the first rank that did not. Each rank measures
+// its own GEMM rates (a loaded or oversubscribed node may flip the comparison), and the ranks of
+// one run must compute alike: the tensors they exchange and the curve depend on it.
+DType agree_matmul_precision(Ops& backend, DType precision, MPI_Comm group, const Logger& log);
 
 // Collective: with the CUDA backend, an NCCL communicator for each of topology's groups that
 // moves GPU tensors (Topology::attach_device), ordered after backend's compute stream; nothing

@@ -9,7 +9,7 @@ namespace trident::cli {
 RunSession::RunSession(const train::RunConfig& cfg, MPI_Comm base, const dist::ReductionOps* reductions,
                        const Logger& log, bool describe)
     : threads_(compute_threads(cfg.train.threads)) {
-  backend_ = select_backend(cfg.train.backend, threads_, cfg.train.precision, log);
+  backend_ = select_backend(cfg.train.backend, threads_, cfg.train.precision, base, log);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   watchdog_ = std::make_unique<dist::Watchdog>(cfg.comm.timeout_s, world_rank);

@@ -11,13 +11,16 @@ void log_model_banner(RunBuilder& run) {
   model::GPTModel& model = run.model();
   const model::ModelConfig& m = model.config();
   const DType matmul = run.matmul_dtype();
+  // Why the GEMMs compute in fp32: this rank's measurement, or another rank's (cli's agreement).
+  const std::string why = run.ops().matmul_precision_note().empty()
+                              ? std::string("another rank measured 16-bit GEMMs no faster")
+                              : run.ops().matmul_precision_note();
   if (cfg.train.precision_auto)
-    log.info("train.precision = auto: ", dtype_name(matmul), run.ops().matmul_precision_note().empty()
-                                                               ? std::string(" (16-bit GEMMs are the faster here)")
-                                                               : "; " + run.ops().matmul_precision_note());
+    log.info("train.precision = auto: ", dtype_name(matmul),
+             matmul != DType::kF32 ? std::string(" (16-bit GEMMs are the faster here)") : "; " + why);
   else if (matmul != cfg.train.precision)
-    log.info("train.precision = ", dtype_name(cfg.train.precision), ": ", run.ops().matmul_precision_note(),
-             "; ", dtype_name(cfg.train.precision), " storage, GEMMs computing in ", dtype_name(matmul));
+    log.info("train.precision = ", dtype_name(cfg.train.precision), ": ", why, "; ",
+             dtype_name(cfg.train.precision), " storage, GEMMs computing in ", dtype_name(matmul));
   const DType stored = run.activation_dtype();
   std::string fp16_note;
   if (stored == DType::kF16)

@@ -77,3 +77,21 @@ for a, b in zip(fp32, stored):
     assert abs(a - b) < 1e-3 * a, f"bf16 storage loss {b} vs fp32 {a}"
 print(f"bf16 storage with fp32 GEMMs: losses {stored} vs fp32 {fp32}")
 PY
+
+# Each rank measures its GEMM rates; where one rank finds bf16 no faster (forced here on rank 1
+# only), every rank computes in fp32, saying which rank decided, and the curve is the one of
+# bf16 storage with fp32 GEMMs on both ranks alike.
+mpirun -np 1 -x TRIDENT_TEST_SLOW_BF16=0 "$trident" train --config input/configs/tiny.ini --train.steps=2 \
+    --train.precision=bf16 --parallel.dp=2 --log.run_dir="$work/precision-disagree" : \
+  -np 1 -x TRIDENT_TEST_SLOW_BF16=1 "$trident" train --config input/configs/tiny.ini --train.steps=2 \
+    --train.precision=bf16 --parallel.dp=2 --log.run_dir="$work/precision-disagree" > "$work/precision-disagree.log" 2>&1 \
+  || fail "ranks disagreeing on bf16: $(tail -3 "$work/precision-disagree.log")"
+log="$work/precision-disagree.log"
+# (rank 0 decides for itself where its own bf16 GEMMs are the slower: no line names rank 1 then)
+if grep -q "^backend: cpu, peak .* GFLOP/s per rank for bf16 " "$work/precision-bf16.log"; then
+  grep -q "^matmul precision: rank 1 of the run computes bf16 GEMMs in fp32 (measured no faster there), so every rank does" "$log" \
+    || fail "ranks disagreeing on bf16: no agreement line"
+fi
+grep -q "^backend: cpu, peak .* GFLOP/s per rank for fp32 " "$log" || fail "ranks disagreeing on bf16: rank 0 not in fp32"
+grep -q "^train.precision = bf16: .*; bf16 storage, GEMMs computing in fp32" "$log" || fail "ranks disagreeing: fp32 GEMMs unsaid"
+echo "ranks disagreeing on bf16 GEMMs: all compute in fp32"

@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "../../src/cli/backend_select.hpp"
 #include "test_util.hpp"
 #include "trident/backend/cpu_ops.hpp"
 #include "trident/data/prep.hpp"
@@ -75,11 +76,20 @@ double parameter_error(const Curve& got, const Curve& reference) {
   return std::sqrt(diff / norm);
 }
 
+// One backend per process: it measures its GEMM rates once, so every run of the process (the
+// single-rank reference and the layouts) computes its GEMMs in the same precision.
+Ops& process_ops() {
+  static const std::unique_ptr<Ops> ops = make_cpu_ops(1);
+  return *ops;
+}
+
+// Every rank calls train() with the same configs in the same order (the precision is agreed over
+// MPI_COMM_WORLD, as the CLI's backend selection does over the run's ranks).
 Curve train(const RunConfig& cfg, MPI_Comm base) {
-  auto ops = make_cpu_ops(1);
-  ops->set_matmul_precision(cfg.train.precision);  // as the CLI's backend selection does
-  dist::Topology topology(cfg.layout, base);
+  Ops* ops = &process_ops();
   Logger quiet(/*rank=*/1);
+  cli::agree_matmul_precision(*ops, cfg.train.precision, MPI_COMM_WORLD, quiet);
+  dist::Topology topology(cfg.layout, base);
   RunBuilder builder(cfg, *ops, topology, quiet);
   Trainer trainer(builder);
   Curve curve;
