@@ -306,6 +306,20 @@ banner() {
   [[ $got == "$2" ]] || { failed "$1: banner 'cpu: $got', want 'cpu: $2'"; return 1; }
 }
 
+# emulated_curve NAME PATH WHAT LAUNCH...: a 2-rank tiny.ini run launched as LAUNCH (qemu and
+# the binary) must name the CPU path PATH in its banner and give the native curve.
+emulated_curve() {
+  local name=$1 path=$2 what=$3
+  shift 3
+  if train2 "$name" "${qemu_mca[@]}" "$@"; then
+    banner "$name" "$path" || true
+    same_curve native "$name" || failed "$name: the loss curve differs from the native run's"
+  else
+    tail -n 40 "$work/$name.log" >&2
+    failed "2-rank tiny.ini under $what (log $work/$name.log)"
+  fi
+}
+
 begin "native x86 reference: tiny.ini 2 ranks $steps steps"
 [[ -x $native ]] || { echo "cross-check: no native trident at $native (utils/build.sh --target trident)" >&2; exit 1; }
 if [[ ! -f input/data/pystdlib.idx || ! -f input/data/pystdlib-valid.idx ]]; then
@@ -338,13 +352,7 @@ if [[ -n $do_aarch64 ]]; then
     else
       failed "trident --help under qemu -cpu $cpu: $(cat "$work/$name-help.log")"
     fi
-    if train2 "$name" "${qemu_mca[@]}" qemu-aarch64-static -L "$sysroot" -cpu "$cpu" "$build/trident"; then
-      banner "$name" "$path" || true
-      same_curve native "$name" || failed "$name: the loss curve differs from the native run's"
-    else
-      tail -n 40 "$work/$name.log" >&2
-      failed "2-rank tiny.ini under qemu -cpu $cpu (log $work/$name.log)"
-    fi
+    emulated_curve "$name" "$path" "qemu -cpu $cpu" qemu-aarch64-static -L "$sysroot" -cpu "$cpu" "$build/trident"
     close_phase
   done
 fi
@@ -355,13 +363,7 @@ if [[ -n $do_x86 ]]; then
   for entry in "${x86_cpus[@]}"; do
     read -r name cpu path <<<"$entry"
     begin "x86 $name: tiny.ini 2 ranks $steps steps vs native"
-    if train2 "$name" "${qemu_mca[@]}" qemu-x86_64-static -cpu "$cpu" "$native"; then
-      banner "$name" "$path" || true
-      same_curve native "$name" || failed "$name: the loss curve differs from the native run's"
-    else
-      tail -n 40 "$work/$name.log" >&2
-      failed "2-rank tiny.ini under qemu-x86_64 -cpu $cpu (log $work/$name.log)"
-    fi
+    emulated_curve "$name" "$path" "qemu-x86_64 -cpu $cpu" qemu-x86_64-static -cpu "$cpu" "$native"
     close_phase
   done
 fi
