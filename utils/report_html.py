@@ -71,6 +71,14 @@ def clean_eval(evals, metric):
     return {t: (sorted(d), [d[s] for s in sorted(d)]) for t, d in sorted(by.items())}
 
 
+def mixture_sources(metrics):
+    """The sources of a data mixture, in the order metrics.jsonl names them (loss/<name> keys)."""
+    names = []
+    for m in metrics:
+        names += [k[len("loss/"):] for k in m if k.startswith("loss/") and k[len("loss/"):] not in names]
+    return names
+
+
 def training_section(metrics, evals):
     if not metrics:
         return nodata("metrics.jsonl is missing or holds no valid line, so there are no training curves.")
@@ -79,6 +87,16 @@ def training_section(metrics, evals):
     for task, (xs, ys) in clean_eval(evals, "loss").items():
         loss.append({"label": f"validation loss ({task})", "xs": xs, "ys": ys, "markers": True})
     svgs = [line_plot("loss", "loss", loss, ylabel="nats per token")]
+    sources = mixture_sources(metrics)
+    if sources:  # a data mixture: each source's training loss and its held-out loss when evaluated
+        per_source = [{"label": f"training loss ({s})", "xs": metric_series(metrics, f"loss/{s}")[0],
+                       "ys": metric_series(metrics, f"loss/{s}")[1], "markers": False} for s in sources]
+        for task, (xs, ys) in clean_eval(evals, "loss").items():  # data.valid's prefixes
+            per_source.append({"label": f"validation loss ({task})", "xs": xs, "ys": ys, "markers": True})
+        svgs.append(line_plot("loss_per_source", "loss per source", per_source, ylabel="nats per token"))
+        tokens = [{"label": s, "xs": metric_series(metrics, f"tokens/{s}")[0],
+                   "ys": metric_series(metrics, f"tokens/{s}")[1]} for s in sources]
+        svgs.append(line_plot("tokens_per_source", "trained tokens per source and step", tokens, ylabel="targets"))
     for keys, title, ylabel, scale in TRAINING_PLOTS:
         present = [k for k in keys if any(k in m for m in metrics)]
         series = [{"label": k if len(present) > 1 else "", "xs": metric_series(metrics, k, scale)[0],

@@ -5,7 +5,8 @@
 
 Reads RUN_DIR/metrics.jsonl (one object per logged step) and, if present, RUN_DIR/eval.jsonl
 (one line per step, metric, value, dataset) and writes into DIR (default RUN_DIR/report):
-  loss.png         training loss over steps (validation loss on the same axes when evaluated)
+  loss.png         training loss over steps (validation loss on the same axes when evaluated; a data
+                   mixture's loss per source)
   lr.png           learning rate
   throughput.png   tokens/s and MFU
   eval.png         validation perplexity, token accuracy and exact match (those present)
@@ -84,9 +85,11 @@ def write_pngs(metrics, evals, out):
     fig, ax = plt.subplots(figsize=(7, 4))
     steps, loss = series(metrics, "loss")
     ax.plot(steps, loss, label="training loss")
-    es, el = eval_series(evals, "loss")
-    if es:
-        ax.plot(es, el, "o-", label="validation loss")
+    for source in report_html.mixture_sources(metrics):  # a data mixture: each source's loss
+        ax.plot(*series(metrics, f"loss/{source}"), alpha=0.6, lw=1, label=f"training loss ({source})")
+    for dataset in sorted({e["dataset"] for e in evals if e.get("metric") == "loss"}):
+        es, el = eval_series([e for e in evals if e["dataset"] == dataset], "loss")
+        ax.plot(es, el, "o-", label=f"validation loss ({pathlib.Path(dataset).name})")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats per token)")
     ax.grid(alpha=0.3)

@@ -129,6 +129,7 @@ void use_synthetic_data(train::RunConfig& cfg, const fs::path& scratch, int64_t 
   write_synthetic_shard((scratch / "synthetic").string(), tokens, cfg.model.vocab, cfg.train.seed,
                         cfg.privacy.enabled ? cfg.model.seq_len + 1 : 0);
   cfg.data.train = (scratch / "synthetic").string();
+  cfg.data.mix = data::parse_mix(cfg.data.train, "", "", "", "");
   cfg.train.steps = steps;
 }
 

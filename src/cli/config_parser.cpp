@@ -177,7 +177,7 @@ model::ModelConfig model_config_from_ini(const std::string& ini, std::string* in
   }
   const Values values(schema_values(vm));
   if (init_from) *init_from = values.str("model.init_from");
-  if (train_data) *train_data = values.str("data.train");
+  if (train_data) *train_data = data::first_prefix(values.str("data.train"));
   return read_model_section(values);
 }
 

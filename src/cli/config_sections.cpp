@@ -151,6 +151,9 @@ train::TrainConfig read_train_section(const Values& v) {
 void read_io_sections(const Values& v, train::RunConfig& c) {
   c.data = {.train = v.str("data.train"), .valid = v.str("data.valid"), .packing = v.boolean("data.packing"),
             .bucket = v.boolean("data.bucket"), .truncate = data::truncate_from_name(v.str("data.truncate"))};
+  c.data.mix = data::parse_mix(c.data.train, v.str("data.mix_alpha"), v.str("data.mix_stages"),
+                               v.str("data.max_repeat"), v.str("data.mix_change"));
+  data::valid_prefixes(c.data.valid);  // its errors at start, not at the first evaluation
   TRIDENT_CONFIG_CHECK(!c.data.bucket || !c.data.packing,
                        "data.bucket = true groups unpacked rows by length: it needs data.packing = false");
   c.checkpoint = {.dir = v.str("checkpoint.dir"), .interval = v.int32("checkpoint.interval"),
@@ -304,6 +307,9 @@ void check_across_sections(train::RunConfig& c, int world_size) {
   TRIDENT_CONFIG_CHECK(!c.data.bucket || L.pp == 1,
                        "data.bucket = true cuts micro-batches to their longest row, which pipeline stages do not "
                        "support yet: it needs parallel.pp = 1");
+  TRIDENT_CONFIG_CHECK(!c.privacy.enabled || c.data.mix.single(), "privacy.enabled with a data mixture (several "
+                       "sources in data.train, or data.mix_stages) is not supported: a private run samples its units "
+                       "from one source");
   TRIDENT_CONFIG_CHECK(c.eval.ood.empty() || !c.data.valid.empty(),
                        "eval.ood needs data.valid: the in-distribution documents it is compared with");
   TRIDENT_CONFIG_CHECK(c.log.eval_interval == 0 || !c.data.valid.empty() || !c.eval.task.empty(),

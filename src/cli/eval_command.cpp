@@ -63,6 +63,7 @@ int run_eval(int argc, char** argv) {
       cfg.eval.tokenizer = train::task_tokenizer_spec(cfg);
     }
     cfg.data.train.clear();
+    cfg.data.mix = {};
     TRIDENT_CONFIG_CHECK(!cfg.data.valid.empty() || !cfg.eval.task.empty(),
                          "evaluation needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");
     TRIDENT_CONFIG_CHECK(cfg.eval.ood.empty() || !cfg.data.valid.empty(),

@@ -1,6 +1,7 @@
 // `trident inspect PREFIX`: statistics of a token shard set (counts, dtype, loss-masked share,
 // document lengths and their histogram), and `--decode I|all` to print documents back as text
-// with the tokenizer PREFIX.prep.json names (or --tokenizer).
+// with the tokenizer PREFIX.prep.json names (or --tokenizer). `--config FILE --batches N`: a
+// run's data order (inspect_batches.cpp); `CHECKPOINT.h5`: inspect_checkpoint.cpp.
 #include <algorithm>
 #include <bit>
 #include <boost/program_options.hpp>
@@ -28,7 +29,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trident inspect PREFIX [--decode I|all] [--tokenizer T]   (token shards)\n"
-    "       trident inspect CHECKPOINT.h5              (tensors, attributes, checksums verified)";
+    "       trident inspect CHECKPOINT.h5              (tensors, attributes, checksums verified)\n"
+    "       trident inspect --config FILE --batches N [--json]   (a run's first N global batches)";
 
 void print_statistics(const data::ShardSet& reader) {
   const uint64_t D = reader.num_documents();
@@ -117,9 +119,13 @@ void print_document(const data::ShardSet& reader, const data::Tokenizer* tokeniz
 }  // namespace
 
 int inspect_checkpoint(const std::string& path, int argc, char** argv);  // inspect_checkpoint.cpp
+int inspect_batches(int argc, char** argv);                              // inspect_batches.cpp
 
 int run_inspect(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]).ends_with(".h5")) return inspect_checkpoint(argv[1], argc, argv);
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--config" || std::string_view(argv[i]).starts_with("--config="))
+      return inspect_batches(argc, argv);
   std::string prefix, decode, tokenizer_spec;
   po::options_description desc("options");
   desc.add_options()

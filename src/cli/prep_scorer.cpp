@@ -65,6 +65,7 @@ PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, 
     throw ConfigError(detail::concat("--ppl-model ", source, ": ", e.what()));
   }
   cfg_.data.train.clear();  // the scorer reads no shards
+  cfg_.data.mix = {};
   cfg_.data.valid.clear();
   tokenizer_ = data::load_tokenizer(scorer_tokenizer(source, checkpoint ? &held : nullptr, tokenizer));
   TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= static_cast<uint64_t>(cfg_.model.vocab), "--ppl-tokenizer ",

@@ -194,6 +194,9 @@ CheckpointState checkpoint_state(const CheckpointAttributes& attributes, const s
                          value, " is not a non-negative number (corrupt?)");
     s.privacy[name] = value;
   }
+  for (const auto& [name, value] : attributes.numbers)
+    if (name.rfind("data_", 0) == 0) s.data[name] = whole_attribute(attributes, path, name, 0, kMaxCount);
+  if (const auto mix = attributes.texts.find("data_mix"); mix != attributes.texts.end()) s.data_mix = mix->second;
   return s;
 }
 

@@ -268,9 +268,10 @@ void GPTModel::initialize(uint64_t seed) {
 }
 
 void GPTModel::set_micro_batch_position(int chunk, int slot, int64_t step, int64_t first_sequence) {
+  Slot& s = slots_[chunk][slot];
+  s.first_sequence = first_sequence;  // where its losses go (StepLosses::place)
   if (!any_dropout()) return;  // no masks to place
   TRIDENT_CHECK(!layer_dropout_keys_.empty(), "dropout needs initialize(seed) to key its masks");
-  Slot& s = slots_[chunk][slot];
   // Dropout applies to this rank's rows of the residual stream: their global element index.
   const int64_t rows = int64_t(micro_batch_) * cfg_.seq_len;
   const int64_t first_row = first_sequence * cfg_.seq_len + tp_.first_row(rows);
@@ -306,6 +307,7 @@ void GPTModel::run_forward(int chunk, int slot, bool train, double grad_scale, b
   head_->forward(ops_, s.residual.back(), head_buffers_);
   if (!loss) return;
   if (units_) units_->set_micro_batch(s.units, s.length);
+  losses_.place(s.first_sequence, micro_batch_);
   head_->loss_backward(ops_, s.residual.back(), s.targets, grad_scale, head_buffers_, s.dres, losses_, units_);
 }
 

@@ -181,8 +181,8 @@ std::vector<int32_t> LMHead::greedy(Ops& ops, const Tensor& x, GreedyBuffers& b)
   return ids;
 }
 
-double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& logits, const Tensor& targets, const int32_t* t,
-                                   double grad_scale, HeadBuffers& b, Tensor& dlogits) const {
+void LMHead::vocab_parallel_loss(Ops& ops, const Tensor& logits, const Tensor& targets, const int32_t* t,
+                                 double grad_scale, HeadBuffers& b, Tensor& dlogits, double* token_losses) const {
   const int64_t n = logits.dim(0), k = b.row_max.numel();
   const int64_t valid_columns = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
   combine_stats(ops, logits, targets, b);
@@ -190,15 +190,12 @@ double LMHead::vocab_parallel_loss(Ops& ops, const Tensor& logits, const Tensor&
   const double* mx = host_max.data<double>();
   const double* sum = host_sum.data<double>();
   const double* tl = b.host_stats.data<double>() + 2 * k;
-  double loss_sum = 0;
-  for (int64_t i = 0; i < n; ++i)
-    if (t[i] >= 0) loss_sum += mx[i] + std::log(sum[i]) - tl[i];
+  for (int64_t i = 0; i < n; ++i) token_losses[i] = t[i] >= 0 ? mx[i] + std::log(sum[i]) - tl[i] : 0.0;
   Tensor row_max = b.row_max.narrow(0, n), sum_exp = b.sum_exp.narrow(0, n);
   ops.copy(host_max, row_max);
   ops.copy(host_sum, sum_exp);
   ops.cross_entropy_shard_backward(logits, targets, vocab_offset_, valid_columns, row_max, sum_exp, grad_scale,
                                    dlogits);
-  return loss_sum;
 }
 
 void LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, double grad_scale, HeadBuffers& b,
@@ -207,6 +204,7 @@ void LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, dou
   const int64_t n = in.dim(0), k = units ? units->whole_rows(b.row_max.numel()) : b.row_max.numel();
   const int32_t* t = tp_.size() > 1 ? host_targets(ops, targets, b) : nullptr;
   Tensor token_losses = tp_.size() == 1 ? losses.next(ops, n, b.logits.dtype()) : Tensor();
+  double* host_losses = tp_.size() > 1 ? losses.next_host(n) : nullptr;
   // One chunk of rows at a time: logits, their loss and gradient, and both GEMMs of it.
   for (int64_t r0 = 0; r0 < n; r0 += k) {
     const int64_t r1 = std::min(n, r0 + k);
@@ -217,7 +215,7 @@ void LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, dou
       Tensor chunk_losses = token_losses.narrow(r0, r1);
       ops.cross_entropy_forward_backward(logits, chunk_targets, grad_scale, chunk_losses, dlogits);
     } else {
-      losses.add_host(vocab_parallel_loss(ops, logits, chunk_targets, t + r0, grad_scale, b, dlogits));
+      vocab_parallel_loss(ops, logits, chunk_targets, t + r0, grad_scale, b, dlogits, host_losses + r0);
     }
     if (units) units->scale_rows(ops, dlogits, r0);  // each unit's weight (differential privacy)
     if (weight_->per_unit) weight_->per_unit->add_outer(ops, *weight_, dlogits, in.narrow(r0, r1), 1.0, r0);

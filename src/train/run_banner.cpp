@@ -85,8 +85,14 @@ void log_training_banner(RunBuilder& run) {
                            data.micro_batches(), " micro-batches x ", cfg.train.micro_batch, " rows per dp rank")
           : detail::concat("; global batch ", cfg.train.global_batch, " = dp ", layout.dp, " x ", data.micro_batches(),
                            " micro-batches x ", cfg.train.micro_batch, " sequences");
-  log.info("data: ", data.shards().num_tokens(), " tokens in ", data.shards().num_documents(), " documents, ",
+  uint64_t tokens = 0, documents = 0;
+  for (size_t i = 0; i < data.num_sources(); ++i) {
+    tokens += data.shards(i).num_tokens();
+    documents += data.shards(i).num_documents();
+  }
+  log.info("data: ", tokens, " tokens in ", documents, " documents", data.mixture() ? detail::concat(" of ", data.num_sources(), " sources") : "", ", ",
            data.num_rows(), cfg.data.packing ? " packed rows of " : " one-document rows of ", m.seq_len, batch);
+  for (const std::string& line : data.mix_lines()) log.info(line);
   const data::DocumentStream& docs = data.documents();
   if (docs.cut_documents() > 0)
     log.info("data.truncate = left: ", docs.cut_documents(), " fine-tuning examples with prompts longer than seq_len = ",

@@ -16,7 +16,7 @@ RunBuilder::~RunBuilder() = default;
 DataSource& RunBuilder::train_data() {
   if (!train_data_) {
     TRIDENT_CONFIG_CHECK(!cfg_.data.train.empty(), "data.train: no shard prefix given (training needs data)");
-    train_data_ = std::make_unique<DataSource>(cfg_, topology_, "data.train", cfg_.data.train);
+    train_data_ = std::make_unique<DataSource>(cfg_, topology_);
     TRIDENT_CHECK(train_data_->micro_batches() == cfg_.micro_batches_per_step(), "sampler and config disagree on ",
                   "micro-batches per step");
   }

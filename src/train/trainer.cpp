@@ -54,6 +54,7 @@ Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
   run.load_initial_weights();  // a checkpoint resumed below replaces them
   const Resumed resumed = checkpointer_.resume();
   start_step_ = steps_done_ = resumed.step;
+  source_documents_ = run.train_data().resume(start_step_, resumed.scalars.data, resumed.scalars.data_mix, log_);
   if (PrivateTraining* privacy = run.privacy()) {
     privacy->check_resumed(resumed.scalars.privacy, start_step_);
     privacy->log_banner(log_);
@@ -92,6 +93,7 @@ RunScalars Trainer::scalars_at(int64_t steps_done) {
   scalars.loss_scale = run_.scaler().scale();
   scalars.tokens = tokens_;
   if (PrivateTraining* privacy = run_.privacy()) scalars.privacy = privacy->checkpoint_numbers(steps_done);
+  run_.train_data().checkpoint_record(steps_done, source_documents_, scalars.data, scalars.data_mix);
   return scalars;
 }
 
@@ -127,6 +129,10 @@ StepResult Trainer::run() {
     steps_done_ = step + 1;
     elapsed_ += last.seconds;
     tokens_ += last.tokens;
+    if (run_.train_data().mixture()) {
+      const data::GlobalBatchStats& batch = run_.train_data().global_batch_stats(step);
+      for (size_t i = 0; i < source_documents_.size(); ++i) source_documents_[i] += batch.source_documents[i];
+    }
     check_health(step, last);
     // A preemption signal may reach any rank: agree on it, then checkpoint and stop together.
     double preempt = (signals_ && signals_->requested()) || (hooks && hooks->stop_after(step + 1)) ? 1.0 : 0.0;
@@ -219,6 +225,11 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
                                 {"padding", padding_share(batch)},
                                 {"truncated", double(batch.truncated_documents)}};
     if (run_.ops().device() != Device::kCPU) record.push_back({"gpu_mem_mb", run_.ops().peak_device_mb()});
+    if (DataSource& data = run_.train_data(); data.mixture())  // each source's trained targets this step
+      for (size_t i = 0; i < data.num_sources(); ++i)
+        record.push_back({"tokens/" + data.sampler().source_name(i), double(batch.source_targets[i])});
+    for (size_t i = 0; i < r.source_loss.size(); ++i)  // skipped steps without targets have none
+      record.push_back({"loss/" + run_.train_data().sampler().source_name(i), r.source_loss[i]});
     if (privacy) {
       record.push_back({"epsilon", privacy->epsilon(step + 1)});
       record.push_back({"privacy_units", double(r.privacy_units)});

@@ -42,12 +42,23 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
   model_.refresh_weights();  // mixed precision: the 16-bit weights of this step's masters
   model_.set_moe_loss_scale(loss_scale / static_cast<double>(std::max<int64_t>(1, batch.computed_tokens)));
   model_.reset_moe_stats();
-  double loss_sum = pipeline_.run(step, grad_scale, batches);
+  // A mixture also sums each sequence's loss: [G sequences, total], reduced in one call.
+  const size_t sources = batch.source_targets.size();
+  std::vector<double> sums(sources > 1 ? size_t(cfg_.global_batch) + 1 : 1, 0.0);
+  sums.back() = pipeline_.run(step, grad_scale, batches, true, sources > 1 ? &sums : nullptr);
   reducer_.finish();
-  topology_.pp().all_reduce_sum(&loss_sum, 1);  // the loss lives on the last stage
-  topology_.dp().all_reduce_sum(&loss_sum, 1);
+  topology_.pp().all_reduce_sum(sums.data(), int(sums.size()));  // the loss lives on the last stage
+  topology_.dp().all_reduce_sum(sums.data(), int(sums.size()));
+  const double loss_sum = sums.back();
 
   StepResult r;
+  if (sources > 1) {
+    r.source_loss.assign(sources, 0.0);
+    for (size_t j = 0; j + 1 < sums.size(); ++j) r.source_loss[size_t(batch.row_source[j])] += sums[j];
+    for (size_t i = 0; i < sources; ++i)
+      r.source_loss[i] = batch.source_targets[i] > 0 ? r.source_loss[i] / double(batch.source_targets[i])
+                                                     : std::numeric_limits<double>::quiet_NaN();
+  }
   r.tokens = double(cfg_.global_batch) * double(model_.config().seq_len);
   collect_moe_stats(r);
   r.loss_scale = loss_scale;

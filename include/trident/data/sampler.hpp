@@ -1,37 +1,29 @@
 // The training batch sampler: cuts the token stream into rows of T input tokens, visits them in
 // a per-epoch shuffle fixed by the seed alone, and hands each dp rank its slice of the global batch.
 //
-// Rows (data.packing):
-//   packed (true): row w holds stream tokens [w*T, w*T + T) and targets [w*T + 1, w*T + T + 1):
-//     documents are packed back to back and cut at row ends, nothing is padded. Document
-//     masking: positions restart at 0 where a document starts (and at the row start), attention
-//     follows the positions (Ops::attention_forward), and the target that would cross into the
-//     next document is not trained on. A document that fits in one row is thus trained exactly
-//     as if it had a row of its own.
-//   unpacked (false): one document per row from position 0, padded to T (padding tokens have
-//     target -1); a document with more than T + 1 tokens continues in further rows of T targets,
-//     each starting again at position 0.
-//   bucketed (data.bucket, unpacked only): within each window of kBucketWindow global batches
-//     of an epoch's order, rows are sorted by length (longest first), so a micro-batch holds
-//     rows of similar length; it is cut to its longest row (rounded up to length_multiple)
-//     instead of T, and the model computes only that much.
+// Rows and their per-epoch order: data/source_rows.hpp. A mixture of several sources
+// (data.train = 0.6 A 0.4 B) interleaves their rows by a MixSchedule: global row g is row
+// (source s, its ordinal k) = schedule.locate(g), and k is that source's SourceRows order.
+// A single source is the schedule "every row from source 0", so g = k.
 // Data order is independent of dp (docs/design.md section 2). With G = global_batch, b = micro_batch,
-// W rows: global sequence g = step * G + j (j in [0, G)) is row perm_e[g % W] of epoch e = g / W,
-// where perm_e is a Fisher-Yates shuffle of [0, W) driven by Philox keyed by (seed, e); dp rank
-// r takes j in [r * G/dp, (r+1) * G/dp); its micro-batch k holds [k*b, (k+1)*b) of that slice.
+// global sequence g = step * G + j (j in [0, G)) is the row located above; dp rank r takes j in [r * G/dp, (r+1) * G/dp); its micro-batch k holds [k*b, (k+1)*b) of that slice.
 // So for dp in {1, 2, 4}, rank-ordered micro-batches of a step are the same sequences in the
 // same order. Targets before a document's loss start are -1 (prompt tokens).
 //
 // Not thread-safe (it caches the current epoch's permutation); one sampler per rank.
-// Checkpoint state: the step alone. The order is a pure function of (seed, step), so resuming
-// at step s (with any dp) continues exactly where the run left off.
+// Checkpoint state: the step, and for a mixture the schedule's origin (mix_schedule.hpp). The
+// order is a pure function of (seed, mix, step), so resuming at step s (with any dp)
+// continues exactly where the run left off.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "trident/data/batch.hpp"
 #include "trident/data/document_stream.hpp"
+#include "trident/data/mix_schedule.hpp"
 #include "trident/data/shard_set.hpp"
+#include "trident/data/source_rows.hpp"
 
 namespace trident::data {
 
@@ -57,17 +49,35 @@ struct GlobalBatchStats {
   int64_t padding_tokens = 0;   // input positions computed that hold no document token
   int64_t computed_tokens = 0;  // input positions computed: G * T, less when bucketed batches are cut
   int64_t truncated_documents = 0;  // documents starting in its rows that data.truncate = left cut
+  // Per source (one entry each): targets >= 0, rows, and documents starting in its rows.
+  std::vector<int64_t> source_targets, source_rows, source_documents;
+  std::vector<int32_t> row_source;  // [G] the source of each global-batch row
 };
 
-inline constexpr int64_t kBucketWindow = 16;  // global batches sorted together by length
+// One source of the sampler: its shards and its name (metrics tokens/<name>).
+struct SamplerSource {
+  const ShardSet* set;
+  std::string name;
+};
 
 class BatchSampler {
  public:
   // Throws ConfigError if G % (b * dp) != 0 or the shard has fewer than G windows.
   // The reader must outlive the sampler.
   BatchSampler(const ShardSet& reader, const SamplerOptions& options);
+  // A mixture: the sources (their shards outlive the sampler) interleaved by `schedule`. Each
+  // source's epochs are shuffled by a key of (seed, its name).
+  BatchSampler(const std::vector<SamplerSource>& sources, const SamplerOptions& options, MixSchedule schedule);
 
-  int64_t num_rows() const { return num_rows_; }
+  // Rows of the single source, or of all sources together.
+  int64_t num_rows() const;
+  size_t num_sources() const { return sources_.size(); }
+  const std::string& source_name(size_t i) const { return names_[i]; }
+  SourceRows& source(size_t i) { return sources_[i]; }
+  const SourceRows& source(size_t i) const { return sources_[i]; }
+  const MixSchedule& schedule() const { return schedule_; }
+  // Replaces the schedule (a resume that continues a changed mix from the sources' cursors).
+  void set_schedule(MixSchedule schedule);
   // m = G / (b * dp): micro-batches per step on each dp rank.
   int micro_batches_per_step() const { return micro_batches_; }
 
@@ -80,37 +90,35 @@ class BatchSampler {
   GlobalBatchStats global_batch_stats(int64_t step);
   int64_t count_valid_targets(int64_t step) { return global_batch_stats(step).valid_targets; }
 
-  // The row of global sequence g (exposed for tests: epoch coverage).
-  int64_t row_of(int64_t global_sequence);
-  // The documents sampled (what data.truncate cut or left out).
-  const DocumentStream& documents() const { return stream_; }
-  // Writes row `row` cut to length T (>= its length): tokens, targets, positions; returns its
-  // number of targets >= 0. truncated (optional) counts the cut documents starting in the row.
+  // Where global sequence g comes from: its source, that source's ordinal and row.
+  struct RowRef {
+    uint32_t source;
+    int64_t ordinal;
+    int64_t row;
+  };
+  RowRef locate(int64_t global_sequence);
+  // The row of global sequence g within its source (exposed for tests: epoch coverage).
+  int64_t row_of(int64_t global_sequence) { return locate(global_sequence).row; }
+  // The documents sampled (the single source's; what data.truncate cut or left out).
+  const DocumentStream& documents() const { return sources_[0].documents(); }
+  // Row `row` of the single source (SourceRows::fill_row).
   int64_t fill_row(int64_t row, int64_t T, int32_t* tokens, int32_t* targets, int32_t* positions,
-                   int64_t* truncated = nullptr) const;
-  // Input tokens of row `row` (<= T).
-  int64_t row_length(int64_t row) const { return row_span(row).length; }
+                   int64_t* truncated = nullptr) const {
+    return sources_[0].fill_row(row, T, tokens, targets, positions, truncated);
+  }
+  int64_t row_length(int64_t row) const { return sources_[0].row_length(row); }
 
  private:
-  // Where a row's input tokens lie in the stream: [begin, begin + length), length <= T.
-  struct RowSpan {
-    uint64_t begin;
-    uint32_t length;
-  };
-  RowSpan row_span(int64_t row) const;
   // Length of the micro-batch whose first row is global sequence g (T unless bucketed).
   int64_t micro_batch_length(int64_t first_global_sequence);
-  void compute_permutation(int64_t epoch);
+  void check_options();
 
-  DocumentStream stream_;
   SamplerOptions options_;
-  int64_t num_rows_ = 0;
-  std::vector<RowSpan> unpacked_rows_;  // unpacked mode: every row's span (packed rows are computed)
+  std::vector<SourceRows> sources_;
+  std::vector<std::string> names_;
+  MixSchedule schedule_;
   std::vector<int32_t> scratch_;        // global_batch_stats: one row of each tensor
   int micro_batches_ = 0;
-  uint64_t epoch_key_ = 0;
-  int64_t cached_epoch_ = -1;
-  std::vector<uint32_t> permutation_;  // of the cached epoch
   int64_t stats_step_ = -1;
   GlobalBatchStats stats_;  // of stats_step_
 };

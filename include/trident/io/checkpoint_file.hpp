@@ -58,6 +58,8 @@ struct CheckpointState {
   int layout_dp = 1, layout_tp = 1, layout_pp = 1, layout_zero = 0;
   std::string config;                    // the resolved config text ("" when absent)
   std::map<std::string, double> privacy; // privacy_* attributes: the mechanism of a private run (else empty)
+  std::map<std::string, double> data;    // data_* attributes: the data mixture's cursors (whole, >= 0)
+  std::string data_mix;                  // the data mixture's description ("" when absent)
 };
 
 // The format version of a checkpoint's attributes: ConfigError when it is missing, not a whole

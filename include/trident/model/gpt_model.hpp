@@ -80,8 +80,9 @@ class GPTModel {
   void forward(int chunk, int slot, const Tensor& tokens, const Tensor& targets, const Tensor& positions,
                  double grad_scale, bool last_micro_batch = true);
   // The unscaled sum of token losses of the micro-batches forwarded since the last call (read
-  // from the device once; 0 on ranks without the head).
-  double take_loss_sum() { return losses_.take(ops_); }
+  // from the device once; 0 on ranks without the head). per_sequence (optional, [global batch]):
+  // each sequence's loss sum added at its row (set_micro_batch_position placed them).
+  double take_loss_sum(std::vector<double>* per_sequence = nullptr) { return losses_.take(ops_, per_sequence); }
   // Backward of one chunk: the last virtual stage starts from the loss gradient kept by
   // forward; others from grad(chunk, slot) (received from the next stage). Afterwards
   // grad(chunk, slot) holds the gradient of the chunk's input (to send to the previous stage).
@@ -147,6 +148,7 @@ class GPTModel {
  private:
   struct Slot {
     int64_t length = 0;                 // L <= T of the micro-batch in the slot (bucketed batches)
+    int64_t first_sequence = 0;         // its row 0 within the global batch
     Tensor tokens, targets, positions;  // [B*T] on the device
     Tensor window_positions;            // [B*T] sliding-window layers' mask (TokenPositions), or undefined
     std::vector<Tensor> residual;       // chunk layers + 1: input, block outputs

@@ -107,10 +107,10 @@ class LMHead {
   // A chunk's softmax statistics over the group's full rows into b.host_stats (max, sum of exp
   // relative to it, target logit, K each), from logits of `rows` rows.
   void combine_stats(Ops& ops, const Tensor& logits, const Tensor& targets, HeadBuffers& b) const;
-  // Vocabulary-parallel path of a chunk: its loss summed over valid rows (t: the chunk's host
-  // targets), its gradient written to dlogits.
-  double vocab_parallel_loss(Ops& ops, const Tensor& logits, const Tensor& targets, const int32_t* t,
-                             double grad_scale, HeadBuffers& b, Tensor& dlogits) const;
+  // Vocabulary-parallel path of a chunk: each row's loss into token_losses (0 where masked; t:
+  // the chunk's host targets), its gradient written to dlogits.
+  void vocab_parallel_loss(Ops& ops, const Tensor& logits, const Tensor& targets, const int32_t* t,
+                           double grad_scale, HeadBuffers& b, Tensor& dlogits, double* token_losses) const;
 
   Norm norm_;
   Parameter* weight_;

@@ -8,6 +8,7 @@
 #include "trident/core/dtype.hpp"
 #include "trident/dist/compression.hpp"
 #include "trident/data/document_stream.hpp"
+#include "trident/data/mix_spec.hpp"
 #include "trident/dist/topology.hpp"
 #include "trident/model/model_config.hpp"
 #include "trident/model/recompute.hpp"
@@ -19,11 +20,12 @@
 namespace trident::train {
 
 struct DataConfig {
-  std::string train;        // shard prefix
+  std::string train;        // shard prefix, or a mixture (data::MixSpec, parsed into `mix`)
   std::string valid;
   bool packing = true;      // document-masked packed rows; false: one document per row, padded
   bool bucket = false;
   data::Truncate truncate = data::Truncate::kLeft;  // fine-tuning documents longer than seq_len + 1
+  data::MixSpec mix;        // data.train's sources and the mixture keys
 };
 
 struct CommConfig {

@@ -37,7 +37,7 @@ class Trainer {
   bool preempted() const { return preempted_; }
   int64_t steps_done() const { return steps_done_; }
   // Collective: evaluates at optimizer step `step` (RunEvaluation).
-  EvalResult evaluate(int64_t step) { return run_.evaluation().evaluate(step); }
+  void evaluate(int64_t step) { run_.evaluation().evaluate(step); }
 
  private:
   void log_step(int64_t step, const StepResult& r);
@@ -70,6 +70,7 @@ class Trainer {
   double ckpt_stall_s_ = 0;  // training time the last checkpoint took (the whole write when sync)
   double elapsed_ = 0;       // training seconds of the run, earlier starts included
   double tokens_ = 0;        // input positions trained on, earlier starts included
+  std::vector<int64_t> source_documents_;  // a mixture's documents started per source, earlier starts included
   double start_elapsed_ = 0; // ... when this start began (ETA: this start's pace)
   int bad_steps_ = 0;
   double loss_mean_ = 0;     // running mean of recent losses (spike detection)

@@ -33,6 +33,9 @@ struct StepResult {
   bool no_targets = false;  // the global batch held no trainable target (every token a prompt's)
   double loss_scale = 1;  // the scale this step used
   double tokens = 0;      // input positions of the step, all ranks (throughput, MFU, metrics tokens)
+  // A data mixture (empty without): each source's mean loss over its valid targets in this
+  // global batch (NaN where it has none), summed over ranks exactly like loss.
+  std::vector<double> source_loss;
   // Differential privacy (zero without): units sampled, the share of them clipped and their
   // mean gradient norm before clipping.
   int64_t privacy_units = 0;

@@ -261,7 +261,9 @@ io::CheckpointAttributes Checkpointer::attributes(int64_t steps_done, const RunS
                    {"layout_pp", double(L.pp)},
                    {"layout_zero", double(cfg_.zero)}};
   for (const auto& [name, value] : scalars.privacy) attrs.numbers[name] = value;
+  for (const auto& [name, value] : scalars.data) attrs.numbers[name] = value;
   attrs.texts = {{"config", cfg_.resolved_ini}};
+  if (!scalars.data_mix.empty()) attrs.texts["data_mix"] = scalars.data_mix;
   if (compressor_) attrs.texts["comm_compression"] = dist::compression_name(compression_);
   return attrs;
 }
@@ -472,7 +474,7 @@ io::CheckpointState Checkpointer::load_local(const std::string& path) {
 
 Resumed Checkpointer::restored(const io::CheckpointState& state) {
   optimizer_->set_steps_taken(state.step);
-  return {state.step, {state.loss_scale, state.elapsed_s, double(state.tokens), state.privacy}};
+  return {state.step, {state.loss_scale, state.elapsed_s, double(state.tokens), state.privacy, state.data, state.data_mix}};
 }
 
 io::CheckpointState Checkpointer::load_training_state(const std::string& path) {

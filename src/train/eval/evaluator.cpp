@@ -14,8 +14,9 @@
 
 namespace trident::train {
 
-Evaluator::Evaluator(const RunConfig& cfg, dist::Topology& topology, PipelineExecutor& pipeline)
-    : cfg_(cfg), topology_(topology), pipeline_(pipeline), data_(cfg, topology, "data.valid", cfg.data.valid) {
+Evaluator::Evaluator(const RunConfig& cfg, dist::Topology& topology, PipelineExecutor& pipeline,
+                     const std::string& prefix)
+    : cfg_(cfg), topology_(topology), pipeline_(pipeline), data_(cfg, topology, "data.valid", prefix) {
   // The first eval_batches global batches of the fixed epoch-0 order; never a row twice.
   batches_ = std::clamp<int64_t>(cfg.log.eval_batches, 1, data_.num_rows() / cfg.train.global_batch);
 }

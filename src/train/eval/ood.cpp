@@ -10,6 +10,7 @@
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
 #include "trident/core/timer.hpp"
+#include "trident/data/mix_spec.hpp"
 #include "trident/data/shard_set.hpp"
 #include "trident/train/data_source.hpp"
 
@@ -44,7 +45,7 @@ OodEvaluator::OodEvaluator(const RunConfig& cfg, dist::Topology& topology, Pipel
     : cfg_(cfg), scorer_(cfg, topology, pipeline) {
   TRIDENT_CONFIG_CHECK(!cfg.data.valid.empty(), "eval.ood needs data.valid: the in-distribution documents it is "
                        "compared with");
-  in_ = requests("data.valid", cfg.data.valid);
+  in_ = requests("data.valid", data::first_prefix(cfg.data.valid));  // the first of several
   ood_ = requests("eval.ood", cfg.eval.ood);
 }
 
@@ -83,7 +84,7 @@ OodResult OodEvaluator::run(int64_t step) {
   const std::vector<LoglikelihoodResult> scored = scorer_.score(all);
   OodResult r;
   r.step = step;
-  r.in_dataset = cfg_.data.valid;
+  r.in_dataset = data::first_prefix(cfg_.data.valid);
   r.ood_dataset = cfg_.eval.ood;
   for (size_t i = 0; i < scored.size(); ++i) {
     const double tokens = double(std::max<int64_t>(scored[i].tokens, 1));

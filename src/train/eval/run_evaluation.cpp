@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "trident/data/mix_spec.hpp"
 #include "trident/io/tensorboard_writer.hpp"
 
 namespace trident::train {
@@ -28,14 +29,15 @@ void RunEvaluation::record(const std::vector<MetricLine>& lines) {
   tensorboard_->flush();
 }
 
-EvalResult RunEvaluation::evaluate(int64_t step) {
+void RunEvaluation::evaluate(int64_t step) {
   model_.refresh_weights();  // the 16-bit copy lags the last optimizer step
-  EvalResult r;
-  if (!cfg_.data.valid.empty()) {
-    if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(cfg_, topology_, pipeline_);
-    r = evaluator_->run(step);
-    log_.info(format_eval(r, evaluator_->dataset()));
-    record(eval_metric_lines(r, evaluator_->dataset()));
+  if (evaluators_.empty())
+    for (const std::string& prefix : data::valid_prefixes(cfg_.data.valid))
+      evaluators_.push_back(std::make_unique<Evaluator>(cfg_, topology_, pipeline_, prefix));
+  for (const auto& evaluator : evaluators_) {
+    const EvalResult r = evaluator->run(step);
+    log_.info(format_eval(r, evaluator->dataset()));
+    record(eval_metric_lines(r, evaluator->dataset()));
   }
   if (!cfg_.eval.task.empty()) {
     if (task_kind_ == TaskKind::kGenerate) {
@@ -58,7 +60,6 @@ EvalResult RunEvaluation::evaluate(int64_t step) {
     record(ood_metric_lines(o));
     if (topology_.world_rank() == 0) write_ood_scores(cfg_.log.run_dir, o);
   }
-  return r;
 }
 
 }  // namespace trident::train

@@ -141,7 +141,7 @@ std::string task_tokenizer_spec(const RunConfig& cfg) {
     const std::string own = interop::model_tokenizer_path(cfg.init_from);
     if (!own.empty()) return own;
   }
-  for (const std::string& prefix : {cfg.data.train, cfg.data.valid})
+  for (const std::string& prefix : {data::first_prefix(cfg.data.train), data::first_prefix(cfg.data.valid)})
     if (!prefix.empty())
       if (std::string named = data::prep_json_field(prefix, "tokenizer"); !named.empty()) return named;
   return "byte";
@@ -149,7 +149,7 @@ std::string task_tokenizer_spec(const RunConfig& cfg) {
 
 std::string task_template(const RunConfig& cfg) {
   if (cfg.eval.prompt_template != "auto") return cfg.eval.prompt_template;
-  for (const std::string& prefix : {cfg.data.train, cfg.data.valid})
+  for (const std::string& prefix : {data::first_prefix(cfg.data.train), data::first_prefix(cfg.data.valid)})
     if (!prefix.empty())
       if (std::string named = data::prep_json_field(prefix, "template"); !named.empty()) return named;
   return "plain";

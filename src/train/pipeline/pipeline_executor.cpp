@@ -62,7 +62,7 @@ const std::vector<Action>& PipelineExecutor::schedule_for(int micro_batches) {
 }
 
 double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<data::Batch>& batches,
-                             bool final_pass) {
+                             bool final_pass, std::vector<double>* per_sequence) {
   const std::vector<Action>& actions = schedule_for(int(batches.size()));
   const double start = MPI_Wtime();
   wait_s_ = 0;
@@ -117,7 +117,7 @@ double PipelineExecutor::run(int64_t step, double grad_scale, const std::vector<
   for (auto& r : sends_act_) r.wait();
   for (auto& r : sends_grad_) r.wait();
   run_s_ = MPI_Wtime() - start;
-  return model_.take_loss_sum();
+  return model_.take_loss_sum(per_sequence);
 }
 
 // Every rank walks the (micro-batch, virtual stage) pairs in one global order and owns the

@@ -58,6 +58,10 @@ struct RunScalars {
   double elapsed_s = 0;                   // training seconds of the run so far (metrics elapsed_s)
   double tokens = 0;                      // tokens trained on so far (0: steps * global_batch * seq_len)
   std::map<std::string, double> privacy;  // privacy_* attributes: the mechanism and epsilon spent
+  // The data mixture (DataSource::checkpoint_record): data_* attributes (each source's
+  // cursor, the schedule's origin) and the mix's description.
+  std::map<std::string, double> data;
+  std::string data_mix;
 };
 
 // What a resume restored: the optimizer steps done (0: nothing resumed, a fresh run) and the

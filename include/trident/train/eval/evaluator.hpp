@@ -1,4 +1,4 @@
-// Evaluator: perplexity and token accuracy of the model on the validation shard (data.valid),
+// Evaluator: perplexity and token accuracy of the model on a validation shard (data.valid's),
 // forward only, under any layout: the same rows as the single-rank run (the dp-invariant
 // sampler over the first log.eval_batches global batches), so the figures do not depend on the
 // layout beyond floating-point rounding. Results go to <run_dir>/eval.jsonl (rank 0).
@@ -32,8 +32,8 @@ struct EvalResult {
 
 class Evaluator {
  public:
-  // Opens cfg.data.valid (ConfigError when unset or unreadable).
-  Evaluator(const RunConfig& cfg, dist::Topology& topology, PipelineExecutor& pipeline);
+  // Opens `prefix`, one of data.valid's (ConfigError when unreadable).
+  Evaluator(const RunConfig& cfg, dist::Topology& topology, PipelineExecutor& pipeline, const std::string& prefix);
   ~Evaluator();
 
   // Collective over the world; every rank returns the same result.

@@ -1,5 +1,6 @@
 // RunEvaluation: what an evaluation of a run computes at a step (log.eval_interval during
-// training, and `trident eval`): perplexity and token accuracy on data.valid; eval.task by its
+// training, and `trident eval`): perplexity and token accuracy on each of data.valid's prefixes
+// (one or several: a mixture's held-out loss per source); eval.task by its
 // kind (exact match / F1 of greedy generation, or acc / acc_norm of multiple choice, or rolling
 // word/byte perplexity; per level and perturbation); and OOD detection of eval.ood against
 // data.valid — whichever are set. Tables on the terminal; on rank 0, lines appended to
@@ -36,9 +37,9 @@ class RunEvaluation {
   // Where rank 0 also sends the results (nullptr: eval.jsonl only).
   void set_tensorboard(io::TensorBoardWriter* tensorboard) { tensorboard_ = tensorboard; }
 
-  // Collective: evaluates the model after `step` optimizer steps. Returns the validation
-  // result (empty without data.valid); the task results go to the log and the records.
-  EvalResult evaluate(int64_t step);
+  // Collective: evaluates the model after `step` optimizer steps; every result goes to the log
+  // and the records (each data.valid prefix on its own).
+  void evaluate(int64_t step);
 
  private:
   void record(const std::vector<MetricLine>& lines);
@@ -50,7 +51,7 @@ class RunEvaluation {
   const Logger& log_;
   TaskKind task_kind_;  // eval.task's, resolved once
   io::TensorBoardWriter* tensorboard_ = nullptr;
-  std::unique_ptr<Evaluator> evaluator_;
+  std::vector<std::unique_ptr<Evaluator>> evaluators_;  // one per data.valid prefix
   std::unique_ptr<TaskEvaluator> task_evaluator_;
   std::unique_ptr<LikelihoodTaskEvaluator> likelihood_evaluator_;
   std::unique_ptr<OodEvaluator> ood_evaluator_;

@@ -35,8 +35,11 @@ class PipelineExecutor {
   // as such, so its gradient-ready hook fires then. Returns this rank's loss sum (non-zero on
   // the last stage only). final_pass = false: a pass before the step's last (differential
   // privacy's norm pass, or a round of a step with more micro-batches than the schedule's):
-  // no pass is marked last, so no gradient counts as final yet.
-  double run(int64_t step, double grad_scale, const std::vector<data::Batch>& batches, bool final_pass = true);
+  // no pass is marked last, so no gradient counts as final yet. per_sequence (optional, one
+  // entry per global-batch row): each of this rank's sequences' loss sum added at its row (the
+  // last stage only).
+  double run(int64_t step, double grad_scale, const std::vector<data::Batch>& batches, bool final_pass = true,
+             std::vector<double>* per_sequence = nullptr);
 
   // Forward-only pass over the micro-batches for evaluation, one at a time through every
   // virtual stage (slot 0 of each chunk). Returns this rank's sums (non-empty on the last
