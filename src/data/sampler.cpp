@@ -11,9 +11,9 @@ namespace trident::data {
 
 namespace {
 
-SourceRowsOptions rows_options(const SamplerOptions& o, uint64_t epoch_key) {
+SourceRowsOptions rows_options(const SamplerOptions& o, uint64_t epoch_key, bool random_access = false) {
   return {.seq_len = o.seq_len, .global_batch = o.global_batch, .packing = o.packing, .bucket = o.bucket,
-          .truncate = o.truncate, .epoch_key = epoch_key};
+          .truncate = o.truncate, .epoch_key = epoch_key, .random_access = random_access};
 }
 
 MixSchedule single_source_schedule() { return MixSchedule(1, {MixPhase{0, {1.0}}}); }
@@ -42,7 +42,8 @@ BatchSampler::BatchSampler(const std::vector<SamplerSource>& sources, const Samp
     // One source keeps the key of old, so a lone prefix's data order is unchanged.
     const uint64_t key = sources.size() == 1 ? rng_key(options.seed, "data.epoch")
                                              : rng_key(options.seed, "data.epoch/" + s.name);
-    sources_.emplace_back(*s.set, rows_options(options, key));
+    // A mixture's sources: Feistel orders, no per-epoch tables (source_rows.hpp).
+    sources_.emplace_back(*s.set, rows_options(options, key, sources.size() > 1));
     names_.push_back(s.name);
     const DocumentStream& docs = sources_.back().documents();
     TRIDENT_CONFIG_CHECK(sources_.back().num_rows() > 0, "data.train: source ", s.name, " (", s.set->prefix(),

@@ -60,6 +60,8 @@ void SourceRows::compute_permutation(int64_t epoch) {
 int64_t SourceRows::row_of(int64_t ordinal) {
   TRIDENT_CHECK(ordinal >= 0 && num_rows_ > 0, "row ordinal ", ordinal, " of a source of ", num_rows_, " rows");
   const int64_t epoch = ordinal / num_rows_;
+  if (options_.random_access && !options_.bucket && uint64_t(num_rows_) > kFeistelMinRows)
+    return int64_t(FeistelPermutation(uint64_t(num_rows_), options_.epoch_key, uint64_t(epoch))(uint64_t(ordinal % num_rows_)));
   if (epoch != cached_epoch_) compute_permutation(epoch);
   return permutation_[ordinal % num_rows_];
 }

@@ -5,6 +5,7 @@
 // independent of dp and the micro-batch split.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "temp_dir.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/mix_schedule.hpp"
+#include "trident/data/feistel_permutation.hpp"
 #include "trident/data/mix_spec.hpp"
 #include "trident/data/sampler.hpp"
 #include "trident/data/shard_format.hpp"
@@ -240,6 +242,32 @@ TEST(MixSampler, SameGlobalBatchesUnderAnyDpAndMicroBatch) {
   ASSERT_GE(small_epoch_rows.size(), 4u);
   for (const auto& [epoch, rows] : small_epoch_rows)
     if (epoch + 1 < int(small_epoch_rows.size())) EXPECT_EQ(rows.size(), 5u) << "epoch " << epoch;
+}
+
+TEST(MixSampler, LargeSourcesWalkFeistelEpochs) {
+  // A source above kFeistelMinRows rows takes the table-free order: its first epoch holds every
+  // row once, its second is another order, and the small source beside it keeps its table.
+  TempDir dir;
+  const int64_t rows = int64_t(kFeistelMinRows) + 4321;
+  write_source(dir / "large", rows, 0);
+  write_source(dir / "tiny", 3, 900000);
+  const ShardSet large(dir / "large"), tiny(dir / "tiny");
+  BatchSampler sampler({{&large, "large"}, {&tiny, "tiny"}}, SamplerOptions{kT, kG, 2, 0, 1, 7},
+                       MixSchedule(2, {{0, {0.999, 0.001}}}));
+  std::vector<char> seen(size_t(rows), 0);
+  std::vector<int64_t> first_epoch, second_epoch;
+  for (int64_t g = 0; int64_t(second_epoch.size()) < 1000; ++g) {
+    const BatchSampler::RowRef at = sampler.locate(g);
+    if (at.source != 0) continue;
+    if (at.ordinal < rows) {
+      ASSERT_EQ(seen[size_t(at.row)]++, 0) << "row " << at.row << " twice in the first epoch";
+      if (at.ordinal < 1000) first_epoch.push_back(at.row);
+    } else {
+      second_epoch.push_back(at.row);
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), rows);
+  EXPECT_NE(first_epoch, second_epoch);
 }
 
 }  // namespace

@@ -12,9 +12,13 @@
 //     each starting again at position 0.
 //   bucketed (data.bucket, unpacked only): within each window of kBucketWindow global batches
 //     of an epoch's order, rows are sorted by length (longest first).
-// Order: the source's k-th row consumed (its ordinal) is row perm_e[k % W] of epoch e = k / W,
-// perm_e a Fisher-Yates shuffle of [0, W) driven by Philox keyed by (key, e): a source needed
-// beyond its size repeats in reshuffled epochs. Targets before a document's loss start are -1.
+// Order: the source's k-th row consumed (its ordinal) is row perm_e[k % W] of epoch e = k / W:
+// a source needed beyond its size repeats in reshuffled epochs. perm_e is a Fisher-Yates shuffle
+// of [0, W) driven by Philox keyed by (key, e), held as a table of the current epoch (4 bytes a
+// row); with random_access (the sources of a mixture; not bucketed) a source of more than
+// kFeistelMinRows rows uses a Feistel permutation keyed the same way and evaluated per row
+// (feistel_permutation.hpp: no table, nothing computed at start or at an epoch's turn).
+// Targets before a document's loss start are -1.
 //
 // Not thread-safe (it caches the current epoch's permutation).
 #pragma once
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "trident/data/document_stream.hpp"
+#include "trident/data/feistel_permutation.hpp"
 #include "trident/data/shard_set.hpp"
 
 namespace trident::data {
@@ -35,6 +40,7 @@ struct SourceRowsOptions {
   bool bucket = false;
   Truncate truncate = Truncate::kLeft;
   uint64_t epoch_key = 0;    // Philox key of the epochs' permutations
+  bool random_access = false;  // Feistel permutations instead of Fisher-Yates tables (not with bucket)
 };
 
 class SourceRows {
