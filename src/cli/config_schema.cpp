@@ -50,6 +50,7 @@ std::vector<ConfigKey> all_keys() {
       {"train.threads", "0", "compute threads per rank (0 = cores of the node / ranks on the node)"},
       {"train.backend", "auto", "compute backend: auto (cuda when a GPU is visible, else cpu, saying so) | cpu | cuda; one GPU per rank, chosen by the node-local rank"},
       {"train.max_bad_steps", "5", "stop after this many consecutive non-finite steps"},
+      {"train.replica_check_interval", "0", "every N steps and before every checkpoint, hash the parameters each rank holds replicated and compare them across its data-parallel (and expert-data-parallel) group: a rank that differs (silent data corruption) is named with its host, no checkpoint is written from that state and every rank exits 5 (0 = off)"},
   };
   const std::vector<ConfigKey> later_keys = {
       {"lisa.enabled", "false", "LISA: train a few transformer blocks at a time, drawn uniformly every lisa.interval steps (the rest idle, no optimizer state)"},

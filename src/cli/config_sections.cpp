@@ -128,6 +128,7 @@ train::TrainConfig read_train_section(const Values& v) {
   t.threads = v.int32("train.threads");
   t.backend = v.str("train.backend");
   t.max_bad_steps = v.int32("train.max_bad_steps");
+  t.replica_check_interval = v.int32("train.replica_check_interval");
   TRIDENT_CONFIG_CHECK(t.steps >= 1, "train.steps must be >= 1");
   TRIDENT_CONFIG_CHECK(t.warmup >= 0, "train.warmup must be >= 0");
   TRIDENT_CONFIG_CHECK(t.lr > 0 && t.min_lr >= 0 && t.min_lr <= t.lr,
@@ -144,6 +145,8 @@ train::TrainConfig read_train_section(const Values& v) {
   TRIDENT_CONFIG_CHECK(t.backend == "auto" || t.backend == "cpu" || t.backend == "cuda",
                        "train.backend must be auto, cpu or cuda (got '", t.backend, "')");
   TRIDENT_CONFIG_CHECK(t.max_bad_steps >= 1, "train.max_bad_steps must be >= 1");
+  TRIDENT_CONFIG_CHECK(t.replica_check_interval >= 0, "train.replica_check_interval must be >= 0 (0 = off), got ",
+                       t.replica_check_interval);
   return t;
 }
 

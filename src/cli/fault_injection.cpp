@@ -57,6 +57,15 @@ FaultInjection FaultInjection::from_environment(int world_rank) {
                          "TRIDENT_TEST_FAIL='", text, "': expected rank=R,step=S");
     f.fail_step_ = step;
   }
+  if (const char* text = std::getenv("TRIDENT_TEST_BITFLIP"); text && *text) {
+    long long step = -1;
+    int expert = 0;
+    const int fields = std::sscanf(text, "rank=%d,step=%lld,expert=%d", &f.flip_rank_, &step, &expert);
+    TRIDENT_CONFIG_CHECK(fields >= 2 && f.flip_rank_ >= 0 && step >= 1 && (expert == 0 || expert == 1),
+                         "TRIDENT_TEST_BITFLIP='", text, "': expected rank=R,step=S[,expert=1]");
+    f.flip_step_ = step;
+    f.flip_expert_ = expert == 1;
+  }
   return f;
 }
 
@@ -71,6 +80,20 @@ void FaultInjection::gradients_zeroed(int64_t step, Ops& ops, Tensor grads) {
   if (nan_rank_ != world_rank_ || step < nan_step_ || step >= nan_step_ + nan_count_) return;
   Tensor first = grads.narrow(0, 1);  // backward accumulates into it; the reductions spread it
   ops.fill(first, nan_value_);
+}
+
+void FaultInjection::parameters_updated(int64_t step, Ops& ops, model::ParamStore& params) {
+  if (flip_rank_ != world_rank_ || flip_step_ != step) return;
+  for (const auto& p : params.all()) {
+    if (p->spec.expert != flip_expert_ || !p->spec.trainable) continue;
+    Tensor first = p->value.flat().narrow(0, 1);
+    Tensor host = Tensor::zeros(Shape{1}, first.dtype());
+    ops.copy(first, host);
+    static_cast<unsigned char*>(host.raw())[1] ^= 0x10;  // a low mantissa bit: a small, silent change
+    ops.copy(host, first);
+    return;
+  }
+  TRIDENT_CHECK(false, "TRIDENT_TEST_BITFLIP: no ", flip_expert_ ? "expert " : "", "parameter on rank ", world_rank_);
 }
 
 void FaultInjection::checkpoint_written(const std::string& path) {

@@ -9,7 +9,10 @@
 //   TRIDENT_TEST_NONFINITE="rank=R,step=S,count=C,value=nan|inf": one of rank R's gradients is
 //     NaN or inf (an fp16 overflow) in steps S..S+C-1; every rank must skip those steps together;
 //   TRIDENT_TEST_CHECKPOINT_DELAY="SECONDS:FILE_NAME": that checkpoint's finished .tmp file is
-//     held before its rename, so a test can kill the job mid-checkpoint.
+//     held before its rename, so a test can kill the job mid-checkpoint;
+//   TRIDENT_TEST_BITFLIP="rank=R,step=S[,expert=1]": after step S's update one bit of one
+//     parameter value on rank R flips (the first parameter's, or the first expert parameter's),
+//     as silent data corruption would; train.replica_check_interval must catch it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,6 +30,7 @@ class FaultInjection : public train::RunHooks {
   void gradients_zeroed(int64_t step, Ops& ops, Tensor grads) override;
   bool stop_after(int64_t step) override { return preempt_after_ == step; }
   void checkpoint_written(const std::string& path) override;
+  void parameters_updated(int64_t step, Ops& ops, model::ParamStore& params) override;
 
  private:
   int world_rank_ = 0;
@@ -40,6 +44,9 @@ class FaultInjection : public train::RunHooks {
   int64_t hang_step_ = -1;
   double checkpoint_delay_s_ = 0;
   std::string checkpoint_delayed_;  // the file name held
+  int flip_rank_ = -1;
+  int64_t flip_step_ = -1;
+  bool flip_expert_ = false;
 };
 
 }  // namespace trident::cli

@@ -64,6 +64,10 @@ int run_train(int argc, char** argv) {
     return 0;
   } catch (const ConfigError& e) {
     mpi.abort(2, std::string("trident train: error: ") + e.what());
+  } catch (const AgreedStop& e) {
+    // Every rank reached the same verdict: one report, every rank exits with its code.
+    if (mpi.world_rank() == 0) std::fprintf(stderr, "trident train: stopped: %s\n", e.what());
+    return e.code();
   } catch (const std::exception& e) {
     mpi.abort(1, std::string("trident train: failed: ") + e.what());
   }

@@ -64,6 +64,8 @@ Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
   TRIDENT_CONFIG_CHECK(start_step_ <= cfg_.train.steps, "the checkpoint has ", start_step_,
                        " steps done, more than train.steps = ", cfg_.train.steps);
   record_ = RunRecord::open(cfg_, start_step_, topology_.world(), log_);
+  if (cfg_.train.replica_check_interval > 0)
+    replica_check_ = std::make_unique<ReplicaCheck>(run.model().params(), run.ops(), topology_);
   run.evaluation().set_tensorboard(record_ ? record_->tensorboard() : nullptr);  // evaluations as scalars too
   // Checkpoints carry the run's training time; older ones do not: then the record's last line.
   tokens_ = resumed.scalars.tokens > 0
@@ -126,6 +128,7 @@ StepResult Trainer::run() {
       const dist::WatchdogPhase phase(topology_.watchdog(), detail::concat("training step ", step + 1));
       last = run_.train_step(step);
     }
+    if (hooks) hooks->parameters_updated(step + 1, run_.ops(), run_.model().params());
     steps_done_ = step + 1;
     elapsed_ += last.seconds;
     tokens_ += last.tokens;
@@ -142,6 +145,10 @@ StepResult Trainer::run() {
     const bool interval = cfg_.checkpoint.interval > 0 && (step + 1) % cfg_.checkpoint.interval == 0 && !last.skipped;
     const bool local = checkpointer_.has_local_tier() && cfg_.checkpoint.local_interval > 0 &&
                        (step + 1) % cfg_.checkpoint.local_interval == 0 && !last.skipped;
+    // Replicas are compared every replica_check_interval steps and before any checkpoint, so
+    // no checkpoint holds a state one replica alone computed.
+    if (replica_check_ && ((step + 1) % cfg_.train.replica_check_interval == 0 || interval || local || preempt > 0))
+      verify_replicas(step + 1);
     if (interval || preempt > 0) save(step + 1);
     else if (local) save_local(step + 1);  // a global checkpoint of the same step makes it moot
     // The first step is always logged: it shows the starting loss (about ln(vocab)).
@@ -160,6 +167,23 @@ StepResult Trainer::run() {
   }
   guarded_save([&] { checkpointer_.wait(); });  // an asynchronous write in flight completes before the end
   return last;
+}
+
+void Trainer::verify_replicas(int64_t steps_done) {
+  const ReplicaVerdict v = replica_check_->run();
+  if (v.agree) {
+    if (!replica_checked_) log_.info("replica check after step ", steps_done, ": every dp replica agrees (", v.seconds, " s)");
+    replica_checked_ = true;
+    return;
+  }
+  guarded_save([&] { checkpointer_.wait(); });  // a write in flight holds an earlier, checked state
+  const std::string newest = checkpointer_.directory().newest();
+  throw AgreedStop(kReplicaMismatchExit,
+                   detail::concat("replica check after step ", steps_done, ": the parameters of ", v.describe(),
+                                  " differ from their data-parallel replicas' (silent data corruption: a faulty core, "
+                                  "GPU or memory); no checkpoint was written from this state; the newest checked one "
+                                  "is ", newest.empty() ? std::string("none") : newest,
+                                  ". Exclude the host and resume (checkpoint.resume = auto)"));
 }
 
 void Trainer::check_health(int64_t step, const StepResult& r) {

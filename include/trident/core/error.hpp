@@ -18,6 +18,17 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// A stop every rank agreed on, with an exit code of its own (docs/design.md section 4): the CLI
+// reports it once and every rank exits with the code, MPI finished cleanly.
+class AgreedStop : public Error {
+ public:
+  AgreedStop(int code, const std::string& what) : Error(what), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
 namespace detail {
 template <typename... Args>
 std::string concat(const Args&... args) {

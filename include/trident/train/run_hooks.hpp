@@ -7,6 +7,7 @@
 #include <string>
 
 #include "trident/backend/ops.hpp"
+#include "trident/model/param_store.hpp"
 
 namespace trident::train {
 
@@ -18,6 +19,9 @@ class RunHooks {
   // After step `step`'s gradients were zeroed, before backward: grads is this rank's flat
   // gradient buffer (on ops' device).
   virtual void gradients_zeroed(int64_t step, Ops& ops, Tensor grads) {}
+  // After step `step`'s update (1-based), before anything reads the new parameters: params are
+  // this rank's (values on ops' device).
+  virtual void parameters_updated(int64_t step, Ops& ops, model::ParamStore& params) {}
   // Whether the run stops after step `step` as if preempted (checkpoint, exit 0).
   virtual bool stop_after(int64_t step) { return false; }
   // A checkpoint file is complete under its temporary name, before it is renamed to `path`

@@ -31,6 +31,9 @@ struct TrainConfig {
   int threads = 0;          // 0: cores of the node / ranks on the node
   std::string backend = "auto";  // auto (cuda when this rank sees a GPU, else cpu) | cpu | cuda
   int max_bad_steps = 5;
+  // Every N steps, and before every checkpoint, the dp replicas' parameters are compared
+  // (train/replica_check.hpp); 0 = off.
+  int replica_check_interval = 0;
 };
 
 Decay decay_from_name(const std::string& name);

@@ -11,11 +11,15 @@
 
 #include "trident/train/eval/run_evaluation.hpp"
 #include "trident/train/preemption.hpp"
+#include "trident/train/replica_check.hpp"
 #include "trident/train/run_builder.hpp"
 #include "trident/train/run_record.hpp"
 #include "trident/train/training_step.hpp"
 
 namespace trident::train {
+
+// The exit code of a run stopped because its replicas' parameters differ (silent corruption).
+inline constexpr int kReplicaMismatchExit = 5;
 
 class Trainer {
  public:
@@ -51,6 +55,10 @@ class Trainer {
   void save_local(int64_t steps_done);
   // Collective: the scalars a checkpoint after `steps_done` steps carries (rank 0's time).
   RunScalars scalars_at(int64_t steps_done);
+  // Collective: compares the dp replicas' parameters after `steps_done` steps; a difference
+  // waits for any checkpoint in flight (an earlier, good state) and stops every rank with
+  // exit code kReplicaMismatchExit.
+  void verify_replicas(int64_t steps_done);
   // Runs checkpoint I/O; a failure stops the run, or is logged when checkpoint.on_error = warn.
   void guarded_save(const std::function<void()>& io);
 
@@ -61,6 +69,7 @@ class Trainer {
   const Logger& log_;
   Checkpointer& checkpointer_;
   std::unique_ptr<RunRecord> record_;  // rank 0
+  std::unique_ptr<ReplicaCheck> replica_check_;  // train.replica_check_interval > 0
   int64_t start_step_ = 0;
   int64_t steps_done_ = 0;
   bool preempted_ = false;
@@ -73,6 +82,7 @@ class Trainer {
   std::vector<int64_t> source_documents_;  // a mixture's documents started per source, earlier starts included
   double start_elapsed_ = 0; // ... when this start began (ETA: this start's pace)
   int bad_steps_ = 0;
+  bool replica_checked_ = false;  // the first check's time is logged
   double loss_mean_ = 0;     // running mean of recent losses (spike detection)
 };
 
