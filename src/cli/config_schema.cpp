@@ -50,6 +50,7 @@ std::vector<ConfigKey> all_keys() {
       {"train.threads", "0", "compute threads per rank (0 = cores of the node / ranks on the node)"},
       {"train.backend", "auto", "compute backend: auto (cuda when a GPU is visible, else cpu, saying so) | cpu | cuda; one GPU per rank, chosen by the node-local rank"},
       {"train.max_bad_steps", "5", "stop after this many consecutive non-finite steps"},
+      {"train.rerun_bad_steps", "false", "a step whose loss or gradient norm is non-finite, or a loss spike (3x the running mean), runs again with the same data and random streams before its update: the same result again is persistent (skipped or kept as without), a different one transient (the re-run's result is used; logged with the ranks whose own loss or gradients were non-finite; metrics rerun). Each bucket's local gradients are checked before reduction (one read of the gradients)"},
       {"train.replica_check_interval", "0", "every N steps and before every checkpoint, hash the parameters each rank holds replicated and compare them across its data-parallel (and expert-data-parallel) group: a rank that differs (silent data corruption) is named with its host, no checkpoint is written from that state and every rank exits 5 (0 = off)"},
   };
   const std::vector<ConfigKey> later_keys = {

@@ -129,6 +129,7 @@ train::TrainConfig read_train_section(const Values& v) {
   t.backend = v.str("train.backend");
   t.max_bad_steps = v.int32("train.max_bad_steps");
   t.replica_check_interval = v.int32("train.replica_check_interval");
+  t.rerun_bad_steps = v.boolean("train.rerun_bad_steps");
   TRIDENT_CONFIG_CHECK(t.steps >= 1, "train.steps must be >= 1");
   TRIDENT_CONFIG_CHECK(t.warmup >= 0, "train.warmup must be >= 0");
   TRIDENT_CONFIG_CHECK(t.lr > 0 && t.min_lr >= 0 && t.min_lr <= t.lr,
@@ -315,6 +316,13 @@ void check_across_sections(train::RunConfig& c, int world_size) {
                        "from one source");
   TRIDENT_CONFIG_CHECK(c.eval.ood.empty() || !c.data.valid.empty(),
                        "eval.ood needs data.valid: the in-distribution documents it is compared with");
+  // A re-run repeats the reductions; compression's error feedback would have moved on, and a
+  // private step's noise pass is its own schedule.
+  TRIDENT_CONFIG_CHECK(!t.rerun_bad_steps || c.comm.compression == dist::CompressionKind::kNone,
+                       "train.rerun_bad_steps with comm.compression is not supported (the error-feedback residuals "
+                       "would not be those of the first pass)");
+  TRIDENT_CONFIG_CHECK(!t.rerun_bad_steps || !c.privacy.enabled,
+                       "train.rerun_bad_steps with privacy.enabled is not supported");
   TRIDENT_CONFIG_CHECK(c.log.eval_interval == 0 || !c.data.valid.empty() || !c.eval.task.empty(),
                        "log.eval_interval = ", c.log.eval_interval,
                        " needs data.valid (a validation shard prefix) or eval.task (a JSONL task)");

@@ -77,7 +77,9 @@ void FaultInjection::step_starting(int64_t step) {
 }
 
 void FaultInjection::gradients_zeroed(int64_t step, Ops& ops, Tensor grads) {
-  if (nan_rank_ != world_rank_ || step < nan_step_ || step >= nan_step_ + nan_count_) return;
+  // count: gradient passes, so that a re-run of the step (train.rerun_bad_steps) is one more.
+  if (nan_rank_ != world_rank_ || step < nan_step_ || nan_injected_ >= nan_count_) return;
+  ++nan_injected_;
   Tensor first = grads.narrow(0, 1);  // backward accumulates into it; the reductions spread it
   ops.fill(first, nan_value_);
 }

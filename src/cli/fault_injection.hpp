@@ -7,7 +7,9 @@
 //   TRIDENT_TEST_HANG="rank=R,step=S": rank R stops responding at the start of step S (the
 //     others' watchdogs must report it and end the job);
 //   TRIDENT_TEST_NONFINITE="rank=R,step=S,count=C,value=nan|inf": one of rank R's gradients is
-//     NaN or inf (an fp16 overflow) in steps S..S+C-1; every rank must skip those steps together;
+//     NaN or inf (an fp16 overflow) in its first C gradient passes from step S on (steps
+//     S..S+C-1; with train.rerun_bad_steps a re-run is a pass too: count=1 is a transient fault,
+//     count=2 one that the re-run meets again); every rank must skip those steps together;
 //   TRIDENT_TEST_CHECKPOINT_DELAY="SECONDS:FILE_NAME": that checkpoint's finished .tmp file is
 //     held before its rename, so a test can kill the job mid-checkpoint;
 //   TRIDENT_TEST_BITFLIP="rank=R,step=S[,expert=1]": after step S's update one bit of one
@@ -38,7 +40,7 @@ class FaultInjection : public train::RunHooks {
   int64_t fail_step_ = -1;
   int64_t preempt_after_ = -1;
   int nan_rank_ = -1;
-  int64_t nan_step_ = -1, nan_count_ = 0;
+  int64_t nan_step_ = -1, nan_count_ = 0, nan_injected_ = 0;
   double nan_value_ = 0;
   int hang_rank_ = -1;
   int64_t hang_step_ = -1;

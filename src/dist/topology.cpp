@@ -177,6 +177,20 @@ void Topology::shutdown_device() {
   if (embedding_) embedding_->shutdown_device();
 }
 
+std::vector<std::string> Topology::host_names() {
+  constexpr int kHostLen = 64;
+  char host[kHostLen] = {};
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::snprintf(host, kHostLen, "%.*s", len, name);
+  std::vector<char> all(size_t(kHostLen) * size_t(world_size()));
+  world_.all_gather_bytes(host, all.data(), kHostLen);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < world_size(); ++r) hosts.emplace_back(&all[size_t(r) * kHostLen]);
+  return hosts;
+}
+
 std::string Topology::describe() {
   constexpr int kHostLen = 64;
   char host[kHostLen] = {};

@@ -1,8 +1,6 @@
 // Parameter digests compared across replicas (replica_check.hpp).
 #include "trident/train/replica_check.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -12,8 +10,6 @@
 namespace trident::train {
 
 namespace {
-
-constexpr int kHostLen = 64;
 
 // A 64-bit digest of a byte range: four independent multiply-xorshift lanes over 8-byte words
 // (a few GB/s on one core), each word mixed with its position so that swapped or shifted values
@@ -44,13 +40,6 @@ uint64_t mix_bytes(const void* data, int64_t bytes, uint64_t h) {
   return out ^ (out >> 32);
 }
 
-// The world ranks of a group's members, in group rank order.
-std::vector<int> world_ranks_of(dist::Communicator& group, int world_rank) {
-  std::vector<int> ranks(static_cast<size_t>(group.size()));
-  group.all_gather_bytes(&world_rank, ranks.data(), sizeof(int));
-  return ranks;
-}
-
 // Members whose digest differs from the group's majority; every member when no digest holds
 // more than half the group (two replicas that disagree: either may be wrong).
 std::vector<int> deviants(const std::vector<uint64_t>& digests) {
@@ -74,15 +63,7 @@ std::string ReplicaVerdict::describe() const {
 }
 
 ReplicaCheck::ReplicaCheck(model::ParamStore& params, Ops& ops, dist::Topology& topology)
-    : params_(params), ops_(ops), topology_(topology) {
-  char host[kHostLen] = {};
-  char name[MPI_MAX_PROCESSOR_NAME];
-  int len = 0;
-  MPI_Get_processor_name(name, &len);
-  std::snprintf(host, kHostLen, "%.*s", len, name);
-  std::vector<char> all(size_t(kHostLen) * size_t(topology.world_size()));
-  topology.world().all_gather_bytes(host, all.data(), kHostLen);
-  for (int r = 0; r < topology.world_size(); ++r) hosts_.emplace_back(&all[size_t(r) * kHostLen]);
+    : params_(params), ops_(ops), topology_(topology), hosts_(topology.host_names()) {
   for (const auto& p : params_.all()) has_experts_ = has_experts_ || p->spec.expert;
 }
 

@@ -83,7 +83,7 @@ GradReducer& RunBuilder::reducer() {
                      .compression = {.kind = c.compression, .topk_ratio = c.topk_ratio, .topk_warmup = c.topk_warmup,
                                      .topk_dense_steps = c.topk_dense_steps, .powersgd_rank = c.powersgd_rank,
                                      .seed = cfg_.train.seed},
-                     .grad_dtype = c.grad_dtype},
+                     .grad_dtype = c.grad_dtype, .check_local = cfg_.train.rerun_bad_steps},
       topology_.model_parallel().size() > 1 ? &topology_.model_parallel() : nullptr, topology_.tp_rank(),
       topology_.layout().ep > 1 ? &topology_.edp() : nullptr, topology_.layout().ep > 1 ? &topology_.ep() : nullptr,
       nodes);

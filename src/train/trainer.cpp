@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "trident/core/timer.hpp"
 #include "trident/train/pipeline/pipeline_schedule.hpp"
@@ -14,6 +15,8 @@
 namespace trident::train {
 
 namespace {
+
+constexpr double kSpikeFactor = 3.0;  // a loss above this times the running mean is a spike
 
 std::string format_duration(double seconds) {
   const long s = std::lround(std::max(0.0, seconds));
@@ -124,10 +127,19 @@ StepResult Trainer::run() {
     if (dist::Watchdog* dog = topology_.watchdog()) dog->set_step(step + 1);
     if (signals_) signals_->set_step(step + 1);
     if (hooks) hooks->step_starting(step + 1);
+    // The spike rule (check_health's) marks a step bad for train.rerun_bad_steps.
+    run_.step().set_spike_threshold(loss_mean_ > 0 ? kSpikeFactor * loss_mean_ : std::numeric_limits<double>::infinity());
     {
       const dist::WatchdogPhase phase(topology_.watchdog(), detail::concat("training step ", step + 1));
       last = run_.train_step(step);
     }
+    if (last.rerun == 1)
+      log_.info("rerun: transient ", last.rerun_origin.empty() ? "(origin not located: a loss spike, or a fault after the local checks)"
+                                                               : "on " + last.rerun_origin,
+                "; step ", step + 1, " re-run: loss ", last.loss, ", grad norm ", last.grad_norm, " used");
+    else if (last.rerun == 2)
+      log_.info("rerun: persistent at step ", step + 1, ": the re-run gave the same loss and norm (",
+                last.rerun_origin.empty() ? "no rank's own figures were non-finite" : "on " + last.rerun_origin, ")");
     if (hooks) hooks->parameters_updated(step + 1, run_.ops(), run_.model().params());
     steps_done_ = step + 1;
     elapsed_ += last.seconds;
@@ -205,7 +217,7 @@ void Trainer::check_health(int64_t step, const StepResult& r) {
   }
   bad_steps_ = 0;
   // Loss spikes: more than kSpikeFactor times the running mean of the recent losses.
-  constexpr double kSpikeFactor = 3.0, kMeanDecay = 0.9;
+  constexpr double kMeanDecay = 0.9;
   if (loss_mean_ > 0 && r.loss > kSpikeFactor * loss_mean_)
     log_.info("loss spike at step ", step + 1, ": ", r.loss, " (running mean ", loss_mean_, ")");
   loss_mean_ = loss_mean_ > 0 ? kMeanDecay * loss_mean_ + (1 - kMeanDecay) * r.loss : r.loss;
@@ -254,6 +266,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
         record.push_back({"tokens/" + data.sampler().source_name(i), double(batch.source_targets[i])});
     for (size_t i = 0; i < r.source_loss.size(); ++i)  // skipped steps without targets have none
       record.push_back({"loss/" + run_.train_data().sampler().source_name(i), r.source_loss[i]});
+    if (cfg_.train.rerun_bad_steps) record.push_back({"rerun", double(r.rerun)});
     if (privacy) {
       record.push_back({"epsilon", privacy->epsilon(step + 1)});
       record.push_back({"privacy_units", double(r.privacy_units)});

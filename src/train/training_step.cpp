@@ -15,7 +15,7 @@ TrainingStep::TrainingStep(const TrainConfig& cfg, model::GPTModel& model, Pipel
                            GradReducer& reducer, AdamW& optimizer, LossScaler& scaler, dist::Topology& topology,
                            LisaSwitch* lisa, RunHooks* hooks)
     : cfg_(cfg), model_(model), pipeline_(pipeline), reducer_(reducer), optimizer_(optimizer), scaler_(scaler),
-      topology_(topology), lisa_(lisa), hooks_(hooks) {}
+      topology_(topology), lisa_(lisa), hooks_(hooks), spike_threshold_(std::numeric_limits<double>::infinity()) {}
 
 StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batches,
                              const data::GlobalBatchStats& batch) {
@@ -32,6 +32,31 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
     r.seconds = watch.seconds();
     return r;
   }
+  StepResult r = attempt(step, batches, batch);
+  if (cfg_.rerun_bad_steps && bad(r)) {
+    // Nothing has changed yet but the gradients: the same data, dropout masks and reductions
+    // again. The same figures again are the data's or the model's (persistent); others were a
+    // fault of the moment (transient), and the re-run's result stands.
+    const std::string origin = non_finite_origin(reducer_.local_non_finite() || !std::isfinite(local_loss_sum_));
+    const StepResult first = r;
+    r = attempt(step, batches, batch);
+    const auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+    r.rerun = same(first.loss, r.loss) && same(first.grad_norm, r.grad_norm) ? 2 : 1;
+    r.rerun_origin = origin;
+  }
+  // The norm and the loss are sums over every rank's share (all-reduced), so a NaN or inf
+  // anywhere reaches every rank in this same step: all skip the update together.
+  r.skipped = !std::isfinite(r.grad_norm) || !std::isfinite(r.loss);
+  // torch.nn.utils.clip_grad_norm_'s rule: scale by clip / (norm + 1e-6) when that is below 1.
+  update(r, cfg_.clip > 0 && !r.skipped ? std::min(1.0, cfg_.clip / (r.grad_norm + 1e-6)) : 1.0);
+  r.seconds = watch.seconds();
+  r.bubble = pipeline_.run_seconds() > 0 ? pipeline_.wait_seconds() / r.seconds : 0;
+  return r;
+}
+
+StepResult TrainingStep::attempt(int64_t step, const std::vector<data::Batch>& batches,
+                                 const data::GlobalBatchStats& batch) {
+  const int64_t valid_targets = batch.valid_targets;
   begin(step);
   reducer_.start_step(step);
   // Each token's loss is divided by the global batch's valid targets, so the gradients summed
@@ -46,6 +71,7 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
   const size_t sources = batch.source_targets.size();
   std::vector<double> sums(sources > 1 ? size_t(cfg_.global_batch) + 1 : 1, 0.0);
   sums.back() = pipeline_.run(step, grad_scale, batches, true, sources > 1 ? &sums : nullptr);
+  local_loss_sum_ = sums.back();
   reducer_.finish();
   topology_.pp().all_reduce_sum(sums.data(), int(sums.size()));  // the loss lives on the last stage
   topology_.dp().all_reduce_sum(sums.data(), int(sums.size()));
@@ -65,14 +91,23 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
   r.loss = loss_sum / static_cast<double>(valid_targets);
   r.grad_norm = reducer_.grad_norm() / loss_scale;
   r.lr = learning_rate(cfg_, step);
-  // The norm and the loss are sums over every rank's share (all-reduced), so a NaN or inf
-  // anywhere reaches every rank in this same step: all skip the update together.
-  r.skipped = !std::isfinite(r.grad_norm) || !std::isfinite(r.loss);
-  // torch.nn.utils.clip_grad_norm_'s rule: scale by clip / (norm + 1e-6) when that is below 1.
-  update(r, cfg_.clip > 0 && !r.skipped ? std::min(1.0, cfg_.clip / (r.grad_norm + 1e-6)) : 1.0);
-  r.seconds = watch.seconds();
-  r.bubble = pipeline_.run_seconds() > 0 ? pipeline_.wait_seconds() / r.seconds : 0;
   return r;
+}
+
+bool TrainingStep::bad(const StepResult& r) const {
+  return !std::isfinite(r.loss) || !std::isfinite(r.grad_norm) || r.loss > spike_threshold_;
+}
+
+std::string TrainingStep::non_finite_origin(bool mine) {
+  // Collective over the world, on a bad step only (every rank sees the same reduced figures).
+  if (hosts_.empty()) hosts_ = topology_.host_names();
+  int flag = mine ? 1 : 0;
+  std::vector<int> flags(size_t(topology_.world_size()));
+  topology_.world().all_gather_bytes(&flag, flags.data(), sizeof(int));
+  std::string origin;
+  for (int r = 0; r < topology_.world_size(); ++r)
+    if (flags[size_t(r)]) origin += detail::concat(origin.empty() ? "" : ", ", "rank ", r, " host ", hosts_[size_t(r)]);
+  return origin;
 }
 
 void TrainingStep::begin(int64_t step) {

@@ -109,6 +109,8 @@ class Topology {
   void set_watchdog(Watchdog* dog);
   Watchdog* watchdog() const { return watchdog_; }
 
+  // Collective over the world: every rank's host name (MPI_Get_processor_name), by world rank.
+  std::vector<std::string> host_names();
   // Collective: rank -> (dp, tp, pp) and host, one line per rank (rank 0's string is complete).
   std::string describe();
 

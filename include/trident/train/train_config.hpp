@@ -34,6 +34,9 @@ struct TrainConfig {
   // Every N steps, and before every checkpoint, the dp replicas' parameters are compared
   // (train/replica_check.hpp); 0 = off.
   int replica_check_interval = 0;
+  // A step whose loss or gradient norm is non-finite, or a loss spike, runs again before the
+  // update (TrainingStep::run).
+  bool rerun_bad_steps = false;
 };
 
 Decay decay_from_name(const std::string& name);

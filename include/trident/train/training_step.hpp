@@ -6,6 +6,7 @@
 // gradient on any rank skips the update on every rank.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "trident/data/batch.hpp"
@@ -45,6 +46,10 @@ struct StepResult {
   // assignments dropped for capacity, and each MoE layer's share of assignments per expert.
   double moe_aux_loss = 0, moe_z_loss = 0, moe_load_max_over_mean = 0, moe_dropped = 0;
   std::vector<std::vector<double>> moe_load;
+  // train.rerun_bad_steps: 0 the step ran once; 1 it was bad and re-run with a different result
+  // (transient: the re-run's is used); 2 the re-run gave the same (persistent: today's rules).
+  int rerun = 0;
+  std::string rerun_origin;  // the ranks whose own loss or gradients were non-finite ("" unknown)
 };
 
 class TrainingStep {
@@ -66,6 +71,8 @@ class TrainingStep {
   // with gradients times clip_scale / r.loss_scale (none when r.skipped), the loss scale's update.
   void begin(int64_t step);
   void update(const StepResult& r, double clip_scale);
+  // train.rerun_bad_steps: a step whose loss exceeds this (a spike: the trainer's rule) is bad.
+  void set_spike_threshold(double loss) { spike_threshold_ = loss; }
 
  private:
   const TrainConfig& cfg_;
@@ -79,6 +86,16 @@ class TrainingStep {
   RunHooks* hooks_;
   // Sums the MoE statistics over the stages and data-parallel ranks into r.
   void collect_moe_stats(StepResult& r);
+  // One pass of the step up to (not including) the update: the pipeline, the reductions, the
+  // loss and the gradient norm.
+  StepResult attempt(int64_t step, const std::vector<data::Batch>& batches, const data::GlobalBatchStats& batch);
+  bool bad(const StepResult& r) const;
+  // The world ranks (with hosts) whose own loss or gradients were non-finite in the last attempt.
+  std::string non_finite_origin(bool mine);
+
+  double spike_threshold_;
+  double local_loss_sum_ = 0;        // this rank's, before the reductions (the last attempt's)
+  std::vector<std::string> hosts_;   // by world rank, gathered at the first bad step
 };
 
 }  // namespace trident::train

@@ -90,6 +90,7 @@ void GradReducer::start_step(int64_t steps_done) {
   if (compressor_) compressor_->begin_step(steps_done);
   for (Bucket& b : buckets_) b.started = false;
   next_to_start_ = buckets_.size();
+  local_non_finite_ = false;
   step_wire_bytes_ = step_raw_bytes_ = step_inter_node_bytes_ = 0;
 }
 
@@ -109,6 +110,8 @@ void GradReducer::start(size_t i) {
   Bucket& b = buckets_[i];
   b.started = true;
   dist::Communicator& comm = *b.comm;
+  if (options_.check_local && !local_non_finite_)
+    local_non_finite_ = !std::isfinite(ops_.sum_squares(params_.flat_grads().narrow(b.begin, b.end)));
   if (comm.size() == 1) return;
   if (compressor_) return compressor_->start(i);
   Tensor grads = params_.flat_grads().narrow(b.begin, b.end);

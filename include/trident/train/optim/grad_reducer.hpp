@@ -45,6 +45,9 @@ struct ReducerOptions {
   // comm.grad_dtype: kBF16/kF16 reduce each bucket as 16-bit values (half the bytes; each
   // reduction step adds in fp32 and rounds once), converted back to fp32 afterwards. fp32: exact.
   DType grad_dtype = DType::kF32;
+  // train.rerun_bad_steps: each bucket's local gradients are checked for NaN/inf before they are
+  // reduced (one read of the gradients), so that a bad step can name the rank it came from.
+  bool check_local = false;
 };
 
 // The hierarchical reduction's groups (dist::Topology::dp_node and dp_cross) and how many ranks
@@ -86,6 +89,9 @@ class GradReducer {
   // Global L2 norm of the reduced gradient (after finish), the same on every rank: every
   // parameter counted once whatever the layout.
   double grad_norm();
+  // With ReducerOptions::check_local: whether this rank's own gradients held a NaN or inf this
+  // step, before any reduction mixed them with the other ranks'.
+  bool local_non_finite() const { return local_non_finite_; }
   // The ranges of the flat buffer this rank updates, with their gradients (all of it without
   // ZeRO, its blocks with ZeRO).
   std::vector<OptimSegment> optimizer_segments() const;
@@ -149,6 +155,7 @@ class GradReducer {
   ReducerOptions options_;
   dist::Communicator* model_parallel_;
   int tp_rank_;
+  bool local_non_finite_ = false;
   dist::Communicator* expert_dp_;
   dist::Communicator* ep_;
   std::vector<OptimSegment> segments_;
