@@ -161,6 +161,29 @@ job_on_signal() {  # the batch shell got SIG$1: every rank gets SIGUSR1 (checkpo
   kill -USR1 "$job_pid" 2> /dev/null || true
 }
 
+# trident exited 4 (train.straggler_exit): it checkpointed because one host was named a straggler
+# check after check (the last line of stragglers.jsonl names it). The job is requeued held, that
+# host added to its excluded nodes, and released: it resumes from the checkpoint elsewhere.
+# The requeue signals this shell, which ignores it until the release is done.
+job_requeue_without_straggler() {
+  local host
+  host=$(tail -n 1 "$job_run_dir/stragglers.jsonl" 2> /dev/null | sed -n 's/.*"host":"\([^"]*\)".*/\1/p')
+  [[ -n $host ]] || job_die "trident exited 4 (straggler) but $job_run_dir/stragglers.jsonl names no host"
+  if ((${SLURM_RESTART_COUNT:-0} >= ${TRIDENT_MAX_REQUEUES:-50})); then
+    job_say "straggler $host; not requeued: ${SLURM_RESTART_COUNT:-0} restarts reached TRIDENT_MAX_REQUEUES"
+    exit 4
+  fi
+  job_say "host $host named a straggler: requeueing job $SLURM_JOB_ID without it (checkpointed; same run directory)"
+  trap '' TERM
+  scontrol requeuehold "$SLURM_JOB_ID" || job_die "scontrol requeuehold $SLURM_JOB_ID failed (was the job submitted with --requeue?)"
+  local excluded  # hosts excluded before (an earlier straggler) stay excluded
+  excluded=$(scontrol show job -o "$SLURM_JOB_ID" | grep -o 'ExcNodeList=[^ ]*' | cut -d= -f2)
+  [[ -z $excluded || $excluded == "(null)" ]] && excluded=$host || excluded=$excluded,$host
+  scontrol update JobId="$SLURM_JOB_ID" ExcNodeList="$excluded" || job_say "could not exclude $host from job $SLURM_JOB_ID"
+  scontrol release "$SLURM_JOB_ID" || job_die "scontrol release $SLURM_JOB_ID failed: release it by hand"
+  exit 0
+}
+
 # job_run: runs trident under the launcher; on SIGUSR1 (the time-limit warning of
 # --signal=B:USR1@N) the ranks checkpoint and the job requeues itself; on SIGTERM (scancel,
 # preemption) they checkpoint and Slurm decides what follows (a preempting partition with
@@ -186,6 +209,7 @@ job_run() {
     kill -0 "$job_pid" 2> /dev/null || break  # wait returned because the launcher ended
   done
   trap - USR1 TERM
+  if ((rc == 4)); then job_requeue_without_straggler; fi
   if ((rc != 0)); then
     job_say "trident exited with $rc"
     exit "$rc"

@@ -51,6 +51,7 @@ std::vector<ConfigKey> all_keys() {
       {"train.backend", "auto", "compute backend: auto (cuda when a GPU is visible, else cpu, saying so) | cpu | cuda; one GPU per rank, chosen by the node-local rank"},
       {"train.max_bad_steps", "5", "stop after this many consecutive non-finite steps"},
       {"train.rerun_bad_steps", "false", "a step whose loss or gradient norm is non-finite, or a loss spike (3x the running mean), runs again with the same data and random streams before its update: the same result again is persistent (skipped or kept as without), a different one transient (the re-run's result is used; logged with the ranks whose own loss or gradients were non-finite; metrics rerun). Each bucket's local gradients are checked before reduction (one read of the gradients)"},
+      {"train.straggler_exit", "0", "after N straggler reports in a row naming the same host: checkpoint and exit 4 (jobs/lib.sh requeues the job without that host; 0 = never)"},
       {"train.replica_check_interval", "0", "every N steps and before every checkpoint, hash the parameters each rank holds replicated and compare them across its data-parallel (and expert-data-parallel) group: a rank that differs (silent data corruption) is named with its host, no checkpoint is written from that state and every rank exits 5 (0 = off)"},
   };
   const std::vector<ConfigKey> later_keys = {
@@ -91,6 +92,8 @@ std::vector<ConfigKey> all_keys() {
       {"log.interval", "1", "steps between metrics lines"},
       {"log.eval_interval", "0", "steps between evaluations on data.valid (0 = none); also after the last step"},
       {"log.eval_batches", "8", "batches per evaluation"},
+      {"log.straggler_interval", "50", "every N steps the ranks' own work per step (data, compute, optimizer, checkpoint; not the waits) is gathered and scored: relative = the fastest rank's / this rank's, individual = this rank's best interval / its current (0 = off)"},
+      {"log.straggler_threshold", "0.75", "a rank whose relative score is below this is named with its host and slowest section (log, metrics straggler_rank, straggler_host, straggler_score, <run_dir>/stragglers.jsonl)"},
       {"log.overwrite", "false", "a fresh start (no checkpoint resumed) in a run directory holding an earlier run's metrics.jsonl: false refuses (exit 2); true moves that record aside as metrics.jsonl.N, config.ini.N, eval.jsonl.N, tensorboard.N"},
       {"log.tensorboard", "true", "TensorBoard event files in <run_dir>/tensorboard/ (world rank 0): every metrics.jsonl key as a scalar, config.ini as text (tag config); a new file each start"},
       {"eval.task", "", "JSONL task scored at each evaluation by its eval.kind: greedy generation (exact match, token F1), multiple choice (acc, acc_norm) or rolling perplexity"},

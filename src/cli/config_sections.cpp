@@ -130,6 +130,8 @@ train::TrainConfig read_train_section(const Values& v) {
   t.max_bad_steps = v.int32("train.max_bad_steps");
   t.replica_check_interval = v.int32("train.replica_check_interval");
   t.rerun_bad_steps = v.boolean("train.rerun_bad_steps");
+  t.straggler_exit = v.int32("train.straggler_exit");
+  TRIDENT_CONFIG_CHECK(t.straggler_exit >= 0, "train.straggler_exit must be >= 0 (0 = never), got ", t.straggler_exit);
   TRIDENT_CONFIG_CHECK(t.steps >= 1, "train.steps must be >= 1");
   TRIDENT_CONFIG_CHECK(t.warmup >= 0, "train.warmup must be >= 0");
   TRIDENT_CONFIG_CHECK(t.lr > 0 && t.min_lr >= 0 && t.min_lr <= t.lr,
@@ -186,7 +188,13 @@ void read_io_sections(const Values& v, train::RunConfig& c) {
   c.checkpoint.warn_on_error = on_error == "warn";
   c.log = {.run_dir = v.str("log.run_dir"), .interval = v.int32("log.interval"),
            .eval_interval = v.int32("log.eval_interval"), .eval_batches = v.int32("log.eval_batches"),
-           .overwrite = v.boolean("log.overwrite"), .tensorboard = v.boolean("log.tensorboard")};
+           .overwrite = v.boolean("log.overwrite"), .tensorboard = v.boolean("log.tensorboard"),
+           .straggler_interval = v.int32("log.straggler_interval"),
+           .straggler_threshold = v.number("log.straggler_threshold")};
+  TRIDENT_CONFIG_CHECK(c.log.straggler_interval >= 0, "log.straggler_interval must be >= 0 (0 = off), got ",
+                       c.log.straggler_interval);
+  TRIDENT_CONFIG_CHECK(c.log.straggler_threshold > 0 && c.log.straggler_threshold < 1,
+                       "log.straggler_threshold must be in (0, 1), got ", c.log.straggler_threshold);
   TRIDENT_CONFIG_CHECK(c.log.eval_interval >= 0, "log.eval_interval must be >= 0 (0: no evaluation)");
   TRIDENT_CONFIG_CHECK(c.log.eval_batches >= 1, "log.eval_batches must be >= 1");
   TRIDENT_CONFIG_CHECK(c.log.interval >= 1, "log.interval must be >= 1");
@@ -321,6 +329,8 @@ void check_across_sections(train::RunConfig& c, int world_size) {
   TRIDENT_CONFIG_CHECK(!t.rerun_bad_steps || c.comm.compression == dist::CompressionKind::kNone,
                        "train.rerun_bad_steps with comm.compression is not supported (the error-feedback residuals "
                        "would not be those of the first pass)");
+  TRIDENT_CONFIG_CHECK(t.straggler_exit == 0 || c.log.straggler_interval > 0,
+                       "train.straggler_exit needs the straggler checks (log.straggler_interval > 0)");
   TRIDENT_CONFIG_CHECK(!t.rerun_bad_steps || !c.privacy.enabled,
                        "train.rerun_bad_steps with privacy.enabled is not supported");
   TRIDENT_CONFIG_CHECK(c.log.eval_interval == 0 || !c.data.valid.empty() || !c.eval.task.empty(),

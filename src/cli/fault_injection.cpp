@@ -57,6 +57,14 @@ FaultInjection FaultInjection::from_environment(int world_rank) {
                          "TRIDENT_TEST_FAIL='", text, "': expected rank=R,step=S");
     f.fail_step_ = step;
   }
+  if (const char* text = std::getenv("TRIDENT_TEST_SLOW"); text && *text) {
+    long long ms = -1, from = 1;
+    const int fields = std::sscanf(text, "rank=%d,ms=%lld,from=%lld", &f.slow_rank_, &ms, &from);
+    TRIDENT_CONFIG_CHECK(fields >= 2 && f.slow_rank_ >= 0 && ms >= 0 && from >= 1, "TRIDENT_TEST_SLOW='", text,
+                         "': expected rank=R,ms=M[,from=S]");
+    f.slow_ms_ = ms;
+    f.slow_from_ = from;
+  }
   if (const char* text = std::getenv("TRIDENT_TEST_BITFLIP"); text && *text) {
     long long step = -1;
     int expert = 0;
@@ -82,6 +90,10 @@ void FaultInjection::gradients_zeroed(int64_t step, Ops& ops, Tensor grads) {
   ++nan_injected_;
   Tensor first = grads.narrow(0, 1);  // backward accumulates into it; the reductions spread it
   ops.fill(first, nan_value_);
+}
+
+void FaultInjection::computing(int64_t step) {
+  if (slow_rank_ == world_rank_ && step >= slow_from_) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
 }
 
 void FaultInjection::parameters_updated(int64_t step, Ops& ops, model::ParamStore& params) {

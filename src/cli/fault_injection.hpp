@@ -12,6 +12,8 @@
 //     count=2 one that the re-run meets again); every rank must skip those steps together;
 //   TRIDENT_TEST_CHECKPOINT_DELAY="SECONDS:FILE_NAME": that checkpoint's finished .tmp file is
 //     held before its rename, so a test can kill the job mid-checkpoint;
+//   TRIDENT_TEST_SLOW="rank=R,ms=M[,from=S]": rank R sleeps M ms in its compute every step from
+//     step S on (a slow node: the straggler watch must name it);
 //   TRIDENT_TEST_BITFLIP="rank=R,step=S[,expert=1]": after step S's update one bit of one
 //     parameter value on rank R flips (the first parameter's, or the first expert parameter's),
 //     as silent data corruption would; train.replica_check_interval must catch it.
@@ -33,6 +35,7 @@ class FaultInjection : public train::RunHooks {
   bool stop_after(int64_t step) override { return preempt_after_ == step; }
   void checkpoint_written(const std::string& path) override;
   void parameters_updated(int64_t step, Ops& ops, model::ParamStore& params) override;
+  void computing(int64_t step) override;
 
  private:
   int world_rank_ = 0;
@@ -46,6 +49,8 @@ class FaultInjection : public train::RunHooks {
   int64_t hang_step_ = -1;
   double checkpoint_delay_s_ = 0;
   std::string checkpoint_delayed_;  // the file name held
+  int slow_rank_ = -1;
+  int64_t slow_ms_ = 0, slow_from_ = 1;
   int flip_rank_ = -1;
   int64_t flip_step_ = -1;
   bool flip_expert_ = false;

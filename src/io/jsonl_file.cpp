@@ -11,10 +11,11 @@
 #include <cstring>
 
 #include "trident/core/error.hpp"
+#include "trident/core/json.hpp"
 
 namespace trident::io {
 
-std::string metrics_json(const MetricsRecord& record) {
+std::string metrics_json(const MetricsRecord& record, const MetricsText& text) {
   std::string out = "{";
   char number[64];
   for (size_t i = 0; i < record.size(); ++i) {
@@ -24,6 +25,7 @@ std::string metrics_json(const MetricsRecord& record) {
     else std::snprintf(number, sizeof number, "%.9g", v);
     out += (i ? ", \"" : "\"") + record[i].first + "\": " + number;
   }
+  for (const auto& [key, value] : text) out += (out.size() > 1 ? ", \"" : "\"") + key + "\": " + Json(value).dump();
   return out + "}";
 }
 

@@ -1,6 +1,7 @@
 // Building a run's pieces on request, in dependency order.
 #include "trident/train/run_builder.hpp"
 
+#include "trident/core/timer.hpp"
 #include "trident/interop/hf_weights.hpp"
 #include "trident/interop/peft_convert.hpp"
 #include "trident/interop/hf_config.hpp"
@@ -135,7 +136,13 @@ PrivateTraining* RunBuilder::privacy() {
 StepResult RunBuilder::train_step(int64_t step) {
   if (PrivateTraining* private_steps = privacy()) return private_steps->run(step);
   DataSource& data = train_data();
-  return this->step().run(step, data.load(step), data.global_batch_stats(step));
+  Stopwatch watch;
+  const std::vector<data::Batch>& batches = data.load(step);
+  const data::GlobalBatchStats& stats = data.global_batch_stats(step);
+  const double data_s = watch.seconds();
+  StepResult r = this->step().run(step, batches, stats);
+  r.sections.data = data_s;
+  return r;
 }
 
 Checkpointer& RunBuilder::checkpointer() {

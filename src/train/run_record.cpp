@@ -147,8 +147,8 @@ RunRecord::RunRecord(int lock_fd, const std::string& metrics_path, double last_e
 
 RunRecord::~RunRecord() = default;
 
-void RunRecord::write(const io::MetricsRecord& record) {
-  metrics_.append(io::metrics_json(record));
+void RunRecord::write(const io::MetricsRecord& record, const io::MetricsText& text) {
+  metrics_.append(io::metrics_json(record, text));
   if (!tensorboard_) return;
   int64_t step = 0;
   io::MetricsRecord scalars;

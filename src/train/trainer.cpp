@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 
+#include "trident/core/json.hpp"
 #include "trident/core/timer.hpp"
+#include "trident/io/jsonl_file.hpp"
 #include "trident/train/pipeline/pipeline_schedule.hpp"
 #include "trident/train/preemption.hpp"
 #include "trident/train/run_accounting.hpp"
@@ -67,6 +70,8 @@ Trainer::Trainer(RunBuilder& run, SignalWatch* signals)
   TRIDENT_CONFIG_CHECK(start_step_ <= cfg_.train.steps, "the checkpoint has ", start_step_,
                        " steps done, more than train.steps = ", cfg_.train.steps);
   record_ = RunRecord::open(cfg_, start_step_, topology_.world(), log_);
+  if (cfg_.log.straggler_interval > 0)
+    stragglers_ = std::make_unique<StragglerWatch>(topology_, cfg_.log.straggler_threshold);
   if (cfg_.train.replica_check_interval > 0)
     replica_check_ = std::make_unique<ReplicaCheck>(run.model().params(), run.ops(), topology_);
   run.evaluation().set_tensorboard(record_ ? record_->tensorboard() : nullptr);  // evaluations as scalars too
@@ -161,14 +166,28 @@ StepResult Trainer::run() {
     // no checkpoint holds a state one replica alone computed.
     if (replica_check_ && ((step + 1) % cfg_.train.replica_check_interval == 0 || interval || local || preempt > 0))
       verify_replicas(step + 1);
+    Stopwatch checkpoint_watch;
     if (interval || preempt > 0) save(step + 1);
     else if (local) save_local(step + 1);  // a global checkpoint of the same step makes it moot
+    last.sections.checkpoint += checkpoint_watch.seconds();
+    const bool straggler_step = stragglers_ && (step + 1) % cfg_.log.straggler_interval == 0;
+    if (stragglers_) stragglers_->add(last.sections);
+    if (straggler_step) check_stragglers(step + 1);
     // The first step is always logged: it shows the starting loss (about ln(vocab)).
     if (step == start_step_ || (step + 1) % cfg_.log.interval == 0 || step + 1 == cfg_.train.steps || preempt > 0 ||
-        last.skipped)
+        last.skipped || (straggler_step && !straggler_check_.reports.empty()))
       log_step(step, last);
     if (cfg_.log.eval_interval > 0 && ((step + 1) % cfg_.log.eval_interval == 0 || step + 1 == cfg_.train.steps))
       evaluate(step + 1);
+    if (straggler_step && cfg_.train.straggler_exit > 0 && straggler_repeats_ >= cfg_.train.straggler_exit) {
+      if (!interval && preempt == 0) save(step + 1);
+      guarded_save([&] { checkpointer_.wait(); });
+      throw AgreedStop(kStragglerExit,
+                       detail::concat("train.straggler_exit = ", cfg_.train.straggler_exit, ": host ", straggler_host_,
+                                      " was named a straggler ", straggler_repeats_, " checks in a row (",
+                                      straggler_check_.reports.front().describe(), "); checkpoint of step ", step + 1,
+                                      " written. Resume without that host (jobs/lib.sh requeues the job excluding it)"));
+    }
     if (preempt > 0) {
       preempted_ = true;
       guarded_save([&] { checkpointer_.wait(); });
@@ -179,6 +198,38 @@ StepResult Trainer::run() {
   }
   guarded_save([&] { checkpointer_.wait(); });  // an asynchronous write in flight completes before the end
   return last;
+}
+
+void Trainer::check_stragglers(int64_t steps_done) {
+  straggler_check_ = stragglers_->check(steps_done);
+  const StragglerCheck& c = straggler_check_;
+  if (c.reports.empty()) {
+    straggler_host_.clear();
+    straggler_repeats_ = 0;
+    char scores[160];
+    std::snprintf(scores, sizeof scores, "slowest rank %d relative %.2f, lowest individual %.2f (rank %d)",
+                  c.slowest_rank, c.slowest_relative, c.lowest_individual, c.lowest_individual_rank);
+    log_.info("stragglers at step ", steps_done, ": none below ", cfg_.log.straggler_threshold, " (", scores, ")");
+    return;
+  }
+  const std::string& host = c.reports.front().host;
+  straggler_repeats_ = host == straggler_host_ ? straggler_repeats_ + 1 : 1;
+  straggler_host_ = host;
+  for (const StragglerReport& s : c.reports) log_.info("straggler at step ", steps_done, ": ", s.describe());
+  if (topology_.world_rank() != 0) return;
+  io::JsonlAppender out((std::filesystem::path(cfg_.log.run_dir) / "stragglers.jsonl").string());
+  for (const StragglerReport& s : c.reports) {
+    Json line = Json::object();
+    line.set("step", Json(steps_done));
+    line.set("rank", Json(int64_t(s.rank)));
+    line.set("host", Json(s.host));
+    line.set("relative", Json(s.relative));
+    line.set("individual", Json(s.individual));
+    line.set("section", Json(s.section));
+    line.set("section_s", Json(s.section_s));
+    line.set("median_s", Json(s.median_s));
+    out.append(line.dump());
+  }
 }
 
 void Trainer::verify_replicas(int64_t steps_done) {
@@ -267,6 +318,12 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
     for (size_t i = 0; i < r.source_loss.size(); ++i)  // skipped steps without targets have none
       record.push_back({"loss/" + run_.train_data().sampler().source_name(i), r.source_loss[i]});
     if (cfg_.train.rerun_bad_steps) record.push_back({"rerun", double(r.rerun)});
+    io::MetricsText text;
+    if (straggler_check_.step == step + 1 && !straggler_check_.reports.empty()) {  // the worst of this step's check
+      record.push_back({"straggler_rank", double(straggler_check_.reports.front().rank)});
+      record.push_back({"straggler_score", straggler_check_.reports.front().relative});
+      text.push_back({"straggler_host", straggler_check_.reports.front().host});
+    }
     if (privacy) {
       record.push_back({"epsilon", privacy->epsilon(step + 1)});
       record.push_back({"privacy_units", double(r.privacy_units)});
@@ -279,7 +336,7 @@ void Trainer::log_step(int64_t step, const StepResult& r) {
       record.push_back({"moe_load_max_over_mean", r.moe_load_max_over_mean});
       record.push_back({"moe_dropped_tokens", r.moe_dropped});
     }
-    record_->write(record);
+    record_->write(record, text);
   }
   // The pace of this start (a resumed run's earlier starts ran on other machines, maybe).
   const double steps_here = double(step + 1 - start_step_);

@@ -32,6 +32,7 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
     r.seconds = watch.seconds();
     return r;
   }
+  compute_s_ = comm_s_ = 0;
   StepResult r = attempt(step, batches, batch);
   if (cfg_.rerun_bad_steps && bad(r)) {
     // Nothing has changed yet but the gradients: the same data, dropout masks and reductions
@@ -48,8 +49,12 @@ StepResult TrainingStep::run(int64_t step, const std::vector<data::Batch>& batch
   // anywhere reaches every rank in this same step: all skip the update together.
   r.skipped = !std::isfinite(r.grad_norm) || !std::isfinite(r.loss);
   // torch.nn.utils.clip_grad_norm_'s rule: scale by clip / (norm + 1e-6) when that is below 1.
+  const double update_start = watch.seconds();
   update(r, cfg_.clip > 0 && !r.skipped ? std::min(1.0, cfg_.clip / (r.grad_norm + 1e-6)) : 1.0);
   r.seconds = watch.seconds();
+  r.sections.compute = compute_s_;
+  r.sections.comm = comm_s_;
+  r.sections.optimizer = r.seconds - update_start;
   r.bubble = pipeline_.run_seconds() > 0 ? pipeline_.wait_seconds() / r.seconds : 0;
   return r;
 }
@@ -70,8 +75,18 @@ StepResult TrainingStep::attempt(int64_t step, const std::vector<data::Batch>& b
   // A mixture also sums each sequence's loss: [G sequences, total], reduced in one call.
   const size_t sources = batch.source_targets.size();
   std::vector<double> sums(sources > 1 ? size_t(cfg_.global_batch) + 1 : 1, 0.0);
+  // Inside the pipeline's run, its waits for its neighbours and the tensor- and expert-parallel
+  // collectives (where a rank waits for a slow partner) are communication; the rest is compute.
+  auto group_waits = [&] { return topology_.tp().seconds() + topology_.ep().seconds(); };
+  const double waits_before = group_waits();
+  Stopwatch compute;
+  if (hooks_) hooks_->computing(step + 1);
   sums.back() = pipeline_.run(step, grad_scale, batches, true, sources > 1 ? &sums : nullptr);
+  const double waits = pipeline_.wait_seconds() + group_waits() - waits_before;
+  compute_s_ += compute.seconds() - waits;
+  comm_s_ += waits;
   local_loss_sum_ = sums.back();
+  Stopwatch comm;
   reducer_.finish();
   topology_.pp().all_reduce_sum(sums.data(), int(sums.size()));  // the loss lives on the last stage
   topology_.dp().all_reduce_sum(sums.data(), int(sums.size()));
@@ -90,6 +105,7 @@ StepResult TrainingStep::attempt(int64_t step, const std::vector<data::Batch>& b
   r.loss_scale = loss_scale;
   r.loss = loss_sum / static_cast<double>(valid_targets);
   r.grad_norm = reducer_.grad_norm() / loss_scale;
+  comm_s_ += comm.seconds();
   r.lr = learning_rate(cfg_, step);
   return r;
 }

@@ -195,3 +195,27 @@ assert worst < 1e-5, f"relative loss difference {worst}"
 print(f"elastic: {len(got)} steps over 4, 2 and 4 ranks within {worst:.1e} of one rank")
 PY
 echo "elastic restarts through Slurm (4 -> 2 -> 4 tasks, parallel.layout = auto) in $((SECONDS - t0)) s"
+
+# 6. A straggler (TRIDENT_TEST_SLOW: rank 1 sleeps 150 ms a step) named two checks in a row
+# with train.straggler_exit = 2: trident checkpoints and exits 4; the job requeues itself with
+# the slow host excluded (here the only node: the job then waits, and is cancelled).
+t0=$SECONDS
+id=$(TRIDENT_TEST_SLOW=rank=1,ms=150 submit jobs/train.sbatch input/configs/tiny.ini --log.straggler_interval=4 \
+  --train.straggler_exit=2)
+run=$work/runs/tiny-$id out=$work/$id.out
+end=$((SECONDS + 240))
+until [[ $(field "$id" Restarts) -ge 1 ]]; do
+  ((SECONDS < end)) || fail "straggler job not requeued: $(field "$id" JobState): $(tail -n 10 "$out" 2> /dev/null)"
+  sleep 0.2
+done
+wait_state "$id" 60 PENDING
+host=$(hostname)
+[[ $(field "$id" ExcNodeList) == "$host" ]] || fail "the requeued job does not exclude $host: $(field "$id" ExcNodeList)"
+scancel "$id"
+grep -q "train.straggler_exit = 2: host $host was named a straggler 2 checks in a row (rank 1 on $host" "$out" ||
+  fail "no straggler exit message: $(grep -i straggler "$out" | tail -n 5)"
+grep -q "requeueing job $id without it" "$out" || fail "lib.sh did not requeue without the host: $(tail -n 5 "$out")"
+[[ -f $run/checkpoints/step_00000008.h5 && $(cat "$run/checkpoints/latest") == step_00000008.h5 ]] ||
+  fail "no checkpoint of step 8 before the straggler exit: $(ls "$run/checkpoints" 2> /dev/null)"
+[[ $(grep -c '"rank":1' "$run/stragglers.jsonl") -eq 2 ]] || fail "stragglers.jsonl: $(cat "$run/stragglers.jsonl")"
+echo "straggler job $id: rank 1 named at steps 4 and 8, checkpointed, exit 4, requeued without $host in $((SECONDS - t0)) s"

@@ -14,7 +14,9 @@ namespace trident::io {
 // One record as written to metrics.jsonl: {"a": 1, "b": 2.5}, integers printed without a
 // fraction, non-finite values as null.
 using MetricsRecord = std::vector<std::pair<std::string, double>>;
-std::string metrics_json(const MetricsRecord& record);
+// Text fields of a line (a straggler's host), after the numbers.
+using MetricsText = std::vector<std::pair<std::string, std::string>>;
+std::string metrics_json(const MetricsRecord& record, const MetricsText& text = {});
 
 class JsonlAppender {
  public:

@@ -62,6 +62,8 @@ struct LogConfig {
   int eval_batches = 8;
   bool overwrite = false;  // a fresh start may move an earlier run's record aside (RunRecord)
   bool tensorboard = true;  // <run_dir>/tensorboard/ event files (RunRecord)
+  int straggler_interval = 50;      // steps between straggler checks (0 = off): StragglerWatch
+  double straggler_threshold = 0.75;  // a relative score below this names the rank
 };
 
 // Tasks (eval.*): JSONL prompt/answer or chat lines (greedy generation scored by exact match

@@ -16,6 +16,8 @@ class RunHooks {
   virtual ~RunHooks() = default;
   // At the start of optimizer step `step` (1-based), before any of its work.
   virtual void step_starting(int64_t step) {}
+  // As step `step`'s compute starts (timed as compute: the straggler watch sees it).
+  virtual void computing(int64_t step) {}
   // After step `step`'s gradients were zeroed, before backward: grads is this rank's flat
   // gradient buffer (on ops' device).
   virtual void gradients_zeroed(int64_t step, Ops& ops, Tensor grads) {}

@@ -40,8 +40,9 @@ class RunRecord {
   RunRecord(const RunRecord&) = delete;
   RunRecord& operator=(const RunRecord&) = delete;
 
-  // One metrics.jsonl line, and the same values (but "step") as TensorBoard scalars at its step.
-  void write(const io::MetricsRecord& record);
+  // One metrics.jsonl line, and the same values (but "step") as TensorBoard scalars at its step
+  // (text fields only in the line).
+  void write(const io::MetricsRecord& record, const io::MetricsText& text = {});
   // The run's TensorBoard events, for further scalars (evaluations: add_scalar, then flush);
   // nullptr with log.tensorboard = false.
   io::TensorBoardWriter* tensorboard() { return tensorboard_.get(); }

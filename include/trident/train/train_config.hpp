@@ -37,6 +37,7 @@ struct TrainConfig {
   // A step whose loss or gradient norm is non-finite, or a loss spike, runs again before the
   // update (TrainingStep::run).
   bool rerun_bad_steps = false;
+  int straggler_exit = 0;  // checkpoint and exit 4 after this many straggler reports of one host in a row (0 = never)
 };
 
 Decay decay_from_name(const std::string& name);

@@ -12,6 +12,7 @@
 #include "trident/train/eval/run_evaluation.hpp"
 #include "trident/train/preemption.hpp"
 #include "trident/train/replica_check.hpp"
+#include "trident/train/straggler_watch.hpp"
 #include "trident/train/run_builder.hpp"
 #include "trident/train/run_record.hpp"
 #include "trident/train/training_step.hpp"
@@ -20,6 +21,8 @@ namespace trident::train {
 
 // The exit code of a run stopped because its replicas' parameters differ (silent corruption).
 inline constexpr int kReplicaMismatchExit = 5;
+// The exit code of a run stopped by train.straggler_exit (a checkpoint written first).
+inline constexpr int kStragglerExit = 4;
 
 class Trainer {
  public:
@@ -59,6 +62,9 @@ class Trainer {
   // waits for any checkpoint in flight (an earlier, good state) and stops every rank with
   // exit code kReplicaMismatchExit.
   void verify_replicas(int64_t steps_done);
+  // Collective: scores the ranks' work since the last check (StragglerWatch); logs and records
+  // the stragglers (rank 0) and counts one host's reports in a row for train.straggler_exit.
+  void check_stragglers(int64_t steps_done);
   // Runs checkpoint I/O; a failure stops the run, or is logged when checkpoint.on_error = warn.
   void guarded_save(const std::function<void()>& io);
 
@@ -70,6 +76,10 @@ class Trainer {
   Checkpointer& checkpointer_;
   std::unique_ptr<RunRecord> record_;  // rank 0
   std::unique_ptr<ReplicaCheck> replica_check_;  // train.replica_check_interval > 0
+  std::unique_ptr<StragglerWatch> stragglers_;   // log.straggler_interval > 0
+  StragglerCheck straggler_check_;               // the last check's (metrics of its step)
+  std::string straggler_host_;                   // the host named by the last reports in a row ...
+  int straggler_repeats_ = 0;                    // ... and how many
   int64_t start_step_ = 0;
   int64_t steps_done_ = 0;
   bool preempted_ = false;

@@ -23,7 +23,15 @@
 
 namespace trident::train {
 
-// What one optimizer step produced (the same on every rank).
+// Where this rank's time in a step went (seconds): its own work (data, compute, optimizer,
+// checkpoint) and its waits for others (comm: pipeline neighbours and the reductions). The
+// straggler watch (train/straggler_watch.hpp) compares the work across ranks.
+struct StepSections {
+  double data = 0, compute = 0, comm = 0, optimizer = 0, checkpoint = 0;
+  double work() const { return data + compute + optimizer + checkpoint; }
+};
+
+// What one optimizer step produced (the same on every rank, but `sections`).
 struct StepResult {
   double loss = 0;        // mean over the valid targets of the global batch
   double grad_norm = 0;   // before clipping
@@ -49,6 +57,7 @@ struct StepResult {
   // train.rerun_bad_steps: 0 the step ran once; 1 it was bad and re-run with a different result
   // (transient: the re-run's is used); 2 the re-run gave the same (persistent: today's rules).
   int rerun = 0;
+  StepSections sections;  // this rank's
   std::string rerun_origin;  // the ranks whose own loss or gradients were non-finite ("" unknown)
 };
 
@@ -94,7 +103,8 @@ class TrainingStep {
   std::string non_finite_origin(bool mine);
 
   double spike_threshold_;
-  double local_loss_sum_ = 0;        // this rank's, before the reductions (the last attempt's)
+  double local_loss_sum_ = 0;
+  double compute_s_ = 0, comm_s_ = 0;  // this step's, re-runs included        // this rank's, before the reductions (the last attempt's)
   std::vector<std::string> hosts_;   // by world rank, gathered at the first bad step
 };
 
