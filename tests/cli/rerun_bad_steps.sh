@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # train.rerun_bad_steps: a one-time NaN in one rank's gradients (TRIDENT_TEST_NONFINITE with
 # count=1) is re-run in place and the run is bitwise the run without the fault (losses, norms,
-# parameters), the rank and host named (dp = 4, and (dp, tp) = (2, 2)); a NaN that the re-run
+# parameters), the rank and host named (dp = 4, (dp, tp) = (2, 2), and (dp, pp) = (2, 2) with
+# ZeRO-1 and the token table tied across the stages); a NaN that the re-run
 # meets again (count=2) is persistent and skipped as without the option; unsupported
 # combinations exit 2.
 set -euo pipefail
@@ -20,7 +21,8 @@ PY
   h5diff "$work/$1/checkpoints/step_00000020.h5" "$work/$2/checkpoints/step_00000020.h5" /model /model \
     || fail "$2's parameters differ from $1's"
 }
-for layout in "dp4 --parallel.dp=4" "dp2tp2 --parallel.dp=2 --parallel.tp=2"; do
+for layout in "dp4 --parallel.dp=4" "dp2tp2 --parallel.dp=2 --parallel.tp=2" \
+  "dp2pp2zero1 --parallel.dp=2 --parallel.pp=2 --parallel.zero=1"; do
   set -- $layout
   name=$1
   shift

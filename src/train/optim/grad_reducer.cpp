@@ -88,7 +88,7 @@ void GradReducer::make_compressor() {
 
 void GradReducer::start_step(int64_t steps_done) {
   if (compressor_) compressor_->begin_step(steps_done);
-  for (Bucket& b : buckets_) b.started = false;
+  for (Bucket& b : buckets_) b.started = b.checked = false;
   next_to_start_ = buckets_.size();
   local_non_finite_ = false;
   step_wire_bytes_ = step_raw_bytes_ = step_inter_node_bytes_ = 0;
@@ -110,8 +110,7 @@ void GradReducer::start(size_t i) {
   Bucket& b = buckets_[i];
   b.started = true;
   dist::Communicator& comm = *b.comm;
-  if (options_.check_local && !local_non_finite_)
-    local_non_finite_ = !std::isfinite(ops_.sum_squares(params_.flat_grads().narrow(b.begin, b.end)));
+  check_local(b);
   if (comm.size() == 1) return;
   if (compressor_) return compressor_->start(i);
   Tensor grads = params_.flat_grads().narrow(b.begin, b.end);
@@ -178,7 +177,16 @@ void GradReducer::grads_final_from(int64_t offset) {
   }
 }
 
+void GradReducer::check_local(Bucket& b) {
+  if (!options_.check_local || b.checked) return;
+  b.checked = true;
+  if (!local_non_finite_)
+    local_non_finite_ = !std::isfinite(ops_.sum_squares(params_.flat_grads().narrow(b.begin, b.end)));
+}
+
 void GradReducer::finish() {
+  // The buckets not started yet are checked before the tied table's sum mixes two stages' values.
+  for (size_t i = 0; i < next_to_start_; ++i) check_local(buckets_[i]);
   if (tied_group_) tied_group_->all_reduce_sum(tied_grad_);
   while (next_to_start_ > 0) start(--next_to_start_);
   if (compressor_) {

@@ -125,11 +125,14 @@ class GradReducer {
     Tensor low, shard_low;       // comm.grad_dtype 16-bit: the bucket and its reduced block on the wire
     dist::CommRequest request;
     bool started = false;
+    bool checked = false;       // its local gradients checked for NaN/inf (check_local)
     bool hierarchical = false;  // reduced inside the node, then across nodes
     Tensor part;                // hierarchical: this rank's 1/L of the bucket (wire dtype)
     int phase = 0;              // hierarchical: 1 inside the node, 2 across nodes, 3 gather inside, 0 done
   };
   void start(size_t i);
+  // ReducerOptions::check_local: whether the bucket's own gradients hold a NaN or inf (once a step).
+  void check_local(Bucket& b);
   // Hierarchical buckets: starts each phase once the previous one completed (wait: blocks
   // until the bucket is reduced).
   void advance(Bucket& b, bool wait);
