@@ -29,11 +29,10 @@ table { border-collapse: collapse; margin: 6px 0 14px; background: #fff; font-si
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; } th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; } td.none { color: #aaa; text-align: center; }
 td.worst { background: #fde8e8; } .delta { color: #888; font-size: 11px; }
-.nodata { color: #777; font-style: italic; }
 pre { background: #fff; border: 1px solid #ddd; padding: 8px; font-size: 12px; overflow-x: auto; }
 """
 
-TRAINING_PLOTS = [  # (metrics.jsonl keys drawn together, title, y label, scale)
+TRAINING_PLOTS = [  # (metrics.jsonl keys drawn together, title, y label, scale); memory from zero
     (("grad_norm",), "gradient norm (before clipping)", "grad norm", 1),
     (("lr",), "learning rate", "lr", 1),
     (("tokens_per_s",), "training throughput", "tokens/s", 1),
@@ -47,10 +46,6 @@ TRAINING_PLOTS = [  # (metrics.jsonl keys drawn together, title, y label, scale)
     (("privacy_clipped",), "privacy units clipped", "share (%)", 100),
     (("privacy_unit_norm",), "privacy units' mean gradient norm (before clipping)", "norm", 1),
 ]
-
-
-def nodata(text):
-    return f'<p class="nodata">No data: {esc(text)}</p>'
 
 
 def plots_div(svgs):
@@ -81,7 +76,7 @@ def mixture_sources(metrics):
 
 def training_section(metrics, evals):
     if not metrics:
-        return nodata("metrics.jsonl is missing or holds no valid line, so there are no training curves.")
+        return None
     loss = [{"label": "training loss", "xs": metric_series(metrics, "loss")[0],
              "ys": metric_series(metrics, "loss")[1], "markers": False}]
     for task, (xs, ys) in clean_eval(evals, "loss").items():
@@ -102,7 +97,7 @@ def training_section(metrics, evals):
         series = [{"label": k if len(present) > 1 else "", "xs": metric_series(metrics, k, scale)[0],
                    "ys": metric_series(metrics, k, scale)[1]} for k in present]
         if series:
-            svgs.append(line_plot(keys[0], title, series, ylabel=ylabel))
+            svgs.append(line_plot(keys[0], title, series, ylabel=ylabel, from_zero=keys[0] == "mem_mb"))
     skipped = [m["step"] for m in metrics if m.get("skipped")]
     note = f"<p>Steps skipped for a non-finite loss or gradient: {esc(skipped)}</p>" if skipped else ""
     return plots_div(svgs) + note
@@ -110,25 +105,22 @@ def training_section(metrics, evals):
 
 def evaluation_section(evals):
     if not evals:
-        return nodata("eval.jsonl is missing or holds no valid line (set log.eval_interval or run trident eval).")
+        return None
+    # Each part only where its lines exist: a part without data is left out, not announced.
     view = EvalView(evals)
-    parts = ["<h3>Latest results per task</h3>"]
-    parts += results_tables(view) or [nodata("no quality metric at the latest step.")]
-    levels = level_tables(view)
-    parts += ["<h3>By difficulty level</h3>"] + (levels or [nodata("no line carries a level.")])
-    robust = robustness_tables(view)
-    parts += ["<h3>Robustness</h3>"] + (robust or [nodata("no line carries a perturbation.")])
-    ood = ood_metric_table(view)
-    parts += ["<h3>Out-of-distribution detection</h3>", ood or nodata("no line carries an OOD score.")]
-    history = history_plots(view)
-    parts += ["<h3>History</h3>", plots_div(history) if history else
-              nodata("every task was evaluated at one step only.")]
-    return "\n".join(parts)
+    parts = []
+    for title, html in (("Latest results per task", results_tables(view)), ("By difficulty level", level_tables(view)),
+                        ("Robustness", robustness_tables(view)),
+                        ("Out-of-distribution detection", ood_metric_table(view)),
+                        ("History", plots_div(history_plots(view)) if history_plots(view) else None)):
+        if html:
+            parts += [f"<h3>{title}</h3>"] + (html if isinstance(html, list) else [html])
+    return "\n".join(parts) if parts else None
 
 
 def roc_section(ood):
     if ood is None:
-        return nodata("no ood/step_*.json in the run directory.")
+        return None
     series, rows = [], []
     for name, (ins, oods) in sorted(ood["scores"].items()):
         points = report_roc.roc_points(ins, oods)
@@ -166,9 +158,9 @@ def throughput_section(metrics, evals):
                "markers": False} for k in ("mem_mb", "gpu_mem_mb") if any(k in m for m in metrics)]
     memory += [{"label": f"eval ({task})", "xs": xs, "ys": ys, "markers": True}
                for task, (xs, ys) in clean_eval(evals, "mem_mb").items()]
-    svgs.append(line_plot("memory", "peak memory", memory, ylabel="MiB"))
+    svgs.append(line_plot("memory", "peak memory", memory, ylabel="MiB", from_zero=True))
     if not any(svgs):
-        return nodata("neither metrics.jsonl nor eval.jsonl holds throughput or memory figures.")
+        return None
     keys = ("tokens_per_s", "samples_per_s", "gen_tokens_per_s", "gen_samples_per_s", "mem_mb")
     rows = []
     if metrics:
@@ -219,8 +211,9 @@ def write_html(path, run_dir, metrics, evals, ood, config_text):
     body = [f"<h1>Run report: {esc(run_dir.name)}</h1>",
             f'<p class="meta">utils/run_report.py, {now}. Hover a point for its value.</p>',
             summary(run_dir, metrics, evals, ood)]
-    for anchor, title, html in sections:
-        body.append(f'<section id="{anchor}"><h2>{esc(title)}</h2>\n{html}\n</section>')
+    for anchor, title, html in sections:  # a section without data is left out
+        if html:
+            body.append(f'<section id="{anchor}"><h2>{esc(title)}</h2>\n{html}\n</section>')
     if config_text:
         body.append(f'<section id="config"><h2>Configuration</h2><details><summary>config.ini</summary>'
                     f"<pre>{esc(config_text.strip())}</pre></details></section>")

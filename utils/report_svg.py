@@ -50,14 +50,19 @@ def clean_points(xs, ys):
 
 
 def line_plot(name, title, series, xlabel="step", ylabel="", width=390, height=240, xlim=None, ylim=None,
-              diagonal=False):
-    """An SVG line plot; series without finite points are dropped (None when none is left)."""
+              diagonal=False, from_zero=False):
+    """An SVG line plot; series without finite points are dropped (None when none is left).
+    from_zero: the y axis starts at 0 (quantities like memory, where a narrow axis makes a 0.2%
+    change look like a jump)."""
     series = [dict(s, points=clean_points(s["xs"], s["ys"])) for s in series]
     series = [s for s in series if s["points"]]
     if not series:
         return None
     all_x = [x for s in series for x, _ in s["points"]]
     all_y = [y for s in series for _, y in s["points"]]
+    if from_zero and not ylim:
+        ylim = (min(0, min(all_y)), max(all_y) if max(all_y) > 0 else 1)
+        ylim = (ylim[0], nice_ticks(*ylim)[2])  # the top at a tick
     xticks, x0, x1 = nice_ticks(*(xlim or (min(all_x), max(all_x))))
     yticks, y0, y1 = nice_ticks(*(ylim or (min(all_y), max(all_y))))
     if xlim:
@@ -88,7 +93,7 @@ def line_plot(name, title, series, xlabel="step", ylabel="", width=390, height=2
     for t in yticks:
         out.append(f'<line x1="{MARGIN_LEFT}" y1="{py(t):.1f}" x2="{MARGIN_LEFT + plot_w}" y2="{py(t):.1f}" '
                    f'class="grid"/>')
-        out.append(f'<text x="{MARGIN_LEFT - 5}" y="{py(t) + 4:.1f}" text-anchor="end">{fmt(t)}</text>')
+        out.append(f'<text x="{MARGIN_LEFT - 5}" y="{py(t) + 4:.1f}" text-anchor="end" class="ytick">{fmt(t)}</text>')
     out.append(f'<rect x="{MARGIN_LEFT}" y="{MARGIN_TOP}" width="{plot_w}" height="{plot_h}" class="frame"/>')
     out.append(f'<text x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{MARGIN_TOP + plot_h + 32}" '
                f'text-anchor="middle">{esc(xlabel)}</text>')

@@ -2,6 +2,7 @@
 // layout, from the run's latest checkpoint (checkpoint.resume = auto) or a given one.
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/log.hpp"
 #include "trident/dist/mpi_session.hpp"
+#include "trident/io/tensorboard_writer.hpp"
 #include "trident/train/eval/task_evaluator.hpp"
 #include "trident/train/run_banner.hpp"
 #include "trident/train/run_builder.hpp"
@@ -87,6 +89,13 @@ int run_eval(int argc, char** argv) {
                "): evaluating the freshly initialised model");
     }
     if (mpi.world_rank() == 0) std::filesystem::create_directories(cfg.log.run_dir);  // for eval.jsonl
+    // The results as TensorBoard scalars too, in an events file of their own (rank 0; no session
+    // start: the run's training scalars stay as they are).
+    std::unique_ptr<io::TensorBoardWriter> tensorboard;
+    if (mpi.world_rank() == 0 && cfg.log.tensorboard)
+      tensorboard = std::make_unique<io::TensorBoardWriter>(
+          (std::filesystem::path(cfg.log.run_dir) / "tensorboard").string(), log);
+    run.evaluation().set_tensorboard(tensorboard.get());
     session.topology().world().barrier();
     run.evaluation().evaluate(step);
     session.finish();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A run's record is never lost: evaluation, benchmarks, conversion and inspection leave every
-# file of a finished run byte-identical (eval only appends to eval.jsonl), with and without
+# file of a finished run byte-identical (eval only appends to eval.jsonl and adds its own
+# TensorBoard events file), with and without
 # checkpoints; a fresh start in a directory holding an earlier run's metrics is refused (exit 2)
 # unless log.overwrite moves that record aside; a resume moves the lines logged after its
 # checkpoint to metrics.jsonl.lost-<step> and continues elapsed_s; checkpoint.keep never
@@ -35,8 +36,16 @@ for ckpt in 0 3; do
       fail "eval did not take the newest checkpoint: $(cat "$work/eval.log")"
   fi
   after=$(sums "$run")
-  [[ $(changed "$before" "$after") == "./eval.jsonl" ]] ||
-    fail "checkpoint.interval=$ckpt: read-only commands changed $(changed "$before" "$after") (only eval.jsonl may change)"
+  # eval appends to eval.jsonl and adds events files of its own to tensorboard/ (one per eval)
+  python3 - "$before" "$after" <<'PY' || fail "checkpoint.interval=$ckpt: read-only commands changed the run directory"
+import sys
+before, after = ({l.split()[1]: l.split()[0] for l in text.splitlines()} for text in sys.argv[1:])
+changed = sorted(p for p in after if after[p] != before.get(p) and not p.startswith("./tensorboard/"))
+added = sorted(p for p in after if p not in before and p.startswith("./tensorboard/"))
+assert changed == ["./eval.jsonl"], f"changed {changed} (only eval.jsonl may change)"
+assert all(after.get(p) == before[p] for p in before if p.startswith("./tensorboard/")), "an events file changed"
+assert len(added) == 2 and all(p.startswith("./tensorboard/events.out.tfevents.") for p in added), f"added {added}"
+PY
   [[ $(grep -c '"metric":"perplexity"' "$run/eval.jsonl") -eq 2 ]] || fail "want two eval.jsonl perplexity lines"
 done
 echo "eval (1 and 2 ranks), bench step, plan, convert, inspect: run directories unchanged but eval.jsonl"

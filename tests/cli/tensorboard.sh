@@ -40,7 +40,13 @@ read_tb "$work/evals/tensorboard" --metrics "$work/evals/metrics.jsonl" --eval "
   fail "evaluations: $(cat "$work/read.log")"
 grep -q "eval/choice.jsonl/acc/easy:" "$work/read.log" || fail "no per-level eval scalar: $(cat "$work/read.log")"
 grep -q "eval/choice.jsonl/acc/case:" "$work/read.log" || fail "no perturbation eval scalar"
-echo "evaluations: every eval.jsonl line is a scalar at its step"
+# Standalone trident eval adds its results in an events file of its own: still every line.
+"$trident" eval "${tiny[@]}" --log.run_dir="$work/evals" --log.eval_batches=1 --eval.task="$work/choice.jsonl" \
+  > "$work/standalone.log"
+[[ $(ls "$work/evals/tensorboard" | wc -l) -eq 2 ]] || fail "standalone eval: $(ls "$work/evals/tensorboard")"
+read_tb "$work/evals/tensorboard" --metrics "$work/evals/metrics.jsonl" --eval "$work/evals/eval.jsonl" > "$work/read.log" ||
+  fail "standalone eval: $(cat "$work/read.log")"
+echo "evaluations: every eval.jsonl line is a scalar at its step (trident eval's too)"
 
 # Two data-parallel ranks: world rank 0 alone writes events.
 mpirun -np 2 "$trident" train "${tiny[@]}" --parallel.dp=2 --log.run_dir="$work/dp2" --train.steps=2 > "$work/dp2.log"
