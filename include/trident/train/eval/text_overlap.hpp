@@ -1,0 +1,46 @@
+// Text-overlap scores of generated answers against references, as the packages people compare
+// with compute them:
+//   ROUGE (Google's rouge-score 0.1.2, no stemming): text lowercased, every run of characters
+//     other than [a-z0-9] a separator; ROUGE-1/2 from clipped n-gram counts, ROUGE-L from the
+//     longest common subsequence, ROUGE-Lsum from the union LCS of newline-separated sentences
+//     (each reference token counted once); each the F-measure 2PR / (P + R).
+//     With several references, each type's best (rouge-score's score_multi).
+//   BLEU (sacrebleu 2.x corpus_bleu defaults): mteval-v13a tokens, 1-4-gram matches clipped by
+//     the most any reference holds, the closest reference length (the shorter on a tie), both
+//     summed over the corpus, brevity penalty, "exp" smoothing of orders without a match; 0-100.
+// Text is UTF-8; characters are compared as code points, as Python's str does.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trident::train {
+
+struct RougeScores {
+  double rouge1 = 0, rouge2 = 0, rougeL = 0, rougeLsum = 0;  // F-measures in [0, 1]
+};
+
+// rouge-score's DefaultTokenizer(use_stemmer=False).
+std::vector<std::string> rouge_tokens(std::string_view text);
+RougeScores rouge(std::string_view prediction, std::string_view reference);
+RougeScores rouge(std::string_view prediction, const std::vector<std::string>& references);
+
+// sacrebleu's Tokenizer13a after rstrip(): the tokens of a segment.
+std::vector<std::string> bleu_tokens_13a(std::string_view text);
+
+// Corpus BLEU of predictions added one at a time, each with its references.
+class CorpusBleu {
+ public:
+  void add(std::string_view prediction, std::string_view reference);
+  void add(std::string_view prediction, const std::vector<std::string>& references);
+  double score() const;  // 0-100; 0 with no pair
+  int64_t pairs() const { return pairs_; }
+
+ private:
+  std::array<int64_t, 4> correct_{}, total_{};
+  int64_t prediction_length_ = 0, reference_length_ = 0, pairs_ = 0;
+};
+
+}  // namespace trident::train
