@@ -192,24 +192,17 @@ std::vector<std::string> Topology::host_names() {
 }
 
 std::string Topology::describe() {
-  constexpr int kHostLen = 64;
-  char host[kHostLen] = {};
-  int len = 0;
-  char name[MPI_MAX_PROCESSOR_NAME];
-  MPI_Get_processor_name(name, &len);
-  std::snprintf(host, kHostLen, "%.*s", len, name);
+  const std::vector<std::string> hosts = host_names();
   std::vector<int> coords(3 * static_cast<size_t>(world_size()));
   int mine[3] = {dp_rank_, tp_rank_, pp_rank_};
-  std::vector<char> hosts(static_cast<size_t>(kHostLen) * world_size());
   MPI_CHECK(MPI_Gather(mine, 3, MPI_INT, coords.data(), 3, MPI_INT, 0, world_.comm()));
-  MPI_CHECK(MPI_Gather(host, kHostLen, MPI_CHAR, hosts.data(), kHostLen, MPI_CHAR, 0, world_.comm()));
   std::ostringstream os;
   os << "topology: " << world_size() << " ranks = dp " << layout_.dp << " x tp " << layout_.tp << " x pp "
      << layout_.pp << (layout_.ep > 1 ? " (ep " + std::to_string(layout_.ep) + " of dp)" : std::string()) << "\n";
   const int shown = std::min(world_size(), 64);
   for (int r = 0; r < shown; ++r)
     os << "  rank " << r << " -> (dp " << coords[3 * r] << ", tp " << coords[3 * r + 1] << ", pp "
-       << coords[3 * r + 2] << ") on " << &hosts[static_cast<size_t>(r) * kHostLen] << (r + 1 < shown ? "\n" : "");
+       << coords[3 * r + 2] << ") on " << hosts[static_cast<size_t>(r)] << (r + 1 < shown ? "\n" : "");
   if (shown < world_size()) os << "\n  ... " << world_size() - shown << " more ranks";
   return os.str();
 }
