@@ -164,8 +164,9 @@ StepResult Trainer::run() {
                        (step + 1) % cfg_.checkpoint.local_interval == 0 && !last.skipped;
     // Replicas are compared every replica_check_interval steps and before any checkpoint, so
     // no checkpoint holds a state one replica alone computed.
-    if (replica_check_ && ((step + 1) % cfg_.train.replica_check_interval == 0 || interval || local || preempt > 0))
-      verify_replicas(step + 1);
+    const bool replicas_checked =
+        replica_check_ && ((step + 1) % cfg_.train.replica_check_interval == 0 || interval || local || preempt > 0);
+    if (replicas_checked) verify_replicas(step + 1);
     Stopwatch checkpoint_watch;
     if (interval || preempt > 0) save(step + 1);
     else if (local) save_local(step + 1);  // a global checkpoint of the same step makes it moot
@@ -180,7 +181,10 @@ StepResult Trainer::run() {
     if (cfg_.log.eval_interval > 0 && ((step + 1) % cfg_.log.eval_interval == 0 || step + 1 == cfg_.train.steps))
       evaluate(step + 1);
     if (straggler_step && cfg_.train.straggler_exit > 0 && straggler_repeats_ >= cfg_.train.straggler_exit) {
-      if (!interval && preempt == 0) save(step + 1);
+      if (!interval && preempt == 0) {
+        if (replica_check_ && !replicas_checked) verify_replicas(step + 1);
+        save(step + 1);
+      }
       guarded_save([&] { checkpointer_.wait(); });
       throw AgreedStop(kStragglerExit,
                        detail::concat("train.straggler_exit = ", cfg_.train.straggler_exit, ": host ", straggler_host_,
