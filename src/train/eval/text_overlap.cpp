@@ -246,7 +246,8 @@ void CorpusBleu::add(std::string_view prediction, std::string_view reference) {
   add(prediction, std::vector<std::string>{std::string(reference)});
 }
 
-void CorpusBleu::add(std::string_view prediction, const std::vector<std::string>& references) {
+BleuStats BleuStats::of(std::string_view prediction, const std::vector<std::string>& references) {
+  BleuStats out;
   const std::vector<std::string> hyp = bleu_tokens_13a(prediction);
   std::vector<std::vector<std::string>> refs;
   for (const std::string& r : references) refs.push_back(bleu_tokens_13a(r));
@@ -265,28 +266,51 @@ void CorpusBleu::add(std::string_view prediction, const std::vector<std::string>
     }
     for (size_t i = 0; i + n <= hyp.size(); ++i) ++hyp_counts[{hyp.begin() + i, hyp.begin() + i + n}];
     for (const auto& [g, c] : hyp_counts) {
-      total_[n - 1] += c;
+      out.total[n - 1] += c;
       const auto it = ref_counts.find(g);
-      if (it != ref_counts.end()) correct_[n - 1] += std::min(c, it->second);
+      if (it != ref_counts.end()) out.correct[n - 1] += std::min(c, it->second);
     }
   }
-  prediction_length_ += int64_t(hyp.size());
-  reference_length_ += std::max<int64_t>(closest, 0);
+  out.prediction_length = int64_t(hyp.size());
+  out.reference_length = std::max<int64_t>(closest, 0);
+  return out;
+}
+
+BleuStats& BleuStats::operator+=(const BleuStats& o) {
+  for (size_t n = 0; n < 4; ++n) correct[n] += o.correct[n], total[n] += o.total[n];
+  prediction_length += o.prediction_length, reference_length += o.reference_length;
+  return *this;
+}
+
+void BleuStats::to(double* out) const {
+  for (size_t n = 0; n < 4; ++n) out[n] = double(correct[n]), out[4 + n] = double(total[n]);
+  out[8] = double(prediction_length), out[9] = double(reference_length);
+}
+
+BleuStats BleuStats::from(const double* in) {
+  BleuStats s;
+  for (size_t n = 0; n < 4; ++n) s.correct[n] = int64_t(in[n]), s.total[n] = int64_t(in[4 + n]);
+  s.prediction_length = int64_t(in[8]), s.reference_length = int64_t(in[9]);
+  return s;
+}
+
+void CorpusBleu::add(std::string_view prediction, const std::vector<std::string>& references) {
+  stats_ += BleuStats::of(prediction, references);
   ++pairs_;
 }
 
-double CorpusBleu::score() const {
-  const double sys = double(prediction_length_), ref = double(reference_length_);
+double BleuStats::score() const {
+  const double sys = double(prediction_length), ref = double(reference_length);
   const double bp = sys < ref ? (sys > 0 ? std::exp(1 - ref / sys) : 0.0) : 1.0;
-  if (std::all_of(correct_.begin(), correct_.end(), [](int64_t c) { return c == 0; })) return 0.0;
+  if (std::all_of(correct.begin(), correct.end(), [](int64_t c) { return c == 0; })) return 0.0;
   double precisions[4] = {0, 0, 0, 0}, smooth = 1;
   for (size_t n = 0; n < 4; ++n) {
-    if (total_[n] == 0) break;
-    if (correct_[n] == 0) {
+    if (total[n] == 0) break;
+    if (correct[n] == 0) {
       smooth *= 2;
-      precisions[n] = 100.0 / (smooth * double(total_[n]));
+      precisions[n] = 100.0 / (smooth * double(total[n]));
     } else {
-      precisions[n] = 100.0 * double(correct_[n]) / double(total_[n]);
+      precisions[n] = 100.0 * double(correct[n]) / double(total[n]);
     }
   }
   double log_sum = 0;

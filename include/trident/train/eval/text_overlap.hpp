@@ -30,17 +30,32 @@ RougeScores rouge(std::string_view prediction, const std::vector<std::string>& r
 // sacrebleu's Tokenizer13a after rstrip(): the tokens of a segment.
 std::vector<std::string> bleu_tokens_13a(std::string_view text);
 
+// BLEU's sufficient statistics of one or more (prediction, references) pairs: clipped n-gram
+// matches and n-gram counts of orders 1-4, the prediction's length and the closest reference
+// length. They add over pairs (and over ranks: as kFields doubles), the corpus score from their sum.
+struct BleuStats {
+  static constexpr int kFields = 10;
+  std::array<int64_t, 4> correct{}, total{};
+  int64_t prediction_length = 0, reference_length = 0;
+
+  static BleuStats of(std::string_view prediction, const std::vector<std::string>& references);
+  BleuStats& operator+=(const BleuStats& o);
+  double score() const;  // 0-100; 0 when nothing matches
+  void to(double* out) const;  // kFields values
+  static BleuStats from(const double* in);
+};
+
 // Corpus BLEU of predictions added one at a time, each with its references.
 class CorpusBleu {
  public:
   void add(std::string_view prediction, std::string_view reference);
   void add(std::string_view prediction, const std::vector<std::string>& references);
-  double score() const;  // 0-100; 0 with no pair
+  double score() const { return stats_.score(); }
   int64_t pairs() const { return pairs_; }
 
  private:
-  std::array<int64_t, 4> correct_{}, total_{};
-  int64_t prediction_length_ = 0, reference_length_ = 0, pairs_ = 0;
+  BleuStats stats_;
+  int64_t pairs_ = 0;
 };
 
 }  // namespace trident::train
