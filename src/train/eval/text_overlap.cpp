@@ -7,6 +7,7 @@
 #include <set>
 
 #include "trident/data/unicode.hpp"
+#include "trident/train/eval/porter_stemmer.hpp"
 
 namespace trident::train {
 
@@ -102,21 +103,21 @@ double rouge_l(const std::vector<std::string>& prediction, const std::vector<std
   return fmeasure(lcs / double(prediction.size()), lcs / double(reference.size()));
 }
 
-// Newline-separated sentences (empty ones dropped), each tokenized.
-std::vector<std::vector<std::string>> sentences(std::string_view text) {
+// Newline-separated sentences (empty ones dropped), each tokenized (and stemmed) on its own.
+std::vector<std::vector<std::string>> sentences(std::string_view text, bool stem) {
   std::vector<std::vector<std::string>> out;
   size_t begin = 0;
   while (begin <= text.size()) {
     size_t end = text.find('\n', begin);
     if (end == std::string_view::npos) end = text.size();
-    if (end > begin) out.push_back(rouge_tokens(text.substr(begin, end - begin)));
+    if (end > begin) out.push_back(rouge_tokens(text.substr(begin, end - begin), stem));
     begin = end + 1;
   }
   return out;
 }
 
-double rouge_lsum(std::string_view prediction, std::string_view reference) {
-  const auto ref = sentences(reference), can = sentences(prediction);
+double rouge_lsum(std::string_view prediction, std::string_view reference, bool stem) {
+  const auto ref = sentences(reference, stem), can = sentences(prediction, stem);
   if (ref.empty() || can.empty()) return 0.0;
   std::map<std::string, int64_t> ref_counts, can_counts;
   int64_t m = 0, n = 0;
@@ -163,7 +164,7 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 
 }  // namespace
 
-std::vector<std::string> rouge_tokens(std::string_view text) {
+std::vector<std::string> rouge_tokens(std::string_view text, bool stem) {
   std::vector<std::string> tokens;
   std::string current;
   auto flush = [&] {
@@ -179,20 +180,23 @@ std::vector<std::string> rouge_tokens(std::string_view text) {
     else flush();
   }
   flush();
+  if (stem)  // tokenize.py: only tokens of more than 3 characters are stemmed
+    for (std::string& t : tokens)
+      if (t.size() > 3) t = porter_stem(t);
   return tokens;
 }
 
-RougeScores rouge(std::string_view prediction, std::string_view reference) {
-  const std::vector<std::string> p = rouge_tokens(prediction), r = rouge_tokens(reference);
+RougeScores rouge(std::string_view prediction, std::string_view reference, bool stem) {
+  const std::vector<std::string> p = rouge_tokens(prediction, stem), r = rouge_tokens(reference, stem);
   return {.rouge1 = rouge_n(p, r, 1), .rouge2 = rouge_n(p, r, 2), .rougeL = rouge_l(p, r),
-          .rougeLsum = rouge_lsum(prediction, reference)};
+          .rougeLsum = rouge_lsum(prediction, reference, stem)};
 }
 
-RougeScores rouge(std::string_view prediction, const std::vector<std::string>& references) {
+RougeScores rouge(std::string_view prediction, const std::vector<std::string>& references, bool stem) {
   RougeScores best;
   bool first = true;
   for (const std::string& reference : references) {  // numpy's argmax: the first of equal maxima
-    const RougeScores s = rouge(prediction, reference);
+    const RougeScores s = rouge(prediction, reference, stem);
     if (first || s.rouge1 > best.rouge1) best.rouge1 = s.rouge1;
     if (first || s.rouge2 > best.rouge2) best.rouge2 = s.rouge2;
     if (first || s.rougeL > best.rougeL) best.rougeL = s.rougeL;

@@ -1,9 +1,11 @@
 // Text-overlap scores of generated answers against references, as the packages people compare
 // with compute them:
-//   ROUGE (Google's rouge-score 0.1.2, no stemming): text lowercased, every run of characters
-//     other than [a-z0-9] a separator; ROUGE-1/2 from clipped n-gram counts, ROUGE-L from the
-//     longest common subsequence, ROUGE-Lsum from the union LCS of newline-separated sentences
-//     (each reference token counted once); each the F-measure 2PR / (P + R).
+//   ROUGE (Google's rouge-score 0.1.2): text lowercased, every run of characters other than
+//     [a-z0-9] a separator; with stem (use_stemmer=True) each token of more than 3 characters
+//     replaced by its Porter stem (NLTK's, porter_stemmer.hpp), in ROUGE-Lsum's sentences too;
+//     ROUGE-1/2 from clipped n-gram counts, ROUGE-L from the longest common subsequence,
+//     ROUGE-Lsum from the union LCS of newline-separated sentences (each reference token
+//     counted once); each the F-measure 2PR / (P + R).
 //     With several references, each type's best (rouge-score's score_multi).
 //   BLEU (sacrebleu 2.x corpus_bleu defaults): mteval-v13a tokens, 1-4-gram matches clipped by
 //     the most any reference holds, the closest reference length (the shorter on a tie), both
@@ -22,10 +24,10 @@ struct RougeScores {
   double rouge1 = 0, rouge2 = 0, rougeL = 0, rougeLsum = 0;  // F-measures in [0, 1]
 };
 
-// rouge-score's DefaultTokenizer(use_stemmer=False).
-std::vector<std::string> rouge_tokens(std::string_view text);
-RougeScores rouge(std::string_view prediction, std::string_view reference);
-RougeScores rouge(std::string_view prediction, const std::vector<std::string>& references);
+// rouge-score's DefaultTokenizer(use_stemmer=stem).
+std::vector<std::string> rouge_tokens(std::string_view text, bool stem = false);
+RougeScores rouge(std::string_view prediction, std::string_view reference, bool stem = false);
+RougeScores rouge(std::string_view prediction, const std::vector<std::string>& references, bool stem = false);
 
 // sacrebleu's Tokenizer13a after rstrip(): the tokens of a segment.
 std::vector<std::string> bleu_tokens_13a(std::string_view text);
