@@ -12,7 +12,8 @@ from report_svg import esc, line_plot
 THROUGHPUT = ("tokens_per_s", "samples_per_s", "gen_tokens_per_s", "gen_samples_per_s", "mem_mb")
 COUNTS = ("tokens", "examples", "documents")
 OOD_METRICS = ("ood_auroc", "ood_aupr", "ood_fpr95")
-QUALITY_ORDER = ("perplexity", "loss", "accuracy", "exact_match", "f1", "acc", "acc_norm",
+QUALITY_ORDER = ("perplexity", "loss", "accuracy", "exact_match", "f1", "rouge1", "rouge2", "rougeL", "rougeLsum",
+                 "bleu", "acc", "acc_norm",
                  "word_perplexity", "byte_perplexity", "bits_per_byte")
 LEVEL_ORDER = ("easy", "medium", "hard")
 PERTURBATION_ORDER = ("typo", "case", "whitespace", "shuffle_choices", "distractor")

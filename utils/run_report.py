@@ -142,7 +142,7 @@ def write_pngs(metrics, evals, out):
 
 
 def markdown_eval_metrics(evals):
-    return [m for m in ("perplexity", "accuracy", "exact_match", "f1") if eval_series(evals, m)[0]]
+    return [m for m in ("perplexity", "accuracy", "exact_match", "f1", "rougeL", "bleu") if eval_series(evals, m)[0]]
 
 
 def summary_lines(run, metrics, evals, plots):

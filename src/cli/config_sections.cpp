@@ -11,6 +11,7 @@
 #include "trident/plan/cluster.hpp"
 #include "trident/train/eval/likelihood_task.hpp"
 #include "trident/train/eval/perturb.hpp"
+#include "trident/train/eval/task_metrics.hpp"
 #include "trident/train/optim/loss_scaler.hpp"
 
 namespace trident::cli {
@@ -156,9 +157,9 @@ train::TrainConfig read_train_section(const Values& v) {
 // [data], [checkpoint] and [log]: where the run reads and writes.
 void read_io_sections(const Values& v, train::RunConfig& c) {
   c.data = {.train = v.str("data.train"), .valid = v.str("data.valid"), .packing = v.boolean("data.packing"),
-            .bucket = v.boolean("data.bucket"), .truncate = data::truncate_from_name(v.str("data.truncate"))};
-  c.data.mix = data::parse_mix(c.data.train, v.str("data.mix_alpha"), v.str("data.mix_stages"),
-                               v.str("data.max_repeat"), v.str("data.mix_change"));
+            .bucket = v.boolean("data.bucket"), .truncate = data::truncate_from_name(v.str("data.truncate")),
+            .mix = data::parse_mix(v.str("data.train"), v.str("data.mix_alpha"), v.str("data.mix_stages"),
+                                   v.str("data.max_repeat"), v.str("data.mix_change"))};
   data::valid_prefixes(c.data.valid);  // its errors at start, not at the first evaluation
   TRIDENT_CONFIG_CHECK(!c.data.bucket || !c.data.packing,
                        "data.bucket = true groups unpacked rows by length: it needs data.packing = false");
@@ -220,7 +221,10 @@ train::EvalConfig read_eval_section(const Values& v, const model::ModelConfig& m
                          .kind = v.str("eval.kind"), .perturb = train::parse_perturbations(v.str("eval.perturb")),
                          .perturb_rate = v.number("eval.perturb_rate"),
                          .perturb_seed = static_cast<uint64_t>(v.integer("eval.perturb_seed")),
-                         .ood = v.str("eval.ood"), .ood_samples = v.int32("eval.ood_samples")};
+                         .ood = v.str("eval.ood"), .ood_samples = v.int32("eval.ood_samples"),
+                         .metrics = v.str("eval.metrics"), .rouge_stem = v.boolean("eval.rouge_stem"),
+                         .predictions = v.boolean("eval.predictions")};
+  const bool default_metrics = train::parse_task_metrics(e.metrics) == train::parse_task_metrics("em,f1");
   TRIDENT_CONFIG_CHECK(e.examples >= 0, "eval.examples must be >= 0 (0: all)");
   TRIDENT_CONFIG_CHECK(e.kind == "auto" || e.kind == "generate" || e.kind == "choice" || e.kind == "rolling",
                        "eval.kind must be auto, generate, choice or rolling (got '", e.kind, "')");
@@ -236,6 +240,9 @@ train::EvalConfig read_eval_section(const Values& v, const model::ModelConfig& m
     TRIDENT_CONFIG_CHECK(kind != train::TaskKind::kGenerate || (e.max_new_tokens >= 1 && e.max_new_tokens < m.seq_len),
                          "eval.max_new_tokens must be in [1, model.seq_len = ", m.seq_len, ") (got ", e.max_new_tokens,
                          ")");
+    TRIDENT_CONFIG_CHECK(kind == train::TaskKind::kGenerate || default_metrics,
+                         "eval.metrics applies to generate tasks; a ", train::task_kind_name(kind),
+                         " task reports its own scores (got eval.metrics = ", e.metrics, ")");
     TRIDENT_CONFIG_CHECK(e.perturb.empty() || kind != train::TaskKind::kRolling,
                          "eval.perturb applies to choice and generate tasks, not to rolling perplexity");
   }

@@ -53,7 +53,8 @@ PY
 run="$work/run"
 printf '%s\n' '{"input": "def ", "output": "main"}' '{"input": "import ", "output": "os"}' > "$work/task.jsonl"
 "$trident" train --config input/configs/tiny.ini --train.steps=6 --log.eval_interval=3 --log.eval_batches=2 \
-  --eval.task="$work/task.jsonl" --eval.max_new_tokens=4 --checkpoint.interval=6 --log.run_dir="$run" > "$work/train.log"
+  --eval.task="$work/task.jsonl" --eval.max_new_tokens=4 --eval.metrics=em,f1,rougeL,bleu --checkpoint.interval=6 \
+  --log.run_dir="$run" > "$work/train.log"
 "$trident" eval --config input/configs/tiny.ini --data.valid=input/data/pystdlib-valid --log.eval_batches=2 \
   --log.run_dir="$run" > "$work/eval.log"
 snapshot() { (cd "$1" && find . -path ./report -prune -o -type f -print0 | sort -z | xargs -0 sha256sum); }
@@ -117,6 +118,8 @@ for section in ("training", "evaluation", "throughput") + (("ood-roc",) if kind 
     assert section in p.sections, f"no section {section!r} in the rendered DOM"
 assert not any("No data" in text for text in p.sections.values()), "a section said no data"
 assert "perplexity" in p.sections["evaluation"] and "exact_match" in p.sections["evaluation"], "no eval table"
+if kind == "real":
+    assert "rougeL" in p.sections["evaluation"] and "bleu" in p.sections["evaluation"], "no ROUGE / BLEU in the eval table"
 # memory plots start at zero: their lowest y tick reads 0
 for name in ("mem_mb", "memory"):
     svg = re.search(r'<svg class="plot" data-plot="%s".*?</svg>' % name, source, re.S).group(0)

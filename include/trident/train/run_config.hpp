@@ -82,6 +82,9 @@ struct EvalConfig {
   uint64_t perturb_seed = 1234;
   std::string ood;                  // shard prefix scored against data.valid as out-of-distribution ("" = none)
   int ood_samples = 512;            // pieces of seq_len + 1 tokens scored per side (spread over the set)
+  std::string metrics = "em,f1";    // generate tasks: em, f1, rouge1, rouge2, rougeL, rougeLsum, bleu (task_metrics.hpp)
+  bool rouge_stem = false;          // ROUGE with rouge-score's Porter stemming
+  bool predictions = false;         // each example's prompt, prediction and reference to <run_dir>/predictions/
 };
 
 struct RunConfig {

@@ -45,6 +45,7 @@ void RunEvaluation::evaluate(int64_t step) {
       const TaskResult t = task_evaluator_->run(step);
       log_.info(format_task(t, task_evaluator_->dataset()));
       record(task_metric_lines(t, task_evaluator_->dataset()));
+      if (cfg_.eval.predictions && topology_.world_rank() == 0) write_predictions(cfg_.log.run_dir, t);
     } else {
       if (!likelihood_evaluator_)
         likelihood_evaluator_ = std::make_unique<LikelihoodTaskEvaluator>(cfg_, topology_, pipeline_, task_kind_);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "trident/core/error.hpp"
@@ -156,7 +158,7 @@ std::string task_template(const RunConfig& cfg) {
 }
 
 TaskEvaluator::TaskEvaluator(const RunConfig& cfg, dist::Topology& topology, const model::GPTModel& model, Ops& ops)
-    : cfg_(cfg), topology_(topology), model_(model), ops_(ops) {
+    : cfg_(cfg), topology_(topology), model_(model), ops_(ops), metrics_(parse_task_metrics(cfg.eval.metrics)) {
   tokenizer_ = data::load_tokenizer(task_tokenizer_spec(cfg));
   TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= uint64_t(model.config().vocab), "eval.tokenizer ",
                        tokenizer_->describe(), " has ", tokenizer_->vocab_size(), " ids; the model's vocabulary is ",
@@ -180,7 +182,47 @@ TaskEvaluator::TaskEvaluator(const RunConfig& cfg, dist::Topology& topology, con
 
 TaskEvaluator::~TaskEvaluator() = default;
 
-std::vector<std::pair<double, double>> TaskEvaluator::score(const std::vector<TaskExample>& examples, TaskResult& r) {
+double TaskResult::Row::value(TaskMetric m, const std::vector<TaskMetric>& metrics) const {
+  const auto it = std::find(metrics.begin(), metrics.end(), m);
+  return it == metrics.end() ? 0.0 : values[size_t(it - metrics.begin())];
+}
+
+namespace {
+// Predictions of this rank's examples, gathered to every rank in example order: records of
+// (index + 1, size, text), every rank's bytes padded with zeros to the largest (index 0 ends).
+std::vector<std::string> gather_predictions(dist::Communicator& world, size_t n,
+                                            const std::vector<std::pair<uint32_t, std::string>>& mine) {
+  std::string blob;
+  for (const auto& [index, text] : mine) {
+    const uint32_t header[2] = {index + 1, static_cast<uint32_t>(text.size())};
+    blob.append(reinterpret_cast<const char*>(header), sizeof header);
+    blob += text;
+  }
+  double longest = double(blob.size());
+  world.all_reduce_max(&longest, 1);
+  const size_t width = size_t(longest);
+  blob.resize(width, '\0');
+  std::string all(width * size_t(world.size()), '\0');
+  if (width > 0) world.all_gather_bytes(blob.data(), all.data(), int64_t(width));
+  std::vector<std::string> out(n);
+  for (int r = 0; r < world.size(); ++r) {
+    const char* p = all.data() + size_t(r) * width;
+    const char* const end = p + width;
+    uint32_t header[2];
+    for (; end - p >= int64_t(sizeof header); p += header[1]) {
+      std::memcpy(header, p, sizeof header);
+      p += sizeof header;
+      if (header[0] == 0) break;
+      TRIDENT_CHECK(header[0] <= n && size_t(end - p) >= header[1], "predictions: a bad record from rank ", r);
+      out[header[0] - 1].assign(p, header[1]);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<double> TaskEvaluator::score(const std::vector<TaskExample>& examples, const std::string& perturbation,
+                                         TaskResult& r) {
   const int dp = topology_.layout().dp, me = topology_.dp_rank(), batch = cfg_.eval.batch;
   std::vector<size_t> mine;
   for (size_t i = me; i < examples.size(); i += dp) mine.push_back(i);
@@ -189,68 +231,82 @@ std::vector<std::pair<double, double>> TaskEvaluator::score(const std::vector<Ta
   const int slots = std::max(1, std::min<int>(batch, static_cast<int>(mine.size())));
   Generator generator(model_, ops_, &topology_.pp(), slots, longest, longest + cfg_.eval.max_new_tokens);
 
-  // Per example: exact match, f1 (on one rank per replica), then the generated tokens.
+  // Per example its statistics (from one rank per replica), then the generated tokens.
   const bool counts = topology_.tp_rank() == 0 && topology_.pp_rank() == 0;
-  std::vector<double> sums(2 * examples.size() + 1, 0.0);
+  std::vector<double> sums(kExampleFields * examples.size() + 1, 0.0);
+  std::vector<std::pair<uint32_t, std::string>> predictions;
   for (size_t first = 0; first < mine.size(); first += slots) {
     std::vector<std::vector<int32_t>> prompts;
     for (size_t i = first; i < std::min(mine.size(), first + slots); ++i) prompts.push_back(examples[mine[i]].prompt_ids);
     const auto outputs = generator.generate(prompts, cfg_.eval.max_new_tokens, stop_);
     for (size_t k = 0; k < outputs.size(); ++k) {
-      const TaskExample& e = examples[mine[first + k]];
+      const size_t index = mine[first + k];
+      const TaskExample& e = examples[index];
       // Ids past the tokenizer's vocabulary (the model's may be padded) decode to nothing.
       std::vector<uint32_t> ids;
       for (int32_t id : outputs[k])
         if (uint64_t(id) < tokenizer_->vocab_size()) ids.push_back(uint32_t(id));
-      const std::string prediction = cut_at(tokenizer_->decode(ids), e.answer_end);
-      const AnswerScore score = score_answer(prediction, e.references);
+      std::string prediction = cut_at(tokenizer_->decode(ids), e.answer_end);
       if (counts) {
-        sums[2 * mine[first + k]] = score.exact_match;
-        sums[2 * mine[first + k] + 1] = score.f1;
+        example_statistics(prediction, e.references, metrics_, cfg_.eval.rouge_stem, &sums[kExampleFields * index]);
         sums.back() += double(outputs[k].size());
       }
-      if (int(r.samples.size()) < kSamplesShown) r.samples.push_back({e.prompt, e.references.front(), prediction});
+      if (int(r.samples.size()) < kSamplesShown) r.samples.push_back({e.prompt, e.references.front(), prediction, ""});
+      if (cfg_.eval.predictions && counts) predictions.emplace_back(static_cast<uint32_t>(index), std::move(prediction));
     }
   }
   topology_.world().all_reduce_sum(sums.data(), static_cast<int>(sums.size()));
   r.generated_tokens += static_cast<int64_t>(sums.back());
-  std::vector<std::pair<double, double>> out(examples.size());
-  for (size_t i = 0; i < examples.size(); ++i) out[i] = {sums[2 * i], sums[2 * i + 1]};
-  return out;
+  sums.pop_back();
+  if (cfg_.eval.predictions) {
+    const std::vector<std::string> texts = gather_predictions(topology_.world(), examples.size(), predictions);
+    if (topology_.world_rank() == 0)
+      for (size_t i = 0; i < examples.size(); ++i)
+        r.predictions.push_back({examples[i].prompt, examples[i].references.front(), texts[i], perturbation});
+  }
+  return sums;
 }
 
 TaskResult TaskEvaluator::run(int64_t step) {
   topology_.world().barrier();
   Stopwatch watch;
   TaskResult r;
-  const auto clean = score(examples_, r);
-  auto row = [](const std::vector<std::pair<double, double>>& scores, const std::vector<TaskExample>& examples,
-                const std::string& level, const std::string& perturbation) {
-    TaskResult::Row out{level, perturbation};
-    for (size_t i = 0; i < scores.size(); ++i)
-      if (level.empty() || examples[i].level == level) out.exact_match += scores[i].first, out.f1 += scores[i].second, ++out.examples;
-    if (out.examples > 0) out.exact_match /= double(out.examples), out.f1 /= double(out.examples);
+  r.metrics = metrics_;
+  const std::vector<double> clean = score(examples_, "", r);
+  auto row = [&](const std::vector<double>& stats, const std::vector<TaskExample>& examples, const std::string& level,
+                 const std::string& perturbation) {
+    TaskResult::Row out{level, perturbation, {}, 0};
+    std::vector<double> sum(kExampleFields, 0.0);
+    for (size_t i = 0; i < examples.size(); ++i) {
+      if (!level.empty() && examples[i].level != level) continue;
+      for (int f = 0; f < kExampleFields; ++f) sum[size_t(f)] += stats[kExampleFields * i + size_t(f)];
+      ++out.examples;
+    }
+    for (TaskMetric m : metrics_) out.values.push_back(task_metric_value(m, sum.data(), out.examples));
     return out;
   };
-  const TaskResult::Row all = row(clean, examples_, "", "");
+  r.overall = row(clean, examples_, "", "");
   std::vector<std::string> levels;
   for (const TaskExample& e : examples_)
     if (!e.level.empty() && std::find(levels.begin(), levels.end(), e.level) == levels.end()) levels.push_back(e.level);
   for (const std::string& level : levels) r.rows.push_back(row(clean, examples_, level, ""));
-  std::vector<double> worst(clean.size());
-  for (size_t i = 0; i < clean.size(); ++i) worst[i] = clean[i].first;
+  // Exact match right clean and under every perturbation (field 0 of the statistics).
+  std::vector<double> worst(examples_.size());
+  for (size_t i = 0; i < examples_.size(); ++i) worst[i] = clean[kExampleFields * i];
   const size_t samples_kept = r.samples.size();
   for (const auto& [name, examples] : perturbed_) {
-    const auto scores = score(examples, r);
-    r.rows.push_back(row(scores, examples, "", name));
-    for (size_t i = 0; i < scores.size(); ++i) worst[i] = std::min(worst[i], scores[i].first);
+    const std::vector<double> stats = score(examples, name, r);
+    r.rows.push_back(row(stats, examples, "", name));
+    for (size_t i = 0; i < examples.size(); ++i) worst[i] = std::min(worst[i], stats[kExampleFields * i]);
   }
   r.samples.resize(samples_kept);  // the clean examples' glimpses only
-  if (!perturbed_.empty() && !worst.empty()) {
+  r.has_worst = !perturbed_.empty() && !worst.empty() &&
+                std::find(metrics_.begin(), metrics_.end(), TaskMetric::kEm) != metrics_.end();
+  if (r.has_worst) {
     double sum = 0;
     for (double w : worst) sum += w;
     r.exact_match_worst = sum / double(worst.size());
-    r.exact_match_drop = all.exact_match - r.exact_match_worst;
+    r.exact_match_drop = r.overall.value(TaskMetric::kEm, metrics_) - r.exact_match_worst;
   }
   double peak[2] = {watch.seconds(), peak_rss_mb()};
   topology_.world().all_reduce_max(peak, 2);
@@ -258,9 +314,6 @@ TaskResult TaskEvaluator::run(int64_t step) {
   for (const TaskExample& e : examples_) truncated += e.truncated;
 
   r.step = step;
-  r.examples = all.examples;
-  r.exact_match = all.exact_match;
-  r.f1 = all.f1;
   r.truncated = truncated;
   r.seconds = peak[0];
   const double scored = double(examples_.size() * (1 + perturbed_.size()));
@@ -270,44 +323,82 @@ TaskResult TaskEvaluator::run(int64_t step) {
   return r;
 }
 
+void write_predictions(const std::string& run_dir, const TaskResult& r) {
+  const std::filesystem::path dir = std::filesystem::path(run_dir) / "predictions";
+  std::filesystem::create_directories(dir);
+  char name[40];
+  std::snprintf(name, sizeof name, "step_%08lld.jsonl", (long long)r.step);
+  const std::filesystem::path path = dir / name, tmp = dir / (std::string(name) + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    for (const TaskSample& p : r.predictions) {
+      Json line = Json::object();
+      line.set("prompt", Json(p.prompt));
+      line.set("prediction", Json(p.prediction));
+      line.set("reference", Json(p.reference));
+      if (!p.perturbation.empty()) line.set("perturbation", Json(p.perturbation));
+      out << line.dump() << "\n";
+    }
+    out.flush();
+    TRIDENT_CHECK(out.good(), "cannot write ", tmp.string());
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+namespace {
+std::vector<MetricLine> row_lines(const TaskResult& r, const TaskResult::Row& row, bool overall) {
+  std::vector<MetricLine> out;
+  for (size_t m = 0; m < r.metrics.size(); ++m)
+    out.push_back({r.step, task_metric_record_name(r.metrics[m]), row.values[m], "", row.level, row.perturbation, ""});
+  out.push_back({r.step, "examples", double(row.examples), "", row.level, row.perturbation, ""});
+  if (overall)
+    for (const auto& [name, value] : {std::pair{"gen_tokens_per_s", r.tokens_per_s},
+                                      std::pair{"gen_samples_per_s", r.samples_per_s}, std::pair{"mem_mb", r.mem_mb}})
+      out.push_back({r.step, name, value, "", "", "", ""});
+  return out;
+}
+}  // namespace
+
 std::vector<MetricLine> task_metric_lines(const TaskResult& r, const std::string& dataset) {
-  std::vector<MetricLine> out = metric_lines(r.step, dataset,
-                                             {{"exact_match", r.exact_match}, {"f1", r.f1},
-                                              {"examples", double(r.examples)}, {"gen_tokens_per_s", r.tokens_per_s},
-                                              {"gen_samples_per_s", r.samples_per_s}, {"mem_mb", r.mem_mb}});
+  std::vector<MetricLine> out = row_lines(r, r.overall, true);
   for (const TaskResult::Row& row : r.rows) {
-    const auto lines = metric_lines(r.step, dataset,
-                                    {{"exact_match", row.exact_match}, {"f1", row.f1}, {"examples", double(row.examples)}},
-                                    row.level, row.perturbation);
+    const auto lines = row_lines(r, row, false);
     out.insert(out.end(), lines.begin(), lines.end());
   }
-  bool perturbed = false;
-  for (const TaskResult::Row& row : r.rows) perturbed = perturbed || !row.perturbation.empty();
-  if (perturbed) {
-    const auto lines = metric_lines(r.step, dataset,
-                                    {{"exact_match_worst", r.exact_match_worst}, {"exact_match_drop", r.exact_match_drop}});
-    out.insert(out.end(), lines.begin(), lines.end());
+  if (r.has_worst) {
+    out.push_back({r.step, "exact_match_worst", r.exact_match_worst, "", "", "", ""});
+    out.push_back({r.step, "exact_match_drop", r.exact_match_drop, "", "", "", ""});
   }
+  for (MetricLine& line : out) line.dataset = dataset;
   return out;
 }
 
+namespace {
+std::string format_scores(const TaskResult& r, const TaskResult::Row& row) {
+  std::string text;
+  char value[64];
+  for (size_t m = 0; m < r.metrics.size(); ++m) {
+    if (task_metric_is_percent(r.metrics[m])) std::snprintf(value, sizeof value, "%.2f%%", 100 * row.values[m]);
+    else std::snprintf(value, sizeof value, "%.2f", row.values[m]);
+    text += detail::concat(m ? "   " : "", task_metric_label(r.metrics[m]), " ", value);
+  }
+  return text;
+}
+}  // namespace
+
 std::string format_task(const TaskResult& r, const std::string& dataset) {
-  std::string text = detail::concat("task eval at step ", r.step, " on ", dataset, " (", r.examples, " examples",
+  std::string text = detail::concat("task eval at step ", r.step, " on ", dataset, " (", r.overall.examples, " examples",
                                     r.truncated ? detail::concat(", ", r.truncated, " prompts truncated") : "", "):\n");
   char line[256];
-  std::snprintf(line, sizeof line,
-                "  exact match %.2f%%   F1 %.2f%%\n  %.0f generated tokens/s, %.2f samples/s, %.2f s, peak RSS %.0f MiB",
-                100 * r.exact_match, 100 * r.f1, r.tokens_per_s, r.samples_per_s, r.seconds, r.mem_mb);
-  text += line;
+  std::snprintf(line, sizeof line, "\n  %.0f generated tokens/s, %.2f samples/s, %.2f s, peak RSS %.0f MiB",
+                r.tokens_per_s, r.samples_per_s, r.seconds, r.mem_mb);
+  text += "  " + format_scores(r, r.overall) + line;
   for (const TaskResult::Row& row : r.rows) {
-    std::snprintf(line, sizeof line, "\n  %-24s exact match %.2f%%   F1 %.2f%%   (%lld examples)",
-                  (row.perturbation.empty() ? "level " + row.level : "perturbed: " + row.perturbation).c_str(),
-                  100 * row.exact_match, 100 * row.f1, (long long)row.examples);
-    text += line;
+    std::snprintf(line, sizeof line, "\n  %-24s ",
+                  (row.perturbation.empty() ? "level " + row.level : "perturbed: " + row.perturbation).c_str());
+    text += line + format_scores(r, row) + detail::concat("   (", row.examples, " examples)");
   }
-  bool perturbed = false;
-  for (const TaskResult::Row& row : r.rows) perturbed = perturbed || !row.perturbation.empty();
-  if (perturbed) {
+  if (r.has_worst) {
     std::snprintf(line, sizeof line, "\n  worst case over perturbations: exact match %.2f%% (drop %.2f points)",
                   100 * r.exact_match_worst, 100 * r.exact_match_drop);
     text += line;
