@@ -39,14 +39,16 @@ Decoder::Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max
 }
 
 void Decoder::begin(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int new_rows) {
-  TRIDENT_CHECK(new_rows >= 1 && new_rows <= max_rows_ && start.size() == size_t(batch_) &&
-                    tokens.size() == size_t(batch_) * new_rows,
+  const int sequences = static_cast<int>(start.size());
+  TRIDENT_CHECK(new_rows >= 1 && new_rows <= max_rows_ && sequences >= 1 && sequences <= batch_ &&
+                    tokens.size() == size_t(sequences) * new_rows,
                 "decoder: a call of ", new_rows, " rows per sequence (", tokens.size(), " tokens, ", start.size(),
                 " starts) for batch ", batch_, " and at most ", max_rows_, " rows");
   new_rows_ = new_rows;
-  const int64_t n = int64_t(batch_) * new_rows;
+  sequences_ = sequences;
+  const int64_t n = int64_t(sequences) * new_rows;
   int32_t* pos = host_positions_.data<int32_t>();
-  for (int b = 0; b < batch_; ++b) {
+  for (int b = 0; b < sequences; ++b) {
     TRIDENT_CHECK(start[b] >= 0 && start[b] + new_rows <= length_, "decoder: sequence ", b, " at ", start[b], " + ",
                   new_rows, " passes its length ", length_);
     for (int s = 0; s < new_rows; ++s) pos[b * new_rows + s] = start[b] + s;
@@ -69,20 +71,88 @@ void Decoder::run_chunk(int chunk) {
   const int64_t n = hidden_view_.dim(0);
   DecodeScratch s = scratch_.rows(n);
   const Tensor positions = positions_.narrow(0, n);
+  const Tensor start = start_.narrow(0, sequences_);
   const auto& blocks = model_.blocks(chunk);
-  for (size_t l = 0; l < blocks.size(); ++l) blocks[l]->decode(ops_, hidden_view_, positions, start_, caches_[chunk][l], s);
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    // The caches of the call's sequences (all of them unless fewer were begun).
+    const KvCache& all = caches_[chunk][l];
+    KvCache cache = all;
+    if (all.k.defined() && sequences_ < batch_) cache = {all.k.narrow(0, sequences_), all.v.narrow(0, sequences_)};
+    blocks[l]->decode(ops_, hidden_view_, positions, start, cache, s);
+  }
 }
+
+void Decoder::copy_sequence(int from, int to, int positions) {
+  TRIDENT_CHECK(from >= 0 && from < batch_ && to >= 0 && to < batch_ && positions >= 0 && positions <= length_,
+                "decoder: copy of ", positions, " positions from sequence ", from, " to ", to, " of ", batch_);
+  if (from == to || positions == 0) return;
+  for (auto& chunk : caches_)
+    for (KvCache& c : chunk) {
+      if (!c.k.defined()) continue;
+      for (Tensor* t : {&c.k, &c.v}) {
+        const Tensor source = t->narrow(from, from + 1).view(Shape{length_, t->dim(2)}).narrow(0, positions);
+        Tensor target = t->narrow(to, to + 1).view(Shape{length_, t->dim(2)}).narrow(0, positions);
+        ops_.copy(source, target);
+      }
+    }
+}
+
+void Decoder::gather_rows(const std::vector<int32_t>& rows, Tensor& into) {
+  const int64_t n = hidden_view_.dim(0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TRIDENT_CHECK(rows[i] >= 0 && rows[i] < n, "decoder: row ", rows[i], " of ", n);
+    Tensor dst = into.narrow(int64_t(i), int64_t(i) + 1);
+    ops_.copy(hidden_view_.narrow(rows[i], rows[i] + 1), dst);
+  }
+}
+
+namespace {
+// Each sequence's picked row as an index into the call's rows.
+std::vector<int32_t> picked_rows(const std::vector<int32_t>& pick, int sequences, int new_rows) {
+  TRIDENT_CHECK(pick.size() == size_t(sequences), "decoder: ", pick.size(), " picked rows for ", sequences,
+                " sequences");
+  std::vector<int32_t> rows(pick.size());
+  for (int b = 0; b < sequences; ++b) {
+    TRIDENT_CHECK(pick[b] >= 0 && pick[b] < new_rows, "decoder: row ", pick[b], " of ", new_rows);
+    rows[b] = b * new_rows + pick[b];
+  }
+  return rows;
+}
+}  // namespace
 
 std::vector<int32_t> Decoder::greedy(const std::vector<int32_t>& pick) {
   TRIDENT_CHECK(model_.head(), "decoder: this rank holds no output head");
-  TRIDENT_CHECK(pick.size() == size_t(batch_), "decoder: ", pick.size(), " picked rows for batch ", batch_);
-  for (int b = 0; b < batch_; ++b) {
-    TRIDENT_CHECK(pick[b] >= 0 && pick[b] < new_rows_, "decoder: row ", pick[b], " of ", new_rows_);
-    const int64_t row = int64_t(b) * new_rows_ + pick[b];
-    Tensor dst = picked_.narrow(b, b + 1);
-    ops_.copy(hidden_view_.narrow(row, row + 1), dst);
+  gather_rows(picked_rows(pick, sequences_, new_rows_), picked_);
+  std::vector<int32_t> ids = model_.head()->greedy(ops_, picked_, greedy_);  // rows past n: stale, unused
+  ids.resize(size_t(sequences_));
+  return ids;
+}
+
+const Tensor& Decoder::logits(const std::vector<int32_t>& pick) {
+  TRIDENT_CHECK(model_.head(), "decoder: this rank holds no output head");
+  gather_rows(picked_rows(pick, sequences_, new_rows_), picked_);
+  return model_.head()->host_logits(ops_, picked_, greedy_);
+}
+
+TokenScores Decoder::score(const std::vector<int32_t>& rows, const std::vector<int32_t>& targets) {
+  TRIDENT_CHECK(model_.head(), "decoder: this rank holds no output head");
+  TRIDENT_CHECK(rows.size() == targets.size() && !rows.empty(), "decoder: ", rows.size(), " scored rows, ",
+                targets.size(), " targets");
+  const int64_t n = static_cast<int64_t>(rows.size());
+  if (!scored_.defined()) {  // made on first use: generation never scores
+    const int64_t capacity = hidden_.dim(0);
+    scored_ = ops_.zeros(Shape{capacity, hidden_.dim(1)}, hidden_.dtype());
+    targets_ = ops_.zeros(Shape{capacity}, DType::kI32);
+    host_targets_ = Tensor::zeros(Shape{capacity}, DType::kI32);
+    scoring_ = model_.head()->make_scoring_buffers(ops_, capacity, hidden_.dtype());
   }
-  return model_.head()->greedy(ops_, picked_, greedy_);
+  gather_rows(rows, scored_);
+  std::memcpy(host_targets_.data<int32_t>(), targets.data(), targets.size() * sizeof(int32_t));
+  Tensor t = targets_.narrow(0, n);
+  ops_.copy(host_targets_.narrow(0, n), t);
+  TokenScores out;
+  model_.head()->score_rows(ops_, scored_.narrow(0, n), t, scoring_, out);
+  return out;
 }
 
 size_t Decoder::cache_bytes() const {

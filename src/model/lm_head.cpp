@@ -50,9 +50,9 @@ void LMHead::forward(Ops& ops, const Tensor& x, HeadBuffers& b) const {
   tp_.gather_rows(ops, b.norm.y, b.gathered);
 }
 
-Tensor LMHead::chunk_logits(Ops& ops, HeadBuffers& b, int64_t r0, int64_t r1) const {
+Tensor LMHead::chunk_logits(Ops& ops, const Tensor& x, HeadBuffers& b, int64_t r0, int64_t r1) const {
   Tensor logits = b.logits.narrow(0, r1 - r0);
-  ops.gemm(false, true, 1.0, normed(b).narrow(r0, r1), weight_->gemm_value(), 0.0, logits);
+  ops.gemm(false, true, 1.0, x.narrow(r0, r1), weight_->gemm_value(), 0.0, logits);
   return logits;
 }
 
@@ -100,7 +100,32 @@ const int32_t* host_targets(Ops& ops, const Tensor& targets, HeadBuffers& b) {
 }  // namespace
 
 EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b, TokenScores* per_token) const {
-  const int64_t n = normed(b).dim(0), k = b.row_max.numel();
+  return evaluate_rows(ops, normed(b), targets, b, per_token);
+}
+
+HeadBuffers LMHead::make_scoring_buffers(Ops& ops, int64_t rows, DType dtype) const {
+  HeadBuffers b;
+  const int64_t k = logits_chunk_rows(rows, local_vocab_ * tp_.size(), dtype);
+  b.norm = norm_.make_activations(ops, rows, dtype);
+  b.logits = ops.zeros(Shape{k, local_vocab_}, dtype);
+  b.row_max = ops.zeros(Shape{k}, dtype);
+  b.sum_exp = ops.zeros(Shape{k}, dtype);
+  b.target_logit = ops.zeros(Shape{k}, dtype);
+  b.host_stats = Tensor::zeros(Shape{4 * k}, DType::kF64);
+  return b;
+}
+
+void LMHead::score_rows(Ops& ops, const Tensor& x, const Tensor& targets, HeadBuffers& b, TokenScores& scores) const {
+  const int64_t n = x.dim(0);
+  NormActivations a{b.norm.y.narrow(0, n), b.norm.mean.defined() ? b.norm.mean.narrow(0, n) : Tensor(),
+                    b.norm.rstd.narrow(0, n)};
+  norm_.forward(ops, x, a);
+  evaluate_rows(ops, a.y, targets, b, &scores);
+}
+
+EvalSums LMHead::evaluate_rows(Ops& ops, const Tensor& x, const Tensor& targets, HeadBuffers& b,
+                               TokenScores* per_token) const {
+  const int64_t n = x.dim(0), k = b.row_max.numel();
   const int32_t* all_targets = host_targets(ops, targets, b);
   EvalSums sums;
   if (per_token) {
@@ -110,7 +135,7 @@ EvalSums LMHead::evaluate(Ops& ops, const Tensor& targets, HeadBuffers& b, Token
   }
   for (int64_t r0 = 0; r0 < n; r0 += k) {
     const int64_t r1 = std::min(n, r0 + k);
-    const Tensor logits = chunk_logits(ops, b, r0, r1);
+    const Tensor logits = chunk_logits(ops, x, b, r0, r1);
     combine_stats(ops, logits, targets.narrow(r0, r1), b);
     const double* mx = b.host_stats.data<double>();
     const double* sum = mx + k;
@@ -155,10 +180,15 @@ std::vector<double> row_argmax(const Tensor& logits, int64_t valid, int64_t id_o
 }
 }  // namespace
 
-std::vector<int32_t> LMHead::greedy(Ops& ops, const Tensor& x, GreedyBuffers& b) const {
+const Tensor& LMHead::host_logits(Ops& ops, const Tensor& x, GreedyBuffers& b) const {
   norm_.forward(ops, x, b.norm);
   ops.gemm(false, true, 1.0, b.norm.y, weight_->gemm_value(), 0.0, b.logits);
   ops.copy(b.logits, b.host_logits);
+  return b.host_logits;
+}
+
+std::vector<int32_t> LMHead::greedy(Ops& ops, const Tensor& x, GreedyBuffers& b) const {
+  host_logits(ops, x, b);
   const int64_t rows = x.dim(0);
   const int64_t valid = std::clamp<int64_t>(vocab_ - vocab_offset_, 0, local_vocab_);
   std::vector<double> best = b.host_logits.dtype() == DType::kF64
@@ -208,7 +238,7 @@ void LMHead::loss_backward(Ops& ops, const Tensor& x, const Tensor& targets, dou
   // One chunk of rows at a time: logits, their loss and gradient, and both GEMMs of it.
   for (int64_t r0 = 0; r0 < n; r0 += k) {
     const int64_t r1 = std::min(n, r0 + k);
-    const Tensor logits = chunk_logits(ops, b, r0, r1);
+    const Tensor logits = chunk_logits(ops, in, b, r0, r1);
     Tensor dlogits = b.dlogits.narrow(0, r1 - r0);
     const Tensor chunk_targets = targets.narrow(r0, r1);
     if (tp_.size() == 1) {

@@ -65,14 +65,11 @@ StragglerCheck StragglerWatch::check(int64_t step) {
     if (relative < c.slowest_relative) c.slowest_relative = relative, c.slowest_rank = r;
     if (at(r, 4) < c.lowest_individual) c.lowest_individual = at(r, 4), c.lowest_individual_rank = r;
     if (relative >= threshold_) continue;
-    StragglerReport s{.rank = r, .host = hosts_[size_t(r)], .relative = relative, .individual = at(r, 4)};
     int worst = 1;  // the section furthest above the median rank's
     for (int f = 0; f < 4; ++f)
       if (at(r, f) - medians[size_t(f)] > at(r, worst) - medians[size_t(worst)]) worst = f;
-    s.section = kSections[worst];
-    s.section_s = at(r, worst);
-    s.median_s = medians[size_t(worst)];
-    c.reports.push_back(s);
+    c.reports.push_back({.rank = r, .host = hosts_[size_t(r)], .relative = relative, .individual = at(r, 4),
+                         .section = kSections[worst], .section_s = at(r, worst), .median_s = medians[size_t(worst)]});
   }
   std::sort(c.reports.begin(), c.reports.end(), [](auto& a, auto& b) { return a.relative < b.relative; });
   return c;

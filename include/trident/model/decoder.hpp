@@ -24,7 +24,8 @@ class Decoder {
   int length() const { return length_; }
 
   // Sets the call's S new tokens per sequence at positions start[b] .. start[b] + S - 1
-  // (tokens: [B*S] row-major; used by the first virtual stage, positions by all).
+  // (tokens: [n*S] row-major; used by the first virtual stage, positions by all) for the first
+  // n = start.size() <= batch sequences (the others' caches are left as they are).
   void begin(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int new_rows);
   // The hidden rows [B*S, C] of the current call: received into by a stage that does not
   // embed, passed on after run_chunk.
@@ -33,8 +34,18 @@ class Decoder {
   void embed();
   // The blocks of this rank's chunk on hidden(), adding their keys and values to the cache.
   void run_chunk(int chunk);
-  // The last virtual stage: the greedy next token of each sequence from its row pick[b] < S.
+  // The last virtual stage: the greedy next token of each of the n sequences from its row pick[b] < S.
   std::vector<int32_t> greedy(const std::vector<int32_t>& pick);
+  // The last virtual stage: the logits of each sequence's row pick[b] on the host, [B, V/tp]
+  // (this rank's vocabulary shard, model::LMHead::host_logits; the first n rows are the call's).
+  const Tensor& logits(const std::vector<int32_t>& pick);
+  // The last virtual stage: log p(targets[i]) of the call's rows[i] (indices into its [n*S]
+  // rows), with each row's largest probability and whether the target ranks first (ties count
+  // as right); logits are computed for those rows only.
+  TokenScores score(const std::vector<int32_t>& rows, const std::vector<int32_t>& targets);
+  // Copies the cached keys and values of positions [0, positions) of sequence `from` to `to`
+  // (a shared context computed once, continued differently by several sequences).
+  void copy_sequence(int from, int to, int positions);
 
   size_t cache_bytes() const;
 
@@ -42,7 +53,9 @@ class Decoder {
   const GPTModel& model_;
   Ops& ops_;
   int batch_, length_, max_rows_;
-  int new_rows_ = 0;
+  int new_rows_ = 0, sequences_ = 0;  // the current call's S and n
+  // The rows greedy(), logits() or score() read, gathered into picked_ / scored_.
+  void gather_rows(const std::vector<int32_t>& rows, Tensor& into);
   std::vector<std::vector<KvCache>> caches_;  // [chunk][block]
   DecodeScratch scratch_;
   GreedyBuffers greedy_;
@@ -50,6 +63,8 @@ class Decoder {
   Tensor tokens_, positions_;    // [B*max_new_rows] int32 on the device
   Tensor host_tokens_, host_positions_, start_;  // host int32; start_ [B]
   Tensor picked_;                // [B, C] the rows greedy() reads
+  HeadBuffers scoring_;          // score(): the head's buffers for up to B*max_new_rows rows
+  Tensor scored_, targets_, host_targets_;  // [B*max_new_rows, C], [B*max_new_rows] device and host int32
 };
 
 }  // namespace trident::model

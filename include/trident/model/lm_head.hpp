@@ -97,13 +97,26 @@ class LMHead {
   // over the real vocabulary, the lowest id on ties (as torch.argmax), the same on every rank
   // of the tensor-parallel group.
   std::vector<int32_t> greedy(Ops& ops, const Tensor& x, GreedyBuffers& b) const;
+  // Generation: the logits of each row of x [B, C] on the host, [B, V/tp] (this rank's shard;
+  // columns past the real vocabulary are padding), in b.host_logits.
+  const Tensor& host_logits(Ops& ops, const Tensor& x, GreedyBuffers& b) const;
+  // Scoring whole rows (model::Decoder): x [n, C] the same on every rank of the tensor-parallel
+  // group (no sequence parallelism), targets [n] int32 on the device; each row's log p(target),
+  // largest probability and greedy flag into scores, the same on every rank of the group.
+  void score_rows(Ops& ops, const Tensor& x, const Tensor& targets, HeadBuffers& b, TokenScores& scores) const;
+  HeadBuffers make_scoring_buffers(Ops& ops, int64_t rows, DType dtype) const;
+  int64_t vocab() const { return vocab_; }
   GreedyBuffers make_greedy_buffers(Ops& ops, int64_t rows, DType dtype) const;
 
  private:
   // The head GEMM's input: the norm output of all rows (gathered with sequence parallelism).
   const Tensor& normed(const HeadBuffers& b) const { return tp_.splits_rows() ? b.gathered : b.norm.y; }
-  // Logits of rows [r0, r1) into the chunk buffer (a view of its first r1 - r0 rows).
-  Tensor chunk_logits(Ops& ops, HeadBuffers& b, int64_t r0, int64_t r1) const;
+  // Logits of rows [r0, r1) of x (the head GEMM's input) into the chunk buffer (a view of its
+  // first r1 - r0 rows).
+  Tensor chunk_logits(Ops& ops, const Tensor& x, HeadBuffers& b, int64_t r0, int64_t r1) const;
+  // Evaluation sums (and per-row scores) of the normed rows x against targets, chunk by chunk.
+  EvalSums evaluate_rows(Ops& ops, const Tensor& x, const Tensor& targets, HeadBuffers& b,
+                         TokenScores* per_token) const;
   // A chunk's softmax statistics over the group's full rows into b.host_stats (max, sum of exp
   // relative to it, target logit, K each), from logits of `rows` rows.
   void combine_stats(Ops& ops, const Tensor& logits, const Tensor& targets, HeadBuffers& b) const;

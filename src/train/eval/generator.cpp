@@ -8,27 +8,44 @@ namespace trident::train {
 
 Generator::Generator(const model::GPTModel& model, Ops& ops, dist::Communicator* pp, int batch, int max_prompt,
                      int length)
-    : decoder_(model, ops, batch, length, max_prompt), pp_(pp), chunks_(model.num_chunks()) {}
+    : decoder_(model, ops, batch, length, max_prompt), pp_(pp), chunks_(model.num_chunks()),
+      vocab_(model.config().vocab) {}
 
-std::vector<int32_t> Generator::step(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int rows,
-                                     const std::vector<int32_t>& pick) {
-  decoder_.begin(tokens, start, rows);
-  const int pp = pp_ ? pp_->size() : 1, me = pp_ ? pp_->rank() : 0, stages = chunks_ * pp;
+void run_decoder_stages(model::Decoder& decoder, dist::Communicator* pp_group, int chunks) {
+  const int pp = pp_group ? pp_group->size() : 1, me = pp_group ? pp_group->rank() : 0, stages = chunks * pp;
   // Virtual stage v lives on pipeline rank v % pp as its chunk v / pp.
   for (int v = me; v < stages; v += pp) {
-    if (v == 0) decoder_.embed();
-    else if (pp > 1) pp_->recv(decoder_.hidden(), (v - 1) % pp, v);
-    decoder_.run_chunk(v / pp);
-    if (v + 1 < stages && pp > 1) pp_->send(decoder_.hidden(), (v + 1) % pp, v + 1);
+    if (v == 0) decoder.embed();
+    else if (pp > 1) pp_group->recv(decoder.hidden(), (v - 1) % pp, v);
+    decoder.run_chunk(v / pp);
+    if (v + 1 < stages && pp > 1) pp_group->send(decoder.hidden(), (v + 1) % pp, v + 1);
   }
+}
+
+std::vector<int32_t> Generator::step(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int rows,
+                                     const std::vector<int32_t>& pick, const TokenSampler* sampler) {
+  decoder_.begin(tokens, start, rows);
+  run_decoder_stages(decoder_, pp_, chunks_);
+  const int pp = pp_ ? pp_->size() : 1, me = pp_ ? pp_->rank() : 0;
   std::vector<int32_t> next(decoder_.batch());
-  if (me == pp - 1) next = decoder_.greedy(pick);
+  if (me == pp - 1 && !sampler) next = decoder_.greedy(pick);
+  if (me == pp - 1 && sampler) {
+    const Tensor& logits = decoder_.logits(pick);
+    TRIDENT_CHECK(logits.dim(1) >= vocab_, "generate: sampling needs the whole vocabulary on the rank (tp = 1)");
+    std::vector<float> row(static_cast<size_t>(vocab_), 0.0f);
+    for (int b = 0; b < decoder_.batch(); ++b) {
+      for (int64_t j = 0; j < vocab_; ++j)
+        row[size_t(j)] = logits.dtype() == DType::kF64 ? float(logits.data<double>()[b * logits.dim(1) + j])
+                                                       : logits.data<float>()[b * logits.dim(1) + j];
+      next[size_t(b)] = (*sampler)(b, row.data(), vocab_);
+    }
+  }
   if (pp > 1) pp_->broadcast(next.data(), next.size() * sizeof(int32_t), pp - 1);
   return next;
 }
 
 std::vector<std::vector<int32_t>> Generator::generate(const std::vector<std::vector<int32_t>>& prompts, int max_new,
-                                                      const std::vector<int32_t>& stop) {
+                                                      const std::vector<int32_t>& stop, const TokenSampler* sampler) {
   const int batch = decoder_.batch(), real = static_cast<int>(prompts.size());
   TRIDENT_CHECK(real >= 1 && real <= batch && max_new >= 1, "generate: ", real, " prompts for batch ", batch,
                 ", max_new ", max_new);
@@ -49,7 +66,7 @@ std::vector<std::vector<int32_t>> Generator::generate(const std::vector<std::vec
     pick[b] = length[b] - 1;
     if (b < real) tokens_processed_ += length[b];
   }
-  std::vector<int32_t> next = step(tokens, start, longest, pick);
+  std::vector<int32_t> next = step(tokens, start, longest, pick, sampler);
 
   std::vector<std::vector<int32_t>> out(real);
   std::vector<bool> done(real, false);
@@ -67,7 +84,7 @@ std::vector<std::vector<int32_t>> Generator::generate(const std::vector<std::vec
     // The token just chosen goes in at the sequence's next position.
     for (int b = 0; b < batch; ++b) start[b] = length[b] + produced - 1;
     tokens_processed_ += active;
-    next = step(next, start, 1, first_row);
+    next = step(next, start, 1, first_row, sampler);
   }
   return out;
 }
