@@ -4,7 +4,8 @@
 # perplexity task (word/byte perplexity, bits per byte) as the harness's HF backend scored them
 # (tests/data/lmeval/expected.json): acc to 1e-6, perplexities to 1e-4 relative, on one rank
 # and under dp=2, tp=2 and pp=2; per-level rows add up; perturbations are seeded and
-# reported with the worst case; an MoE model under ep = 2 scores as one rank; bad task lines
+# reported with the worst case; per-choice log-likelihoods (eval.predictions) equal the harness's under
+# every layout; an MoE model under ep = 2 scores as one rank; bad task lines
 # are clear errors (exit 2).
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
@@ -76,6 +77,48 @@ assert worst <= min(per.values()) + 1e-12 and abs(a[("acc_drop", "", "")] - (cle
 print(f"clean acc {clean:.4f}, perturbed {per}, worst case {worst:.4f}")
 PY
 
+# Per-choice log-likelihoods (eval.predictions): the shared-context scorer (each context computed
+# once, logits only where a choice token is scored) equals the harness's numbers under 1 rank,
+# dp=2, tp=2 and pp=2; a context too long for one row (cut from the left, as the harness cuts
+# it) is scored by rows beside shared-context examples, whose numbers do not change.
+run=ll1 score gpt2 choice_complete 1 --eval.predictions=true
+run=ll_dp score gpt2 choice_qa 2 --parallel.dp=2 --eval.predictions=true
+run=ll_tp score llama choice_qa 2 --parallel.tp=2 --eval.predictions=true
+run=ll_pp score llama choice_complete 2 --parallel.pp=2 --eval.predictions=true
+python3 - $tasks/choice_qa.jsonl "$work/long.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+long = {"context": "Question: " + "which of these is the answer, " * 12 + "really?\nAnswer:", "choices": ["yes", "no"], "gold": 0}
+with open(sys.argv[2], "w") as out:
+    for i, l in enumerate(lines[:3] + [long] + lines[3:]):
+        out.write(json.dumps(l) + "\n")
+PY
+"$trident" eval --model.init_from=tests/data/hf/lmeval_gpt2 --model.seq_len=64 --train.micro_batch=3 \
+  --train.global_batch=12 --eval.task="$work/long.jsonl" --eval.predictions=true --log.run_dir="$work/ll_long" \
+  > "$work/long.log" 2>&1 || { cat "$work/long.log"; fail "a task with a context longer than a row"; }
+python3 - "$work" $tasks/expected.json <<'PY'
+import json, sys
+work, expected = sys.argv[1], json.load(open(sys.argv[2]))
+def lls(run):
+    return [json.loads(l)["loglikelihoods"] for l in open(f"{work}/{run}/predictions/step_00000000.jsonl")]
+worst = 0
+for run, model, task in [("ll1", "gpt2", "choice_complete"), ("ll_dp", "gpt2", "choice_qa"),
+                         ("ll_tp", "llama", "choice_qa"), ("ll_pp", "llama", "choice_complete")]:
+    got, want = lls(run), expected[model][task]["loglikelihoods"]
+    assert len(got) == len(want), (run, len(got), len(want))
+    for g, w in zip(got, want):
+        assert len(g) == len(w), (run, g, w)
+        for a, b in zip(g, w):
+            worst = max(worst, abs(a - b) / max(1, abs(b)))
+            assert abs(a - b) <= 1e-4 * max(1, abs(b)), f"{run}: trident {a} vs lm-eval {b}"
+mixed = lls("ll_long")
+others = mixed[:3] + mixed[4:]
+assert len(mixed) == 17 and len(mixed[3]) == 2 and all(
+    abs(a - b) <= 1e-5 * max(1, abs(b)) for x, y in zip(others, lls("ll_dp")) for a, b in zip(x, y)), mixed
+print(f"per-choice log-likelihoods equal lm-eval's under 1 rank, dp, tp, pp (largest relative gap {worst:.1e});"
+      f" a long context beside them leaves them as they were")
+PY
+
 # Bad lines: a clear error naming the file and line, exit 2.
 bad() {  # bad NAME LINE EXPECTED
   printf '%s\n' '{"context": "a", "choices": ["b", "c"], "gold": 0}' "$2" > "$work/$1.jsonl"
@@ -107,6 +150,19 @@ moe=(--config input/configs/moe.ini --eval.task=$tasks/rolling.jsonl --eval.toke
   { cat "$work/moe1.log"; fail "MoE on one rank"; }
 mpirun -np 2 "$trident" eval "${moe[@]}" --log.run_dir="$work/moe2" > "$work/moe2.log" 2>&1 ||
   { cat "$work/moe2.log"; fail "MoE under ep = 2"; }
+# A choice task on the MoE model: shared-context scoring on one rank, row scoring under ep = 2.
+moe_choice=(--config input/configs/moe.ini --eval.task=$tasks/choice_complete.jsonl --eval.tokenizer=byte --eval.predictions=true)
+"$trident" eval "${moe_choice[@]}" --parallel.dp=1 --parallel.ep=1 --log.run_dir="$work/moec1" > "$work/moec1.log" 2>&1 ||
+  { cat "$work/moec1.log"; fail "MoE choice task on one rank"; }
+mpirun -np 2 "$trident" eval "${moe_choice[@]}" --log.run_dir="$work/moec2" > "$work/moec2.log" 2>&1 ||
+  { cat "$work/moec2.log"; fail "MoE choice task under ep = 2"; }
+python3 - "$work/moec1" "$work/moec2" <<'PY'
+import json, sys
+a, b = ([json.loads(l)["loglikelihoods"] for l in open(f"{d}/predictions/step_00000000.jsonl")] for d in sys.argv[1:])
+gap = max(abs(x - y) / max(1, abs(y)) for p, q in zip(a, b) for x, y in zip(p, q))
+assert len(a) == len(b) == 12 and gap <= 1e-5, (len(a), len(b), gap)
+print(f"MoE choice task: shared-context scoring (1 rank) equals row scoring (ep = 2), largest gap {gap:.1e}")
+PY
 python3 - "$work/moe1/eval.jsonl" "$work/moe2/eval.jsonl" <<'PY'
 import json, sys
 a, b = ({l["metric"]: l["value"] for l in map(json.loads, open(p))} for p in sys.argv[1:])

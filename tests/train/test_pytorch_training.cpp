@@ -63,9 +63,11 @@ void PyTorchTraining::run_three_steps(DType dtype, double tolerance, double para
   }
   const std::vector<double> losses = f.read("/train/losses"), norms = f.read("/train/grad_norms"),
                             lrs = f.read("/train/lrs");
+  data::GlobalBatchStats stats;
+  stats.valid_targets = valid;
+  stats.computed_tokens = int64_t(cfg.global_batch) * t;
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    const StepResult r = training_step.run(
-        step, batches, {.valid_targets = valid, .computed_tokens = int64_t(cfg.global_batch) * t});
+    const StepResult r = training_step.run(step, batches, stats);
     EXPECT_NEAR(r.loss, losses[step], tolerance * losses[step]) << "step " << step;
     EXPECT_NEAR(r.grad_norm, norms[step], tolerance * norms[step]) << "step " << step;
     EXPECT_DOUBLE_EQ(r.lr, lrs[step]) << "step " << step;

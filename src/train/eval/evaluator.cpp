@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "trident/core/error.hpp"
@@ -58,6 +60,21 @@ std::vector<MetricLine> metric_lines(int64_t step, const std::string& dataset,
   std::vector<MetricLine> out;
   for (const auto& [name, value] : metrics) out.push_back({step, name, value, dataset, level, perturbation, score});
   return out;
+}
+
+void write_predictions_file(const std::string& run_dir, int64_t step, const std::vector<std::string>& lines) {
+  const std::filesystem::path dir = std::filesystem::path(run_dir) / "predictions";
+  std::filesystem::create_directories(dir);
+  char name[40];
+  std::snprintf(name, sizeof name, "step_%08lld.jsonl", (long long)step);
+  const std::filesystem::path path = dir / name, tmp = dir / (std::string(name) + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    for (const std::string& line : lines) out << line << "\n";
+    out.flush();
+    TRIDENT_CHECK(out.good(), "cannot write ", tmp.string());
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 void append_metric_lines(const std::string& path, const std::vector<MetricLine>& lines) {

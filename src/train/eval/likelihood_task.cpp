@@ -215,8 +215,11 @@ int64_t count_characters(std::string_view utf8) {
 }
 
 LikelihoodTaskEvaluator::LikelihoodTaskEvaluator(const RunConfig& cfg, dist::Topology& topology,
-                                                 PipelineExecutor& pipeline, TaskKind kind)
+                                                 PipelineExecutor& pipeline, const model::GPTModel& model,
+                                                 TaskKind kind)
     : cfg_(cfg), topology_(topology), kind_(kind), scorer_(cfg, topology, pipeline) {
+  if (kind == TaskKind::kChoice && SharedContextScorer::supported(cfg))
+    shared_ = std::make_unique<SharedContextScorer>(cfg, topology, model, model.ops());
   tokenizer_ = data::load_tokenizer(task_tokenizer_spec(cfg));
   TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= uint64_t(cfg.model.vocab), "eval.tokenizer ",
                        tokenizer_->describe(), " has ", tokenizer_->vocab_size(), " ids; the model's vocabulary is ",
@@ -254,6 +257,37 @@ LikelihoodTaskResult LikelihoodTaskEvaluator::run(int64_t step) {
   return r;
 }
 
+std::vector<LoglikelihoodResult> LikelihoodTaskEvaluator::score_choices(const std::vector<LoglikelihoodRequest>& requests,
+                                                                      const std::vector<size_t>& per_example) {
+  if (!shared_) return scorer_.score(requests);
+  // An example whose choices share their context tokens (the harness's encoding gives them the
+  // same) and fit one row goes to the shared-context scorer; any other to the row scorer.
+  std::vector<ContextGroup> groups;
+  std::vector<LoglikelihoodRequest> rows;
+  std::vector<std::pair<bool, size_t>> where(requests.size());  // (shared, index in its results)
+  size_t at = 0, shared_results = 0;
+  for (size_t count : per_example) {
+    ContextGroup g{requests[at].context, {}};
+    bool same = true;
+    for (size_t k = 0; k < count; ++k) {
+      same = same && requests[at + k].context == g.context;
+      g.continuations.push_back(requests[at + k].continuation);
+    }
+    const bool shared = same && g.fits(cfg_.model.seq_len);
+    for (size_t k = 0; k < count; ++k) {
+      where[at + k] = {shared, shared ? shared_results++ : rows.size()};
+      if (!shared) rows.push_back(requests[at + k]);
+    }
+    if (shared) groups.push_back(std::move(g));
+    at += count;
+  }
+  const std::vector<LoglikelihoodResult> from_shared = shared_->score(groups), from_rows = scorer_.score(rows);
+  std::vector<LoglikelihoodResult> out(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i)
+    out[i] = where[i].first ? from_shared[where[i].second] : from_rows[where[i].second];
+  return out;
+}
+
 LikelihoodTaskResult LikelihoodTaskEvaluator::run_choice() {
   LikelihoodTaskResult r;
   // Every (example, choice) of the clean set and of each perturbed copy, scored in one call.
@@ -283,7 +317,10 @@ LikelihoodTaskResult LikelihoodTaskEvaluator::run_choice() {
   for (const Scored& s : sets)
     for (const ChoiceExample& e : s.examples)
       for (const std::string& c : e.choices) requests.push_back(encoder_->request(e.context, " " + c));
-  const std::vector<LoglikelihoodResult> results = scorer_.score(requests);
+  std::vector<size_t> per_example;
+  for (const Scored& s : sets)
+    for (const ChoiceExample& e : s.examples) per_example.push_back(e.choices.size());
+  const std::vector<LoglikelihoodResult> results = score_choices(requests, per_example);
   r.requests = static_cast<int64_t>(requests.size());
 
   // Per set: each example's (acc, acc_norm) by argmax, the first on ties.
@@ -299,6 +336,16 @@ LikelihoodTaskResult LikelihoodTaskEvaluator::run_choice() {
         if (norm > results[at + best_norm].logprob / double(count_characters(e.choices[best_norm]))) best_norm = k;
       }
       right[s].push_back({int(best) == e.gold, int(best_norm) == e.gold});
+      if (cfg_.eval.predictions && topology_.world_rank() == 0) {
+        Json line = Json::object(), lls = Json::array();
+        for (size_t k = 0; k < e.choices.size(); ++k) lls.push_back(Json(results[at + k].logprob));
+        line.set("prompt", Json(e.context));
+        line.set("prediction", Json(e.choices[best]));
+        line.set("reference", Json(e.choices[size_t(e.gold)]));
+        line.set("loglikelihoods", std::move(lls));
+        if (!sets[s].perturbation.empty()) line.set("perturbation", Json(sets[s].perturbation));
+        r.predictions.push_back(line.dump());
+      }
       at += e.choices.size();
     }
   auto row = [&](size_t s, const std::string& level) {

@@ -48,10 +48,12 @@ void RunEvaluation::evaluate(int64_t step) {
       if (cfg_.eval.predictions && topology_.world_rank() == 0) write_predictions(cfg_.log.run_dir, t);
     } else {
       if (!likelihood_evaluator_)
-        likelihood_evaluator_ = std::make_unique<LikelihoodTaskEvaluator>(cfg_, topology_, pipeline_, task_kind_);
+        likelihood_evaluator_ = std::make_unique<LikelihoodTaskEvaluator>(cfg_, topology_, pipeline_, model_, task_kind_);
       const LikelihoodTaskResult t = likelihood_evaluator_->run(step);
       log_.info(format_likelihood(t, likelihood_evaluator_->dataset()));
       record(likelihood_metric_lines(t, likelihood_evaluator_->dataset()));
+      if (cfg_.eval.predictions && topology_.world_rank() == 0 && task_kind_ == TaskKind::kChoice)
+        write_predictions_file(cfg_.log.run_dir, t.step, t.predictions);
     }
   }
   if (!cfg_.eval.ood.empty()) {

@@ -324,25 +324,16 @@ TaskResult TaskEvaluator::run(int64_t step) {
 }
 
 void write_predictions(const std::string& run_dir, const TaskResult& r) {
-  const std::filesystem::path dir = std::filesystem::path(run_dir) / "predictions";
-  std::filesystem::create_directories(dir);
-  char name[40];
-  std::snprintf(name, sizeof name, "step_%08lld.jsonl", (long long)r.step);
-  const std::filesystem::path path = dir / name, tmp = dir / (std::string(name) + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    for (const TaskSample& p : r.predictions) {
-      Json line = Json::object();
-      line.set("prompt", Json(p.prompt));
-      line.set("prediction", Json(p.prediction));
-      line.set("reference", Json(p.reference));
-      if (!p.perturbation.empty()) line.set("perturbation", Json(p.perturbation));
-      out << line.dump() << "\n";
-    }
-    out.flush();
-    TRIDENT_CHECK(out.good(), "cannot write ", tmp.string());
+  std::vector<std::string> lines;
+  for (const TaskSample& p : r.predictions) {
+    Json line = Json::object();
+    line.set("prompt", Json(p.prompt));
+    line.set("prediction", Json(p.prediction));
+    line.set("reference", Json(p.reference));
+    if (!p.perturbation.empty()) line.set("perturbation", Json(p.perturbation));
+    lines.push_back(line.dump());
   }
-  std::filesystem::rename(tmp, path);
+  write_predictions_file(run_dir, r.step, lines);
 }
 
 namespace {

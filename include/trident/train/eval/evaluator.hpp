@@ -64,6 +64,9 @@ std::vector<MetricLine> metric_lines(int64_t step, const std::string& dataset,
 // Appends the lines to path (eval.jsonl), each whole.
 void append_metric_lines(const std::string& path, const std::vector<MetricLine>& lines);
 std::vector<MetricLine> eval_metric_lines(const EvalResult& r, const std::string& dataset);
+// <run_dir>/predictions/step_<8 digits>.jsonl holding the lines (JSON objects, one per
+// example), written aside and renamed: a re-evaluation of the step replaces the file whole.
+void write_predictions_file(const std::string& run_dir, int64_t step, const std::vector<std::string>& lines);
 // A short table for the terminal.
 std::string format_eval(const EvalResult& r, const std::string& dataset);
 

@@ -22,6 +22,7 @@
 
 #include "trident/data/tokenizer.hpp"
 #include "trident/dist/topology.hpp"
+#include "trident/train/eval/context_scorer.hpp"
 #include "trident/train/eval/evaluator.hpp"
 #include "trident/train/eval/loglikelihood.hpp"
 #include "trident/train/pipeline/pipeline_executor.hpp"
@@ -94,11 +95,15 @@ struct LikelihoodTaskResult {
   std::vector<Level> levels;  // rolling, per level when the lines name levels
   int64_t requests = 0;
   double seconds = 0, samples_per_s = 0, mem_mb = 0;
+  // eval.predictions (choice tasks, world rank 0): per example {"prompt", "prediction",
+  // "reference", "loglikelihoods"[, "perturbation"]} JSON, clean in file order, then each perturbation.
+  std::vector<std::string> predictions;
 };
 
 class LikelihoodTaskEvaluator {
  public:
-  LikelihoodTaskEvaluator(const RunConfig& cfg, dist::Topology& topology, PipelineExecutor& pipeline, TaskKind kind);
+  LikelihoodTaskEvaluator(const RunConfig& cfg, dist::Topology& topology, PipelineExecutor& pipeline,
+                          const model::GPTModel& model, TaskKind kind);
   ~LikelihoodTaskEvaluator();
   // Collective over the world; every rank returns the same result.
   LikelihoodTaskResult run(int64_t step);
@@ -107,6 +112,9 @@ class LikelihoodTaskEvaluator {
  private:
   LikelihoodTaskResult run_choice();
   LikelihoodTaskResult run_rolling();
+  // Every request's result; per_example: the consecutive requests of each choice example.
+  std::vector<LoglikelihoodResult> score_choices(const std::vector<LoglikelihoodRequest>& requests,
+                                                 const std::vector<size_t>& per_example);
 
   const RunConfig& cfg_;
   dist::Topology& topology_;
@@ -114,6 +122,7 @@ class LikelihoodTaskEvaluator {
   std::unique_ptr<data::Tokenizer> tokenizer_;
   std::unique_ptr<HarnessEncoder> encoder_;
   LoglikelihoodScorer scorer_;
+  std::unique_ptr<SharedContextScorer> shared_;  // choice tasks, where the layout allows
   std::vector<ChoiceExample> choices_;
   std::vector<RollingDocument> documents_;
 };
