@@ -105,7 +105,7 @@ std::vector<ConfigKey> all_keys() {
       {"eval.kind", "auto", "eval.task's kind: generate (input/output or chat lines) | choice ({context, choices, gold}: acc, acc_norm) | rolling ({text}: word/byte perplexity, bits per byte) | auto (from the first line's keys)"},
       {"eval.metrics", "em,f1", "generate tasks: comma-separated scores among em (exact match), f1 (token F1), rouge1, rouge2, rougeL, rougeLsum (rouge-score's F-measures) and bleu (sacrebleu's corpus BLEU, 13a, 0-100)"},
       {"eval.rouge_stem", "false", "ROUGE with Porter stemming of tokens longer than 3 characters (rouge-score's use_stemmer)"},
-      {"eval.predictions", "false", "each example's prompt, prediction and reference to <run_dir>/predictions/step_<8 digits>.jsonl at every task evaluation"},
+      {"eval.predictions", "false", "each example's prompt, prediction and reference (choice tasks: and each choice's log-likelihood) to <run_dir>/predictions/step_<8 digits>.jsonl at every task evaluation"},
       {"eval.perturb", "", "robustness: comma-separated perturbations scored besides the clean task (typo, case, whitespace, shuffle_choices, distractor)"},
       {"eval.perturb_rate", "0.05", "per-character probability of a typo, case flip or whitespace change"},
       {"eval.perturb_seed", "1234", "seed of the perturbations"},
