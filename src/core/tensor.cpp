@@ -38,11 +38,19 @@ std::string Shape::str() const {
 std::shared_ptr<Storage> allocate_host(size_t bytes) {
   constexpr size_t kAlign = 64;
   constexpr size_t kHuge = size_t(2) << 20;
-  const size_t align = bytes >= kHuge ? kHuge : kAlign;
-  const size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, rounded);
+  if (bytes >= kHuge) {
+    // Fresh anonymous pages read as zero and are committed when first touched: a buffer sized
+    // for the worst case (training activations during an evaluation that never runs them)
+    // costs no page clearing and no resident memory until it is used.
+    const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+    void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    TRIDENT_CHECK(p != MAP_FAILED, "out of host memory allocating ", bytes, " bytes");
+    madvise(p, rounded, MADV_HUGEPAGE);
+    return std::make_shared<Storage>(p, bytes, Device::kCPU, [rounded](void* q) { munmap(q, rounded); });
+  }
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded);
   TRIDENT_CHECK(p != nullptr, "out of host memory allocating ", bytes, " bytes");
-  if (bytes >= kHuge) madvise(p, rounded, MADV_HUGEPAGE);
   std::memset(p, 0, rounded);
   return std::make_shared<Storage>(p, bytes, Device::kCPU, [](void* q) { std::free(q); });
 }

@@ -8,14 +8,15 @@
 
 namespace trident::model {
 
-Decoder::Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max_new_rows)
-    : model_(model), ops_(ops), batch_(batch), length_(length), max_rows_(max_new_rows) {
+Decoder::Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max_new_rows, int64_t call_rows)
+    : model_(model), ops_(ops), batch_(batch), length_(length), max_rows_(max_new_rows),
+      call_rows_(call_rows > 0 ? call_rows : int64_t(batch) * max_new_rows) {
   const ModelConfig& cfg = model.config();
   TRIDENT_CHECK(batch >= 1 && max_new_rows >= 1 && max_new_rows <= length && length <= cfg.seq_len,
                 "decoder: batch ", batch, ", ", max_new_rows, " new rows and length ", length,
                 " must be positive with rows <= length <= seq_len ", cfg.seq_len);
   const DType dtype = model.dtype();
-  const int64_t rows = int64_t(batch) * max_new_rows;
+  const int64_t rows = call_rows_;
   caches_.resize(model.num_chunks());
   for (int c = 0; c < model.num_chunks(); ++c)
     for (const auto& block : model.blocks(c)) caches_[c].push_back(block->make_cache(ops, batch, length, dtype));
@@ -38,14 +39,17 @@ Decoder::Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max
   start_ = Tensor::zeros(Shape{batch}, DType::kI32);
 }
 
-void Decoder::begin(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int new_rows) {
+void Decoder::begin(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int new_rows, int first) {
   const int sequences = static_cast<int>(start.size());
+  TRIDENT_CHECK(first >= 0 && first + sequences <= batch_, "decoder: sequences ", first, " .. ", first + sequences - 1,
+                " of a batch of ", batch_);
   TRIDENT_CHECK(new_rows >= 1 && new_rows <= max_rows_ && sequences >= 1 && sequences <= batch_ &&
-                    tokens.size() == size_t(sequences) * new_rows,
+                    tokens.size() == size_t(sequences) * new_rows && int64_t(tokens.size()) <= call_rows_,
                 "decoder: a call of ", new_rows, " rows per sequence (", tokens.size(), " tokens, ", start.size(),
-                " starts) for batch ", batch_, " and at most ", max_rows_, " rows");
+                " starts) for batch ", batch_, ", at most ", max_rows_, " rows per sequence and ", call_rows_, " in all");
   new_rows_ = new_rows;
   sequences_ = sequences;
+  first_ = first;
   const int64_t n = int64_t(sequences) * new_rows;
   int32_t* pos = host_positions_.data<int32_t>();
   for (int b = 0; b < sequences; ++b) {
@@ -77,7 +81,8 @@ void Decoder::run_chunk(int chunk) {
     // The caches of the call's sequences (all of them unless fewer were begun).
     const KvCache& all = caches_[chunk][l];
     KvCache cache = all;
-    if (all.k.defined() && sequences_ < batch_) cache = {all.k.narrow(0, sequences_), all.v.narrow(0, sequences_)};
+    if (all.k.defined() && sequences_ < batch_)
+      cache = {all.k.narrow(first_, first_ + sequences_), all.v.narrow(first_, first_ + sequences_)};
     blocks[l]->decode(ops_, hidden_view_, positions, start, cache, s);
   }
 }

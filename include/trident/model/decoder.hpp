@@ -17,16 +17,19 @@ namespace trident::model {
 class Decoder {
  public:
   // batch: sequences decoded together; length: the longest sequence (prompt + new tokens,
-  // <= seq_len); max_new_rows: the most tokens one call adds per sequence (the longest prompt).
-  Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max_new_rows);
+  // <= seq_len); max_new_rows: the most tokens one call adds per sequence (the longest prompt);
+  // call_rows: the most rows of one call over all its sequences, which sizes the buffers
+  // (0: batch x max_new_rows).
+  Decoder(const GPTModel& model, Ops& ops, int batch, int length, int max_new_rows, int64_t call_rows = 0);
 
   int batch() const { return batch_; }
   int length() const { return length_; }
 
   // Sets the call's S new tokens per sequence at positions start[b] .. start[b] + S - 1
-  // (tokens: [n*S] row-major; used by the first virtual stage, positions by all) for the first
-  // n = start.size() <= batch sequences (the others' caches are left as they are).
-  void begin(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int new_rows);
+  // (tokens: [n*S] row-major; used by the first virtual stage, positions by all) for the n =
+  // start.size() sequences first .. first + n - 1 of the batch (the others' caches are left as
+  // they are).
+  void begin(const std::vector<int32_t>& tokens, const std::vector<int32_t>& start, int new_rows, int first = 0);
   // The hidden rows [B*S, C] of the current call: received into by a stage that does not
   // embed, passed on after run_chunk.
   Tensor& hidden() { return hidden_view_; }
@@ -53,18 +56,19 @@ class Decoder {
   const GPTModel& model_;
   Ops& ops_;
   int batch_, length_, max_rows_;
-  int new_rows_ = 0, sequences_ = 0;  // the current call's S and n
+  int64_t call_rows_;
+  int new_rows_ = 0, sequences_ = 0, first_ = 0;  // the current call's S, n and first sequence
   // The rows greedy(), logits() or score() read, gathered into picked_ / scored_.
   void gather_rows(const std::vector<int32_t>& rows, Tensor& into);
   std::vector<std::vector<KvCache>> caches_;  // [chunk][block]
   DecodeScratch scratch_;
   GreedyBuffers greedy_;
-  Tensor hidden_, hidden_view_;  // [B*max_new_rows, C] and the current call's [B*S, C]
-  Tensor tokens_, positions_;    // [B*max_new_rows] int32 on the device
+  Tensor hidden_, hidden_view_;  // [call_rows, C] and the current call's [n*S, C]
+  Tensor tokens_, positions_;    // [call_rows] int32 on the device
   Tensor host_tokens_, host_positions_, start_;  // host int32; start_ [B]
   Tensor picked_;                // [B, C] the rows greedy() reads
-  HeadBuffers scoring_;          // score(): the head's buffers for up to B*max_new_rows rows
-  Tensor scored_, targets_, host_targets_;  // [B*max_new_rows, C], [B*max_new_rows] device and host int32
+  HeadBuffers scoring_;          // score(): the head's buffers for up to call_rows rows
+  Tensor scored_, targets_, host_targets_;  // [call_rows, C], [call_rows] device and host int32
 };
 
 }  // namespace trident::model

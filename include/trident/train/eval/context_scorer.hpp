@@ -3,9 +3,10 @@
 // every (context, continuation) as its own row and computes the logits of every position;
 // here a batch of contexts is prefilled into a KV cache (model::Decoder) without the head, each
 // cached context is copied to one decoder sequence per continuation, and the continuations run
-// as one call whose head computes logits only for the rows with a target. Per example of a
-// context of c tokens and K continuations of m_k tokens, the blocks see c - 1 + K * max m rows
-// instead of K * (c + m - 1), the head sum m_k rows instead of K * (c + m - 1).
+// longest first in calls over runs of similar length (each padded to its longest, the shortest
+// at least 3/4 of it) whose head computes logits only for the rows with a target. Per example of
+// a context of c tokens and K continuations of m_k tokens, the blocks see about c - 1 + sum m_k
+// rows instead of K (c + m - 1), the head sum m_k rows instead of K (c + m - 1).
 //
 // The numbers are those of the row a LoglikelihoodScorer would build, (context +
 // continuation)[:-1] at positions 0.., for groups that fit seq_len without cutting the context
