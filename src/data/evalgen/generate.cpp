@@ -82,6 +82,7 @@ std::vector<EvalCase> generate_cases(const Suite& suite, const SuiteSpec& spec, 
     c.level = level;
     c.params = std::move(d.params);
     c.prompt = fill_prompt(t.prompts[rng.below(t.prompts.size())], d.slots);
+    c.slots = std::move(d.slots);
     std::vector<std::string> forms = suite.accepted(t.name, c.params);  // the label is the checker's
     TRIDENT_CHECK(!forms.empty(), case_name(c), ": the checker accepts no answer");
     c.answer = forms[0];
@@ -116,7 +117,7 @@ void verify_case(const Suite& suite, const EvalCase& c) {
   }
 }
 
-std::string case_json_line(const EvalCase& c, EvalFormat format) {
+Json case_json(const EvalCase& c, EvalFormat format) {
   Json j = Json::object();
   if (format == EvalFormat::kGenerate) {
     j.append("input", Json(c.prompt));
@@ -130,20 +131,23 @@ std::string case_json_line(const EvalCase& c, EvalFormat format) {
   j.append("suite", Json(c.suite));
   j.append("template", Json(c.template_name));
   j.append("level", Json(c.level));
-  return j.dump();
+  return j;
 }
 
-EvalgenSummary write_eval_suites(const EvalgenOptions& o, const std::string& output, bool overwrite) {
-  const std::vector<std::unique_ptr<Suite>> registry = make_suites();
+std::string case_json_line(const EvalCase& c, EvalFormat format) { return case_json(c, format).dump(); }
+
+EvalgenPlan plan_eval_suites(const EvalgenOptions& o, const std::string& output, bool overwrite) {
+  EvalgenPlan plan;
+  plan.registry = make_suites();
   TRIDENT_CONFIG_CHECK(!o.suites.empty(), "--suite: no suite named");
   TRIDENT_CONFIG_CHECK(!o.levels.empty(), "--levels: no level named");
   TRIDENT_CONFIG_CHECK(o.n >= 1 && o.n <= 10000000, "--n ", o.n, ": must be in [1, 10000000]");
   TRIDENT_CONFIG_CHECK(!output.empty(), "--output is required");
-  std::vector<const Suite*> suites;
   for (const std::string& name : o.suites) {
-    const auto it = std::find_if(registry.begin(), registry.end(), [&](const auto& s) { return name == s->name(); });
-    TRIDENT_CONFIG_CHECK(it != registry.end(), "--suite: unknown suite \"", name, "\"");
-    suites.push_back(it->get());
+    const auto it =
+        std::find_if(plan.registry.begin(), plan.registry.end(), [&](const auto& s) { return name == s->name(); });
+    TRIDENT_CONFIG_CHECK(it != plan.registry.end(), "--suite: unknown suite \"", name, "\"");
+    plan.suites.push_back(it->get());
     if (o.format == EvalFormat::kChoice)
       TRIDENT_CONFIG_CHECK(o.choices >= 2 && o.choices <= (*it)->max_choices(), "--choices ", o.choices,
                            ": must be at least 2 and at most ", (*it)->max_choices(), " for suite ", name,
@@ -151,21 +155,17 @@ EvalgenSummary write_eval_suites(const EvalgenOptions& o, const std::string& out
   }
   TRIDENT_CONFIG_CHECK(overwrite || !std::filesystem::exists(output), output,
                        " exists: pass --overwrite to replace it");
-  std::vector<SuiteSpec> specs;  // every template file read before anything is written
-  for (const Suite* s : suites) specs.push_back(load_suite_spec(o.templates_dir, s->name(), s->templates()));
+  // Every template file read before anything is written.
+  for (const Suite* s : plan.suites) plan.specs.push_back(load_suite_spec(o.templates_dir, s->name(), s->templates()));
+  return plan;
+}
 
+void write_file_atomically(const std::string& output, const std::function<void(std::ostream&)>& body) {
   const std::string tmp = output + ".tmp";
-  EvalgenSummary summary;
   try {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     TRIDENT_CONFIG_CHECK(out.good(), tmp, ": cannot open for writing");
-    for (size_t i = 0; i < suites.size(); ++i)
-      for (const std::string& level : o.levels) {
-        const std::vector<EvalCase> cases = generate_cases(*suites[i], specs[i], level, o.n, o.seed, o.format, o.choices);
-        for (const EvalCase& c : cases) out << case_json_line(c, o.format) << '\n';
-        summary.parts.push_back({suites[i]->name(), level, static_cast<int64_t>(cases.size())});
-        summary.cases += static_cast<int64_t>(cases.size());
-      }
+    body(out);
     out.close();
     TRIDENT_CHECK(!out.fail(), tmp, ": write failed");
     std::filesystem::rename(tmp, output);
@@ -174,6 +174,21 @@ EvalgenSummary write_eval_suites(const EvalgenOptions& o, const std::string& out
     std::filesystem::remove(tmp, ignored);
     throw;
   }
+}
+
+EvalgenSummary write_eval_suites(const EvalgenOptions& o, const std::string& output, bool overwrite) {
+  const EvalgenPlan plan = plan_eval_suites(o, output, overwrite);
+  EvalgenSummary summary;
+  write_file_atomically(output, [&](std::ostream& out) {
+    for (size_t i = 0; i < plan.suites.size(); ++i)
+      for (const std::string& level : o.levels) {
+        const std::vector<EvalCase> cases =
+            generate_cases(*plan.suites[i], plan.specs[i], level, o.n, o.seed, o.format, o.choices);
+        for (const EvalCase& c : cases) out << case_json_line(c, o.format) << '\n';
+        summary.parts.push_back({plan.suites[i]->name(), level, static_cast<int64_t>(cases.size())});
+        summary.cases += static_cast<int64_t>(cases.size());
+      }
+  });
   return summary;
 }
 

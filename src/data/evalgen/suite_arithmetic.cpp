@@ -52,6 +52,17 @@ class ArithmeticSuite final : public Suite {
     return out;
   }
 
+  // The operation's words and no other's; a - b keeps a before b ("subtract b from a": after).
+  RewordRule reword_rule(const std::string& tmpl, const Json& params) const override {
+    RewordRule r;
+    r.must_say = {operation_phrases(tmpl)};
+    r.must_not_say = other_operation_phrases(tmpl);
+    if (tmpl == "subtract")
+      r.order.push_back({std::to_string(params.at("a").as_int()), std::to_string(params.at("b").as_int()),
+                         {"from", "less than"}});
+    return r;
+  }
+
  private:
   static int64_t result(const std::string& tmpl, const Json& params) {
     const int64_t a = params.at("a").as_int(), b = params.at("b").as_int();
@@ -101,6 +112,18 @@ class LastDigitSuite final : public Suite {
                                     std::to_string(terms.back() % 10)};
     for (int64_t step : {1, 9, 2, 8, 3, 7, 4, 6, 5}) out.push_back(std::to_string((d + step) % 10));
     return out;
+  }
+
+  // The last digit (not the first, not a digit sum); the expression (kept verbatim as a slot)
+  // fixes the operation, so no word of another may appear.
+  RewordRule reword_rule(const std::string& tmpl, const Json&) const override {
+    const std::string op = tmpl == "sum" ? "add" : "multiply";
+    RewordRule r;
+    r.must_say = {{"digit"}, {"last", "units", "unit", "ones", "final", "rightmost", "trailing"}};
+    r.must_not_say = other_operation_phrases(op);
+    for (const char* p : {"first", "leading", "leftmost", "tens", "hundreds", "thousands", "second", "digits"})
+      r.must_not_say.push_back(p);
+    return r;
   }
 
  private:

@@ -158,6 +158,19 @@ class DateSuite final : public Suite {
     for (int64_t step : {2, -2, 7, -7, 3, -3, 30, -30}) out.push_back(iso(from_days(end + step)));
     return out;
   }
+
+  // Forward in time, by N days ("N days" kept), asking a weekday or a date as the template does.
+  RewordRule reword_rule(const std::string& tmpl, const Json& params) const override {
+    RewordRule r;
+    r.must_say = {{"after", "later", "from now", "from", "ahead", "hence", "following", "in", "plus", "add"}};
+    r.must_not_say = {"ago",  "before", "earlier", "prior", "previous", "back",   "minus",    "subtract",
+                      "hour", "hours",  "weeks",   "month", "months",   "year",   "years",    "business",
+                      "working", "weekdays", "weekend", "weekends"};
+    r.must_not_say.push_back(tmpl == "weekday_after" ? "date" : "weekday");
+    if (tmpl == "date_plus") r.must_not_say.push_back("day of the week");
+    r.units.push_back({std::to_string(params.at("days").as_int()), {"day", "days"}});
+    return r;
+  }
 };
 
 }  // namespace

@@ -96,6 +96,15 @@ class KvLookupSuite final : public Suite {
     return out;
   }
 
+  // The value of the asked key (which key: the slot counts of paraphrase_check.hpp).
+  RewordRule reword_rule(const std::string&, const Json&) const override {
+    RewordRule r;
+    r.must_say = {{"value", "values"}};
+    r.must_not_say = {"which key", "what key", "how many", "sum", "total", "largest", "smallest", "reverse", "first",
+                      "last"};
+    return r;
+  }
+
  private:
   static size_t query_index(const Json& params) {
     const std::vector<std::string> keys = strings_of(params.at("keys"));

@@ -67,6 +67,16 @@ class CopySuite final : public Suite {
     for (const std::string& s : string_near_misses(text)) out.push_back(s);
     return out;
   }
+
+  // Repeat as it is: not reordered, not a part of it, not in other letters.
+  RewordRule reword_rule(const std::string&, const Json&) const override {
+    RewordRule r;
+    r.must_say = {{"repeat", "copy", "again", "verbatim", "exactly", "reproduce", "echo", "same"}};
+    r.must_not_say = reordering_phrases();
+    for (const std::string& p : selection_phrases()) r.must_not_say.push_back(p);
+    for (const char* p : {"first", "last"}) r.must_not_say.push_back(p);
+    return r;
+  }
 };
 
 class ReverseSuite final : public Suite {
@@ -114,6 +124,16 @@ class ReverseSuite final : public Suite {
     for (const std::string& s : joined(list_near_misses(split(right, ", ")), ", ")) out.push_back(s);
     return out;
   }
+
+  // Reversed (letters or items), not sorted, nothing left out.
+  RewordRule reword_rule(const std::string&, const Json&) const override {
+    RewordRule r;
+    r.must_say = {{"reverse", "reversed", "backwards", "backward", "right to left", "last to first"}};
+    r.must_not_say = {"sort", "sorted", "alphabetical", "alphabetically", "ascending", "descending", "increasing",
+                      "decreasing", "shuffle", "shuffled"};
+    for (const std::string& p : selection_phrases()) r.must_not_say.push_back(p);
+    return r;
+  }
 };
 
 class SortSuite final : public Suite {
@@ -159,6 +179,26 @@ class SortSuite final : public Suite {
                                     join(std::vector<std::string>(right.rbegin(), right.rend()), ", ")};
     for (const std::string& s : joined(list_near_misses(right), ", ")) out.push_back(s);
     return out;
+  }
+
+  // Numbers from the smallest up, words from a to z: never the other direction.
+  RewordRule reword_rule(const std::string& tmpl, const Json&) const override {
+    RewordRule r;
+    if (tmpl == "words") {
+      r.must_say = {{"alphabetical", "alphabetically", "a to z", "dictionary order", "lexicographic",
+                     "lexicographical", "lexicographically"}};
+      r.must_not_say = {"z to a", "length", "shortest", "longest", "ascending", "descending"};
+    } else {
+      r.must_say = {{"ascending", "increasing", "smallest to largest", "lowest to highest", "least to greatest",
+                     "smallest to biggest", "small to large", "low to high", "smallest first", "lowest first"}};
+      r.must_not_say = {"descending", "decreasing", "largest to smallest", "highest to lowest", "greatest to least",
+                        "biggest to smallest", "large to small", "high to low", "largest first", "highest first",
+                        "alphabetical", "alphabetically"};
+    }
+    for (const char* p : {"reverse", "reversed", "backwards", "backward", "shuffle", "shuffled"})
+      r.must_not_say.push_back(p);
+    for (const std::string& p : selection_phrases()) r.must_not_say.push_back(p);
+    return r;
   }
 
  private:

@@ -2,6 +2,7 @@
 #include "suite_util.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "trident/core/error.hpp"
 
@@ -151,6 +152,40 @@ std::vector<std::vector<std::string>> list_near_misses(const std::vector<std::st
     out.push_back(doubled);
   }
   return out;
+}
+
+const std::vector<std::string>& operation_phrases(const std::string& op) {
+  static const std::map<std::string, std::vector<std::string>> kPhrases = {
+      {"add", {"+", "plus", "sum", "add", "added", "adding", "total"}},
+      {"subtract", {"-", "minus", "subtract", "subtracted", "subtracting", "difference", "take away", "less than"}},
+      {"multiply", {"*", "\u00d7", "times", "product", "multiply", "multiplied", "multiplying"}},
+      {"divide", {"/", "\u00f7", "divide", "divided", "dividing", "quotient"}},
+  };
+  const auto it = kPhrases.find(op);
+  TRIDENT_CHECK(it != kPhrases.end(), "no arithmetic operation ", op);
+  return it->second;
+}
+
+std::vector<std::string> other_operation_phrases(const std::string& op) {
+  std::vector<std::string> out;
+  for (const char* other : {"add", "subtract", "multiply", "divide"})
+    if (op != other)
+      for (const std::string& p : operation_phrases(other)) out.push_back(p);
+  return out;
+}
+
+const std::vector<std::string>& reordering_phrases() {
+  static const std::vector<std::string> kPhrases = {
+      "reverse",    "reversed",   "backwards", "backward",   "sort",       "sorted",    "alphabetical",
+      "alphabetically", "ascending", "descending", "increasing", "decreasing", "shuffle", "shuffled"};
+  return kPhrases;
+}
+
+const std::vector<std::string>& selection_phrases() {
+  static const std::vector<std::string> kPhrases = {"only",      "except",     "without",  "every other", "uppercase",
+                                                    "upper case", "capital",    "capitals", "capitalized", "lowercase",
+                                                    "how many",   "count",      "remove",   "delete"};
+  return kPhrases;
 }
 
 }  // namespace trident::data::evalgen

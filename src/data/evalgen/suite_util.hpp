@@ -34,6 +34,14 @@ std::vector<std::string> integer_near_misses(int64_t v);
 // Near misses of a string: neighbouring characters swapped, one deleted, one doubled, one
 // letter replaced by the next.
 std::vector<std::string> string_near_misses(const std::string& s);
+// The phrases that name an arithmetic operation ("add", "subtract", "multiply", "divide") in a
+// question (RewordRule), and those of every operation but `op`.
+const std::vector<std::string>& operation_phrases(const std::string& op);
+std::vector<std::string> other_operation_phrases(const std::string& op);
+// Phrases of the text transformations a copy / reverse / sort question must not turn into.
+const std::vector<std::string>& reordering_phrases();  // reverse, sort, alphabetical, ...
+const std::vector<std::string>& selection_phrases();   // first, only, except, uppercase, ...
+
 // Near misses of a list: two neighbours swapped, any two swapped, rotated, one dropped, one doubled.
 std::vector<std::vector<std::string>> list_near_misses(const std::vector<std::string>& items);
 

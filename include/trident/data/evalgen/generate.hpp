@@ -7,6 +7,9 @@
 // Same options => the same bytes: every (suite, level) draws from its own seeded stream.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -39,6 +42,7 @@ std::vector<EvalCase> generate_cases(const Suite& suite, const SuiteSpec& spec, 
 // whitespace; the prompt must not end with whitespace.
 void verify_case(const Suite& suite, const EvalCase& c);
 
+Json case_json(const EvalCase& c, EvalFormat format);               // the line's object
 std::string case_json_line(const EvalCase& c, EvalFormat format);  // without the newline
 
 struct EvalgenSummary {
@@ -50,9 +54,20 @@ struct EvalgenSummary {
   int64_t cases = 0;
 };
 
-// Validates the options (ConfigError), loads the library, generates every case and writes
-// them to `output` through output + ".tmp" and a rename, so a failure leaves no partial file.
-// An existing output is a ConfigError unless `overwrite`.
+// The options validated (ConfigError) and the library loaded: the suites to write, in order,
+// with their template files. An existing output is a ConfigError unless `overwrite`.
+struct EvalgenPlan {
+  std::vector<std::unique_ptr<Suite>> registry;
+  std::vector<const Suite*> suites;  // of registry
+  std::vector<SuiteSpec> specs;      // one per suite
+};
+EvalgenPlan plan_eval_suites(const EvalgenOptions& o, const std::string& output, bool overwrite);
+
+// Writes `output` through output + ".tmp" and a rename (body writes the content), so a failure
+// leaves no partial file and no .tmp.
+void write_file_atomically(const std::string& output, const std::function<void(std::ostream&)>& body);
+
+// plan_eval_suites, then every case generated and written, (suite, level) by (suite, level).
 EvalgenSummary write_eval_suites(const EvalgenOptions& o, const std::string& output, bool overwrite);
 
 }  // namespace trident::data::evalgen

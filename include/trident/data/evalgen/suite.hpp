@@ -25,11 +25,37 @@ struct Draw {
 struct EvalCase {
   std::string suite, template_name, level;
   Json params;
-  std::string prompt;                      // no trailing whitespace
+  std::map<std::string, std::string> slots;  // the placeholder values its prompt shows (Draw::slots)
+  std::string prompt;                        // no trailing whitespace
   std::string answer;                      // the label: the checker's first accepted form
   std::vector<std::string> other_answers;  // the checker's other accepted forms
   std::vector<std::string> choices;        // multiple choice only: gold and near misses
   int gold = -1;
+};
+
+// What a reworded prompt must still say to ask the same question as the template's (the rule of
+// paraphrase_check.hpp, which also keeps every slot value, number and answer as the original
+// has them). Phrases are whole words, matched case-insensitively (paraphrase_check.hpp).
+struct RewordRule {
+  // At least one phrase of each group: the operation ("sum", "+", "plus"), its direction
+  // ("ascending", "smallest to largest"), what is asked ("digit", "value").
+  std::vector<std::vector<std::string>> must_say;
+  // None of these: the words of another operation, direction or unit.
+  std::vector<std::string> must_not_say;
+  // Slot values whose first occurrences must come in this order (a - b), or in the other order
+  // when the rewrite says a phrase of reversed_by ("subtract b from a").
+  struct Order {
+    std::string first, second;
+    std::vector<std::string> reversed_by;
+  };
+  std::vector<Order> order;
+  // Slot values that every occurrence of must be followed by one of these words (a count's
+  // unit: "40 days").
+  struct Unit {
+    std::string value;
+    std::vector<std::string> words;
+  };
+  std::vector<Unit> units;
 };
 
 class Suite {
@@ -49,6 +75,8 @@ class Suite {
   // duplicates); at least max_choices() - 1 distinct wrong ones for any case of any level.
   virtual std::vector<std::string> near_misses(const std::string& tmpl, const Json& params,
                                                const std::vector<std::string>& words, EvalRng& rng) const = 0;
+  // What a rewording of a case's prompt must still say (evalgen --paraphrase).
+  virtual RewordRule reword_rule(const std::string& tmpl, const Json& params) const = 0;
 };
 
 // The checker's verdict on a candidate answer (leading and trailing whitespace ignored).
