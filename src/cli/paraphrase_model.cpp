@@ -50,38 +50,14 @@ struct ParaphraseModel::Prepared {
 
 ParaphraseModel::ParaphraseModel(const std::string& source, const eg::SamplingOptions& sampling, int threads,
                                  const dist::ReductionOps* reductions, const Logger& log)
-    : sampling_(sampling) {
-  namespace fs = std::filesystem;
-  const bool checkpoint = !interop::is_hf_model_dir(source);
-  std::error_code ec;
-  TRIDENT_CONFIG_CHECK(!checkpoint || fs::is_regular_file(source, ec), "--paraphrase ", source,
-                       ": neither a Hugging Face model directory (config.json) nor a trident checkpoint file");
-  interop::CheckpointModel held;
-  std::vector<std::string> args = {"trident",
-                                   checkpoint ? "--checkpoint.resume=" + source : "--model.init_from=" + source,
-                                   "--train.micro_batch=1", "--train.threads=" + std::to_string(threads)};
-  if (!checkpoint) {  // the whole context the model's positions allow, up to 4096
-    const model::ModelConfig m = interop::read_hf_config(source).config;
-    args.push_back("--model.seq_len=" + std::to_string(std::min<int64_t>(m.positions(), 4096)));
-  } else {  // the context it was trained with (its config text's seq_len)
-    held = checkpoint_model(source);
-    args.push_back("--model.seq_len=" + std::to_string(held.config.seq_len));
-  }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  try {
-    cfg_ = parse_run_config(static_cast<int>(argv.size()), argv.data(), 1, checkpoint ? source : "");
-  } catch (const ConfigError& e) {
-    throw ConfigError(detail::concat("--paraphrase ", source, ": ", e.what()));
-  }
-  cfg_.data.train.clear();  // no shards are read
-  cfg_.data.mix = {};
-  cfg_.data.valid.clear();
-  const std::string tokenizer = model_tokenizer(source, checkpoint ? &held : nullptr);
+    : model_(source, {.option = "--paraphrase", .max_seq_len = 4096, .micro_batch = {}, .threads = threads}),
+      sampling_(sampling) {
+  const train::RunConfig& cfg = model_.config();
+  const std::string tokenizer = model_tokenizer(source, model_.checkpoint());
   tokenizer_ = data::load_tokenizer(tokenizer);
-  TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= static_cast<uint64_t>(cfg_.model.vocab), "--paraphrase ", source,
+  TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= static_cast<uint64_t>(cfg.model.vocab), "--paraphrase ", source,
                        ": its tokenizer ", tokenizer_->describe(), " has ", tokenizer_->vocab_size(),
-                       " ids; the model's vocabulary is ", cfg_.model.vocab);
+                       " ids; the model's vocabulary is ", cfg.model.vocab);
   if (tokenizer != "byte" && eg::has_chat_template(tokenizer))
     chat_ = std::make_unique<data::ChatTemplate>(data::load_chat_template(tokenizer));
   turn_end_ = eg::assistant_turn_end(chat_.get());
@@ -91,23 +67,16 @@ ParaphraseModel::ParaphraseModel(const std::string& source, const eg::SamplingOp
       if (std::find(stop_.begin(), stop_.end(), static_cast<int32_t>(*id)) == stop_.end())
         stop_.push_back(static_cast<int32_t>(*id));
 
-  session_ = std::make_unique<RunSession>(cfg_, MPI_COMM_SELF, reductions, log, /*describe=*/false);
-  run_ = std::make_unique<train::RunBuilder>(cfg_, session_->backend(), session_->topology(), log);
-  run_->load_initial_weights();
-  std::string loaded;
-  if (checkpoint) run_->weights_reader().load_resume_model(/*adapters=*/true, &loaded);
-  const model::ModelConfig& m = cfg_.model;
-  description_ =
-      detail::concat(checkpoint ? "checkpoint " : "model ", source, " (", model::arch_name(m.arch), ", ", m.layers,
-                     " layers, hidden ", m.hidden, ", context ", m.seq_len, "), tokenizer ", tokenizer_->describe(),
-                     chat_ ? ", its chat template" : ", no chat template (plain prompt)");
+  model_.load(reductions, log);
+  description_ = detail::concat(model_.describe(), ", tokenizer ", tokenizer_->describe(),
+                                chat_ ? ", its chat template" : ", no chat template (plain prompt)");
 }
 
 ParaphraseModel::~ParaphraseModel() = default;
 
 std::vector<eg::Rewrite> ParaphraseModel::rewrite(const std::vector<eg::RewriteRequest>& requests) {
   std::vector<eg::Rewrite> out(requests.size());
-  const int context = cfg_.model.seq_len;
+  const int context = model_.config().model.seq_len;
   // Each request's prompt: the document prefix (none under a chat template, which renders its
   // own) and the rendered request; its budget from the original's length.
   std::vector<Prepared> ready;
@@ -154,7 +123,7 @@ void ParaphraseModel::generate_batch(const std::vector<Prepared>& batch, std::ve
     budget = std::max(budget, p.max_new);
     prompts.push_back(p.prompt);
   }
-  train::Generator generator(run_->model(), session_->backend(), nullptr, static_cast<int>(batch.size()), longest,
+  train::Generator generator(model_.model(), model_.model().ops(), nullptr, static_cast<int>(batch.size()), longest,
                              longest + budget);
   // Sequence b's token t is its stream's draw t: the batch is no input.
   std::vector<int64_t> position(batch.size(), 0);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "run_session.hpp"
+#include "standalone_model.hpp"
 #include "trident/core/log.hpp"
 #include "trident/data/chat_template.hpp"
 #include "trident/data/evalgen/paraphrase.hpp"
@@ -44,9 +44,7 @@ class ParaphraseModel {
   struct Prepared;  // one request's prompt ids and token budget
   void generate_batch(const std::vector<Prepared>& batch, std::vector<data::evalgen::Rewrite>& out);
 
-  train::RunConfig cfg_;
-  std::unique_ptr<RunSession> session_;
-  std::unique_ptr<train::RunBuilder> run_;
+  StandaloneModel model_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
   std::unique_ptr<data::ChatTemplate> chat_;
   std::string turn_end_;

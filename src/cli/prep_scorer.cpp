@@ -30,6 +30,11 @@ std::string scorer_tokenizer(const std::string& source, const interop::Checkpoin
   return "byte";
 }
 
+int checked_max_tokens(int max_tokens) {
+  TRIDENT_CONFIG_CHECK(max_tokens >= 2, "--ppl-max-tokens must be at least 2 (got ", max_tokens, ")");
+  return max_tokens;
+}
+
 // Windows per forward: up to 16, fewer when their logits would pass 2^26 floats (256 MB).
 int scoring_rows(int64_t seq_len, int64_t vocab) {
   return static_cast<int>(std::clamp<int64_t>((int64_t(1) << 26) / std::max<int64_t>(seq_len * vocab, 1), 1, 16));
@@ -39,53 +44,24 @@ int scoring_rows(int64_t seq_len, int64_t vocab) {
 
 PrepScorer::PrepScorer(const std::string& source, const std::string& tokenizer, int max_tokens,
                        const dist::ReductionOps* reductions, const Logger& log)
-    : max_tokens_(max_tokens) {
-  namespace fs = std::filesystem;
-  const bool checkpoint = !interop::is_hf_model_dir(source);
-  std::error_code ec;
-  TRIDENT_CONFIG_CHECK(!checkpoint || fs::is_regular_file(source, ec), "--ppl-model ", source,
-                       ": neither a Hugging Face model directory (config.json) nor a trident checkpoint file");
-  TRIDENT_CONFIG_CHECK(max_tokens >= 2, "--ppl-max-tokens must be at least 2 (got ", max_tokens, ")");
-  interop::CheckpointModel held;  // the checkpoint's model, read once
-  std::vector<std::string> args = {"trident", checkpoint ? "--checkpoint.resume=" + source : "--model.init_from=" + source};
-  if (!checkpoint) {  // windows as long as the model's positions allow, up to max_tokens
-    const model::ModelConfig m = interop::read_hf_config(source).config;
-    const int64_t seq_len = std::min<int64_t>(m.positions(), max_tokens);
-    args.push_back("--model.seq_len=" + std::to_string(seq_len));
-    args.push_back("--train.micro_batch=" + std::to_string(scoring_rows(seq_len, m.vocab)));
-  } else {
-    held = checkpoint_model(source);
-    args.push_back("--train.micro_batch=" + std::to_string(scoring_rows(held.config.seq_len, held.config.vocab)));
-  }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  try {
-    cfg_ = parse_run_config(static_cast<int>(argv.size()), argv.data(), 1, checkpoint ? source : "");
-  } catch (const ConfigError& e) {
-    throw ConfigError(detail::concat("--ppl-model ", source, ": ", e.what()));
-  }
-  cfg_.data.train.clear();  // the scorer reads no shards
-  cfg_.data.mix = {};
-  cfg_.data.valid.clear();
-  tokenizer_ = data::load_tokenizer(scorer_tokenizer(source, checkpoint ? &held : nullptr, tokenizer));
-  TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= static_cast<uint64_t>(cfg_.model.vocab), "--ppl-tokenizer ",
+    : model_(source, {.option = "--ppl-model", .max_seq_len = checked_max_tokens(max_tokens), .micro_batch = scoring_rows,
+                      .threads = 0}),
+      max_tokens_(max_tokens) {
+  const train::RunConfig& cfg = model_.config();
+  tokenizer_ = data::load_tokenizer(scorer_tokenizer(source, model_.checkpoint(), tokenizer));
+  TRIDENT_CONFIG_CHECK(tokenizer_->vocab_size() <= static_cast<uint64_t>(cfg.model.vocab), "--ppl-tokenizer ",
                        tokenizer_->describe(), " has ", tokenizer_->vocab_size(), " ids; the model's vocabulary is ",
-                       cfg_.model.vocab);
-  session_ = std::make_unique<RunSession>(cfg_, MPI_COMM_SELF, reductions, log, /*describe=*/false);
-  run_ = std::make_unique<train::RunBuilder>(cfg_, session_->backend(), session_->topology(), log);
-  run_->load_initial_weights();
-  std::string loaded;
-  if (checkpoint) run_->weights_reader().load_resume_model(/*adapters=*/true, &loaded);
-  const model::ModelConfig& m = cfg_.model;
-  description_ = detail::concat(checkpoint ? "checkpoint " : "model ", source, " (", model::arch_name(m.arch), ", ",
-                                m.layers, " layers, hidden ", m.hidden, "), tokenizer ", tokenizer_->describe());
+                       cfg.model.vocab);
+  model_.load(reductions, log);
+  description_ = detail::concat(model_.describe(), ", tokenizer ", tokenizer_->describe());
 }
 
 PrepScorer::~PrepScorer() = default;
 
 std::vector<double> PrepScorer::perplexities(const std::vector<std::string>& texts) {
-  model::GPTModel& model = run_->model();
-  const int64_t B = cfg_.train.micro_batch, T = cfg_.model.seq_len, V = cfg_.model.vocab;
+  model::GPTModel& model = model_.model();
+  const train::RunConfig& cfg = model_.config();
+  const int64_t B = cfg.train.micro_batch, T = cfg.model.seq_len, V = cfg.model.vocab;
   // Each text's first max_tokens tokens, cut into windows of T (scored without context across
   // windows); windows of all texts fill rows of B.
   struct Window {
@@ -113,7 +89,7 @@ std::vector<double> PrepScorer::perplexities(const std::vector<std::string>& tex
         tokens.data<int32_t>()[static_cast<int64_t>(r) * T + static_cast<int64_t>(t)] = static_cast<int32_t>(windows[first + r].ids[t]);
     const Tensor& device_logits = model.forward_logits(tokens, positions);  // [B*T, V]
     Tensor logits = Tensor::zeros(device_logits.shape(), DType::kF32);
-    session_->backend().copy(device_logits, logits);
+    model.ops().copy(device_logits, logits);
     const int64_t stride = logits.dim(1);
     for (size_t r = 0; r < rows; ++r) {
       const Window& w = windows[first + r];

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "run_session.hpp"
+#include "standalone_model.hpp"
 #include "trident/backend/ops.hpp"
 #include "trident/core/log.hpp"
 #include "trident/data/tokenizer.hpp"
@@ -35,9 +35,7 @@ class PrepScorer {
   const std::string& description() const { return description_; }
 
  private:
-  train::RunConfig cfg_;
-  std::unique_ptr<RunSession> session_;  // MPI_COMM_SELF: this rank's own model
-  std::unique_ptr<train::RunBuilder> run_;
+  StandaloneModel model_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
   int max_tokens_;
   std::string description_;

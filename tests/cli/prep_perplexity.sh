@@ -43,7 +43,7 @@ EOF
 off=(--max-non-text-ratio 1 --max-repeated-ngram-ratio 1 --max-repeated-line-ratio 1)
 "$trident" prep --input "$work/mix.jsonl" --output "$work/p1" --ppl-model "$model" --ppl-keep-percentile 57.14 \
   "${off[@]}" > "$work/log" 2>&1 || fail "prep with the scorer: $(cat "$work/log")"
-grep -q "scoring perplexity with checkpoint $model (gpt2, 8 layers, hidden 64), tokenizer byte" "$work/log" \
+grep -q "scoring perplexity with checkpoint $model (gpt2, 8 layers, hidden 64, context 64), tokenizer byte" "$work/log" \
   || fail "scorer line: $(cat "$work/log")"
 grep -q "30 dropped" "$work/log" || fail "perplexity drops: $(cat "$work/log")"
 "$trident" inspect "$work/p1" --decode all > "$work/kept.txt" || fail "inspect"
