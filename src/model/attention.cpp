@@ -168,6 +168,7 @@ DecodeAttention Attention::make_decode_scratch(Ops& ops, int64_t rows, DType dty
   const Shape q_shape{rows, heads_ * hs}, kv_shape{rows, kv_heads_ * hs};
   side_by_side(ops, q_shape, kv_shape, dtype, cfg_.qk_norm, s.q, s.k, s.v, s.q_raw, s.k_raw);
   s.out = ops.zeros(q_shape, dtype);
+  s.lse = ops.zeros(Shape{rows * heads_}, dtype);
   make_norm_statistics(ops, rows, dtype, s.q_rstd, s.k_rstd);
   return s;
 }
@@ -188,7 +189,18 @@ void Attention::decode(Ops& ops, const Tensor& x, const Tensor& positions, const
   }
   const Shape q_shape{batch, steps, s.q.dim(1)};
   Tensor attended = s.out.view(q_shape);
-  ops.attention_cached(s.q.view(q_shape), cache.k, cache.v, heads_, kv_heads_, start, attended, window_);
+  // A prefill from position 0 sees only its own rows: plain causal attention, the tiled kernel
+  // training uses (sliding windows aside), instead of one query at a time against the cache.
+  bool from_zero = window_ == 0 && steps > 1;
+  for (int64_t b = 0; b < batch && from_zero; ++b) from_zero = first[b] == 0;
+  if (from_zero) {
+    const Shape kv_shape{batch, steps, s.k.dim(1)};
+    Tensor lse = s.lse.narrow(0, rows * heads_).view(Shape{batch, heads_, steps});
+    ops.attention_forward(s.q.view(q_shape), s.k.view(kv_shape), s.v.view(kv_shape), heads_, kv_heads_, Tensor(),
+                          attended, lse);
+  } else {
+    ops.attention_cached(s.q.view(q_shape), cache.k, cache.v, heads_, kv_heads_, start, attended, window_);
+  }
   o_.forward(ops, s.out, out);
   if (tp_.size() > 1) {
     tp_.all_reduce(out);

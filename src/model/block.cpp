@@ -178,7 +178,7 @@ DecodeScratch DecodeScratch::rows(int64_t n) const {
   DecodeScratch s;
   s.norm = {cut(norm.y), cut(norm.mean), cut(norm.rstd)};
   s.attn = {cut(attn.q), cut(attn.k), cut(attn.v), cut(attn.out), cut(attn.q_raw), cut(attn.k_raw),
-            cut_heads(attn.q_rstd, attn.q), cut_heads(attn.k_rstd, attn.k)};
+            cut_heads(attn.q_rstd, attn.q), cut_heads(attn.k_rstd, attn.k), attn.lse};
   s.mlp = {cut(mlp.up), cut(mlp.gate), cut(mlp.act)};
   s.moe = moe.logits.defined() ? moe.prefix(n, norm.y.dim(0)) : moe;
   s.branch = cut(branch);

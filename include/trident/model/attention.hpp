@@ -37,6 +37,7 @@ struct KvCache {
 struct DecodeAttention {
   Tensor q, k, v, out;
   Tensor q_raw, k_raw, q_rstd, k_rstd;  // qk_norm
+  Tensor lse;  // [N*NH] a prefill's softmax statistics (the flash kernel writes them)
 };
 
 // Backward temporaries, shared by all blocks.
