@@ -37,8 +37,10 @@ struct Batch {
 };
 
 // Groups in the given order (longest context first) while the prefill (groups x P) and the
-// continuations (sequences x S) stay within `rows`, and so does the cache ((sequences + groups) x
-// length positions: a training micro-batch's rows); P + S stays within seq_len.
+// continuations (sequences x S) stay within `rows` and the cache ((sequences + groups) x length)
+// within 4 x rows positions (keys and values: far less than a training micro-batch's
+// activations; on the lm-eval timing task 4x is 13% faster than 1x, 5% faster than 2x);
+// P + S stays within seq_len.
 std::vector<Batch> make_batches(const std::vector<ContextGroup>& groups, const std::vector<size_t>& mine, int64_t rows,
                                 int64_t length, int64_t seq_len) {
   std::vector<Batch> out;
@@ -49,7 +51,7 @@ std::vector<Batch> make_batches(const std::vector<ContextGroup>& groups, const s
       Batch& b = out.back();
       const int64_t prefill = std::max(b.prefill, p), width = std::max(b.rows, s), n = b.sequences + k;
       const int64_t e = int64_t(b.groups.size()) + 1;
-      if (e * prefill <= rows && n * width <= rows && (n + e) * length <= rows &&
+      if (e * prefill <= rows && n * width <= rows && (n + e) * length <= 4 * rows &&
           prefill + width <= seq_len) {
         b.groups.push_back(g), b.prefill = prefill, b.rows = width, b.sequences = n;
         continue;
