@@ -141,7 +141,7 @@ echo "${version%%$'\n'*}"
 end ok
 
 # --- 2. the arm64 sysroot ----------------------------------------------------------------------
-sysroot_pkgs=(libc6-dev libstdc++-12-dev libopenmpi-dev libhdf5-openmpi-dev libboost-program-options-dev
+sysroot_pkgs=(libc6-dev libstdc++-12-dev libopenmpi-dev libhdf5-openmpi-dev libboost-program-options-dev libssl-dev
               libdnnl-dev libgtest-dev libbenchmark-dev)
 # Tools the -dev packages drag in that no arm64 link or run here needs (compilers, perl, ssh).
 sysroot_skip='^(gcc-12|g\+\+-12|cpp-12|gfortran-12|binutils|binutils-aarch64-linux-gnu|perl|perl-modules-.*|libperl.*|autoconf|automake|m4|openssh-client|dpkg|tar|passwd|adduser|debconf|googletest)$'

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   openmpi-bin libopenmpi-dev                 # MPI runtime and headers
   libhdf5-openmpi-dev hdf5-tools             # parallel HDF5 (MPI-IO driver) + h5dump
+  libssl-dev                                 # OpenSSL libcrypto: AES-256-GCM, SHA-256 (encryption at rest)
   libboost-program-options-dev               # INI + command-line configuration
   libdnnl-dev                                # oneDNN: the CPU GEMM library
   libgtest-dev googletest                    # unit and MPI tests

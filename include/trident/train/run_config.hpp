@@ -12,6 +12,7 @@
 #include "trident/dist/topology.hpp"
 #include "trident/model/model_config.hpp"
 #include "trident/model/recompute.hpp"
+#include "trident/security/security_config.hpp"
 #include "trident/train/optim/lisa.hpp"
 #include "trident/train/privacy/privacy_config.hpp"
 #include "trident/train/pipeline/pipeline_schedule.hpp"
@@ -108,6 +109,7 @@ struct RunConfig {
   std::string lora_init_from;  // lora.init_from: a PEFT adapter directory ("" = PEFT's initialisation)
   LisaConfig lisa;
   PrivacyConfig privacy;
+  security::SecurityConfig security;
   std::string resolved_ini; // the full configuration as written to <run_dir>/config.ini
 
   // Sequences per micro-batch per dp rank and micro-batches per step.
