@@ -118,6 +118,12 @@ std::vector<ConfigKey> all_keys() {
       {"privacy.unit", "document", "the privacy unit: document (a document of data.train, packed with others into rows; its first seq_len + 1 tokens) | row (a whole row of the batch sampler)"},
       {"privacy.sampling", "poisson", "poisson (each unit joins a step with probability q = train.global_batch / N, independently; what the accountant assumes) | shuffle (an epoch's permutation in batches of train.global_batch units; the epsilon reported is then the Poisson analysis, not a proven bound)"},
       {"privacy.accountant", "prv", "prv (numerical composition, Gopi et al. 2021) | rdp (Renyi DP, Mironov et al. 2019)"},
+      {"security.group", "", "every file and directory trident writes is given to this group (the user must be a member; \"\" = left as created)"},
+      {"security.file_mode", "0640", "exact mode of every file trident writes (run directory, metrics, TensorBoard events, checkpoints of both tiers, exports), whatever the umask: files are created owner-only and given this mode and the group before anything is written"},
+      {"security.dir_mode", "0750", "exact mode of every directory trident creates (02750: setgid, so files others add inherit the group)"},
+      {"security.inputs", "warn", "an input (config, shard, checkpoint, tokenizer, key file) writable by others, or a symlink out of its directory: strict (exit 2 naming it and its mode) | warn | off"},
+      {"security.key_file", "", "encryption at rest: a 32-byte key (64 hex digits or raw) in a file of mode 0600 or 0400 owned by the user; shards made with `trident prep --key-file` are read with it and checkpoints (both tiers) are written encrypted (AES-256-GCM)"},
+      {"security.audit", "false", "append one JSON line per file read or written (time, user, uid, host, Slurm job, rank, action, path, size, key id or SHA-256) to <run_dir>/audit.jsonl"},
       {"eval.ood_samples", "512", "samples scored on each side of the OOD comparison: pieces of seq_len + 1 tokens of the documents, spread evenly over each set"},
   };
   keys.insert(keys.end(), run_keys.begin(), run_keys.end());

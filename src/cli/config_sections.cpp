@@ -410,6 +410,7 @@ train::RunConfig to_run_config(const Values& v, int world_size) {
   resolve_topk_schedule(v, c);
   c.lisa = read_lisa_section(v, c);
   c.privacy = read_privacy_section(v, c);
+  c.security = read_security_section(v);
   const std::string layout = v.str("parallel.layout");
   TRIDENT_CONFIG_CHECK(layout == "manual" || layout == "auto", "parallel.layout must be manual or auto (got '", layout,
                        "')");

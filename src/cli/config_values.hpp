@@ -33,6 +33,10 @@ class Values {
 std::string resolved_ini(const Values& v);
 // [model] and [lora]: the model, resolved (defaults filled, rules checked).
 model::ModelConfig read_model_section(const Values& v);
+// [security] (config_security.cpp): modes, group membership, the key file loaded.
+security::SecurityConfig read_security_section(const Values& v);
+// An octal file mode ("0640"); ConfigError naming `key` otherwise.
+unsigned parse_file_mode(const std::string& key, const std::string& text);
 // Where `trident plan --calibrate` keeps this machine's figures: TRIDENT_CALIBRATION, else the
 // XDG cache (XDG_CACHE_HOME or ~/.cache)/trident/calibration.json (plan_command.cpp).
 std::string calibration_path();

@@ -73,8 +73,11 @@ struct CipherContext {
 
 std::string to_hex(std::span<const unsigned char> bytes) {
   static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (unsigned char b : bytes) s += {digits[b >> 4], digits[b & 15]};
+  std::string s(2 * bytes.size(), '0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    s[2 * i] = digits[bytes[i] >> 4];
+    s[2 * i + 1] = digits[bytes[i] & 15];
+  }
   return s;
 }
 
