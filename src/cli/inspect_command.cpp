@@ -6,6 +6,7 @@
 #include <bit>
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "trident/core/json.hpp"
 #include "trident/data/prep.hpp"
 #include "trident/data/shard_set.hpp"
+#include "trident/security/crypto.hpp"
 #include "trident/data/tokenizer.hpp"
 
 namespace trident::cli {
@@ -28,7 +30,7 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: trident inspect PREFIX [--decode I|all] [--tokenizer T]   (token shards)\n"
+    "usage: trident inspect PREFIX [--decode I|all] [--tokenizer T] [--key-file KEY]   (token shards)\n"
     "       trident inspect CHECKPOINT.h5              (tensors, attributes, checksums verified)\n"
     "       trident inspect --config FILE --batches N [--json]   (a run's first N global batches)";
 
@@ -126,7 +128,7 @@ int run_inspect(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string_view(argv[i]) == "--config" || std::string_view(argv[i]).starts_with("--config="))
       return inspect_batches(argc, argv);
-  std::string prefix, decode, tokenizer_spec;
+  std::string prefix, decode, tokenizer_spec, key_file;
   po::options_description desc("options");
   desc.add_options()
       ("help,h", "print this help")
@@ -135,7 +137,8 @@ int run_inspect(int argc, char** argv) {
        "print document I as text, or every document (all), instead of statistics")
       ("tokenizer", po::value<std::string>(&tokenizer_spec)->default_value(""),
        "tokenizer for --decode (default: the one PREFIX.prep.json names; without one, byte for a "
-       "257-id vocab, else the ids are printed)");
+       "257-id vocab, else the ids are printed)")
+      ("key-file", po::value<std::string>(&key_file)->default_value(""), "the key of encrypted shards (trident prep --key-file)");
   po::positional_options_description positional;
   positional.add("prefix", 1);
   po::variables_map vm;
@@ -146,7 +149,9 @@ int run_inspect(int argc, char** argv) {
     return 2;
   }
   try {
-    const data::ShardSet reader(prefix);
+    const std::optional<security::MasterKey> key =
+        key_file.empty() ? std::nullopt : std::optional(security::load_key_file(key_file));
+    const data::ShardSet reader(prefix, key ? &*key : nullptr);
     if (decode.empty()) {
       print_statistics(reader);
       return 0;

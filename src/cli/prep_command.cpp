@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "prep_scorer.hpp"
 #include "command_options.hpp"
@@ -13,6 +14,7 @@
 #include "trident/core/error.hpp"
 #include "trident/data/bpe_trainer.hpp"
 #include "trident/data/prep.hpp"
+#include "trident/security/crypto.hpp"
 #include "trident/data/shard_set.hpp"
 #include "trident/data/tokenizer.hpp"
 #include "trident/dist/mpi_session.hpp"
@@ -27,7 +29,7 @@ constexpr const char* kUsage =
     "           [--shards N] [--valid-permille N] [--template plain|alpaca|chatml|model|STRING] [--scrub-pii]\n"
     "           [--skip-bad-lines] [--near-dedup [--jaccard 0.8 --ngram 5 --num-perm 128 --bands B --rows R]]\n"
     "           [--ppl-model CHECKPOINT|HF_DIR (--ppl-max X | --ppl-keep-percentile P)]\n"
-    "           [--length-buckets EDGES [--max-share S]] [filter options]\n"
+    "           [--length-buckets EDGES [--max-share S]] [--key-file KEY] [filter options]\n"
     "       trident prep --train-tokenizer --vocab-size N --input FILE... --output TOKENIZER.json\n"
     "  Each text file is one document. Each line of a *.jsonl file is one document: {\"text\": ...},\n"
     "  {\"input\": ..., \"output\": ...} (rendered with --template, trained on the output only) or\n"
@@ -139,7 +141,8 @@ int run_prep(int argc, char** argv) {
   std::string tokenizer_spec;
   uint64_t vocab_size = 0;
   double split_mb = 0;
-  std::string length_buckets, ppl_model, ppl_tokenizer;
+  std::string length_buckets, ppl_model, ppl_tokenizer, key_file;
+  std::optional<security::MasterKey> key;
   int ppl_max_tokens = 512;
   po::options_description desc("options");
   desc.add_options()
@@ -188,6 +191,9 @@ int run_prep(int argc, char** argv) {
       ("max-share", po::value<double>(&o.length_balance.max_share)->default_value(1.0, "1"),
        "with --length-buckets: down-sample (seeded) every bucket holding more than this share of the documents written")
       ("balance-seed", po::value<uint64_t>(&o.length_balance.seed)->default_value(1), "seed of the --max-share sample")
+      ("key-file", po::value<std::string>(&key_file),
+       "encrypt the shards at rest under this key (a 32-byte key, 64 hex digits or raw, in a file of mode 0600 or "
+       "0400): AES-256-GCM per 64 KiB block; training reads them with security.key_file = the same file")
       ("skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
        "count and skip malformed JSONL lines (and non-UTF-8 text files) instead of stopping")
       ("min-chars", po::value<int64_t>(&o.filters.min_chars)->default_value(0),
@@ -211,6 +217,8 @@ int run_prep(int argc, char** argv) {
     if (split_mb < 0) throw po::error("--split-mb must not be negative");
     o.jsonl_split_bytes = static_cast<uint64_t>(split_mb * 1e6);
     if (vm.count("length-buckets")) o.length_balance.edges = data::parse_length_edges(length_buckets);
+    if (!key_file.empty()) key = security::load_key_file(key_file);
+    o.key = key ? &*key : nullptr;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "trident prep: error: %s\n", e.what());
     return 2;

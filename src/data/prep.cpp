@@ -500,7 +500,7 @@ class PrepJob {
   // Phase 5: the ranks write the shards together, then publish them; rank 0 removes other
   // layouts of the prefix and writes prep.json.
   void write(const std::vector<LocalShardPart>& parts) {
-    ParallelShardOutput output(output_files(options_), tokenizer_.vocab_size(), comm_);
+    ParallelShardOutput output(output_files(options_), tokenizer_.vocab_size(), comm_, options_.key);
     const auto write_start = Clock::now();
     meter_.start("write");
     const auto totals = output.write(parts);

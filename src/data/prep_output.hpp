@@ -1,6 +1,9 @@
 // Prep's output shards, written by all ranks at once: each rank's documents of a shard follow
 // those of the ranks below it (prefix sums of the counts), so the files equal what one rank
-// would write. Everything goes to <file>.bin.tmp / <file>.idx.tmp first; publish() renames
+// would write (but for the random file id and data key). The .bin is protected in blocks
+// (shard_protection.hpp): a block is sealed by the rank that holds its first byte, which gets
+// the block's other bytes from the ranks above it in memory, so no plain token of an encrypted
+// shard ever reaches the disk. Everything goes to <file>.bin.tmp / <file>.idx.tmp first; publish() renames
 // only after every rank has written and synced its part, and an unpublished output removes its
 // temporaries, so existing shards survive any failure.
 #pragma once
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "trident/data/prep_comm.hpp"
+#include "trident/data/shard_protection.hpp"
 
 namespace trident::data {
 
@@ -23,7 +27,9 @@ struct LocalShardPart {
 class ParallelShardOutput {
  public:
   // files: the shard file prefixes (shard_file_prefix), the same list on every rank.
-  ParallelShardOutput(std::vector<std::string> files, uint64_t vocab, const PrepComm& comm);
+  // key: encrypt the shards under it (nullptr: hashed blocks only).
+  ParallelShardOutput(std::vector<std::string> files, uint64_t vocab, const PrepComm& comm,
+                      const security::MasterKey* key);
   ~ParallelShardOutput();
   ParallelShardOutput(const ParallelShardOutput&) = delete;
   ParallelShardOutput& operator=(const ParallelShardOutput&) = delete;
@@ -40,14 +46,20 @@ class ParallelShardOutput {
   void publish();
 
  private:
+  struct FileState;  // one file's protection, layout and this rank's bytes
+  void share_protections();
   void create_temporaries(const std::vector<FileTotals>& totals) const;
-  void write_part(size_t i, const LocalShardPart& part, int64_t first_doc, int64_t first_token,
-                  const FileTotals& totals) const;
+  void write_part(FileState& file, const LocalShardPart& part, int64_t first_doc) const;
+  void exchange_block_heads(std::vector<FileState>& files) const;
+  void seal_blocks(FileState& file) const;
+  void seal_indexes(const std::vector<FileState>& files) const;
   void remove_temporaries() const;
 
   std::vector<std::string> files_;
   uint64_t vocab_;
   const PrepComm& comm_;
+  const security::MasterKey* key_;
+  std::vector<ShardProtection> protections_;
   bool published_ = false;
 };
 

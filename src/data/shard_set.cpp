@@ -40,7 +40,7 @@ std::string shard_file_prefix(const std::string& prefix, int index, int count) {
   return prefix + suffix;
 }
 
-ShardSet::ShardSet(std::string prefix) : prefix_(std::move(prefix)) {
+ShardSet::ShardSet(std::string prefix, const security::MasterKey* key) : prefix_(std::move(prefix)) {
   int count = 1;
   if (!fs::exists(prefix_ + ".idx")) {
     count = find_shard_count(prefix_);
@@ -52,7 +52,7 @@ ShardSet::ShardSet(std::string prefix) : prefix_(std::move(prefix)) {
     const std::string file = shard_file_prefix(prefix_, s, count);
     TRIDENT_CONFIG_CHECK(count == 1 || fs::exists(file + ".idx"), "shard ", s, " of ", count, " (", file,
                          ".idx) is missing; re-run trident prep");
-    shards_.emplace_back(file);
+    shards_.emplace_back(file, key);
     const ShardReader& shard = shards_.back();
     TRIDENT_CONFIG_CHECK(shard.vocab() == shards_.front().vocab(), file, ".idx: vocab ", shard.vocab(),
                          " but shard 0 has ", shards_.front().vocab(),

@@ -9,6 +9,7 @@
 
 #include "trident/core/error.hpp"
 #include "trident/data/shard_format.hpp"
+#include "trident/data/shard_protection.hpp"
 
 namespace trident::data {
 namespace {
@@ -46,8 +47,9 @@ void sync_directory_of(const std::string& path) {
 
 }  // namespace
 
-ShardWriter::ShardWriter(std::string prefix, uint64_t vocab)
-    : prefix_(std::move(prefix)), vocab_(vocab), token_bytes_(shard_token_bytes(vocab)) {
+ShardWriter::ShardWriter(std::string prefix, uint64_t vocab, const security::MasterKey* key)
+    : prefix_(std::move(prefix)), vocab_(vocab), token_bytes_(shard_token_bytes(vocab)),
+      protection_(std::make_unique<ShardProtection>(ShardProtection::make(key))) {
   TRIDENT_CHECK(vocab > 0 && vocab <= (uint64_t(1) << 32), "vocab=", vocab);
   const std::string path = prefix_ + ".bin.tmp";
   bin_ = std::fopen(path.c_str(), "wb");
@@ -87,21 +89,48 @@ void ShardWriter::write_tokens(std::span<const uint32_t> tokens) {
       std::memcpy(&buffer_[4 * i], &id, 4);
     }
   }
-  write_all(bin_, buffer_.data(), buffer_.size(), prefix_ + ".bin.tmp");
+  const size_t block_bytes = protection_->block_bytes();
+  for (size_t at = 0; at < buffer_.size();) {
+    const size_t n = std::min(buffer_.size() - at, block_bytes - block_.size());
+    block_.insert(block_.end(), buffer_.begin() + long(at), buffer_.begin() + long(at + n));
+    at += n;
+    if (block_.size() == block_bytes) seal_block();
+  }
+}
+
+void ShardWriter::seal_block() {
+  const uint64_t index = entries_.size() / kShardBlockEntryBytes;
+  const ShardBlockEntry entry = protection_->seal_block(index, block_.data(), block_.size());
+  entries_.insert(entries_.end(), entry.begin(), entry.end());
+  write_all(bin_, block_.data(), block_.size(), prefix_ + ".bin.tmp");
+  block_.clear();
 }
 
 void ShardWriter::finish() {
   TRIDENT_CHECK(!finished_, "finish called twice on ", prefix_);
   const std::string bin_tmp = prefix_ + ".bin.tmp", idx_tmp = prefix_ + ".idx.tmp";
+  if (!block_.empty()) seal_block();
   sync_and_close(bin_, bin_tmp);
+
+  // The whole index in memory (it is 16 bytes per document), then its trailer over it.
+  const ShardIndexHeader header(vocab_, num_documents(), num_tokens());
+  const auto protection = protection_->bytes();
+  std::vector<unsigned char> index(header.bytes, header.bytes + sizeof(header.bytes));
+  index.insert(index.end(), protection.begin(), protection.end());
+  const auto append = [&index](const std::vector<uint64_t>& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+    index.insert(index.end(), p, p + v.size() * 8);
+  };
+  append(offsets_);
+  append(loss_starts_);
+  index.insert(index.end(), entries_.begin(), entries_.end());
+  const ShardTrailer trailer = protection_->seal_index(index.data(), index.size());
+  index.insert(index.end(), trailer.begin(), trailer.end());
 
   std::FILE* idx = std::fopen(idx_tmp.c_str(), "wb");
   TRIDENT_CONFIG_CHECK(idx != nullptr, "cannot create ", idx_tmp, ": ", std::strerror(errno));
   try {
-    const ShardIndexHeader header(vocab_, num_documents(), num_tokens());
-    write_all(idx, header.bytes, sizeof(header.bytes), idx_tmp);
-    write_all(idx, offsets_.data(), offsets_.size() * 8, idx_tmp);
-    write_all(idx, loss_starts_.data(), loss_starts_.size() * 8, idx_tmp);
+    write_all(idx, index.data(), index.size(), idx_tmp);
     sync_and_close(idx, idx_tmp);
   } catch (...) {
     if (idx) std::fclose(idx);

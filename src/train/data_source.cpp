@@ -15,7 +15,8 @@ std::unique_ptr<data::ShardSet> open_run_shards(const RunConfig& cfg, const char
   TRIDENT_CONFIG_CHECK(!prefix.empty(), key, ": no shard prefix given");
   std::unique_ptr<data::ShardSet> shards;
   try {
-    shards = std::make_unique<data::ShardSet>(prefix);  // one shard or a set of them
+    // One shard or a set of them; encrypted ones with security.key_file.
+    shards = std::make_unique<data::ShardSet>(prefix, cfg.security.key ? &*cfg.security.key : nullptr);
   } catch (const ConfigError& e) {
     throw ConfigError(detail::concat(key, ": ", e.what()));
   }

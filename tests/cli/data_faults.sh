@@ -38,6 +38,27 @@ import sys
 with open(sys.argv[1], "r+b") as f:   # token 3 of the stream: 0x0140 = 320 >= the byte vocab 257
     f.seek(6); f.write(bytes([0x40, 0x01]))
 PY
+# The changed block fails its digest first (docs/design.md section 8) ...
+rc=0; "$trident" train --config input/configs/tiny.ini --data.train="$work/ids" --log.run_dir="$work/ids-run" \
+  > "$work/ids.log" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q "ids.bin: block 0 (bytes 0..[0-9]*) fails its SHA-256 digest" "$work/ids.log" ||
+  fail "a changed byte of a shard: exit $rc, $(tail -n 2 "$work/ids.log")"
+[[ ! -e "$work/ids-run/metrics.jsonl" ]] || fail "a changed shard still trained"
+# ... and with its digest and the index trailer made to match, the id is still refused.
+python3 - "$work/ids" <<'PY'
+import hashlib, struct, sys
+prefix = sys.argv[1]
+data = open(prefix + ".bin", "rb").read()
+idx = bytearray(open(prefix + ".idx", "rb").read())
+docs, total = struct.unpack_from("<QQ", idx, 24)
+block = struct.unpack_from("<I", idx, 44)[0]
+table = 144 + 8 * (2 * docs + 1)
+for b in range((len(data) + block - 1) // block):
+    idx[table + 32 * b: table + 32 * b + 32] = hashlib.sha256(data[b * block:(b + 1) * block]).digest()
+trailer = len(idx) - 48
+idx[trailer:trailer + 32] = hashlib.sha256(bytes(idx[:trailer])).digest()
+open(prefix + ".idx", "wb").write(idx)
+PY
 rc=0; "$trident" train --config input/configs/tiny.ini --data.train="$work/ids" --log.run_dir="$work/ids-run" \
   > "$work/ids.log" 2>&1 || rc=$?
 [[ $rc -eq 2 ]] && grep -q "ids.bin: document 0 (token 3 of it) holds id 320, not below the vocab 257" "$work/ids.log" ||

@@ -34,8 +34,9 @@ prefix, fixture, tokenizer = sys.argv[1], json.load(open(sys.argv[2])), json.loa
 idx = open(prefix + ".idx", "rb").read()
 assert idx[:8] == b"TRDNTIDX", idx[:8]
 version, width, vocab, docs, total = struct.unpack_from("<IIQQQ", idx, 8)
-offsets = struct.unpack_from(f"<{docs + 1}Q", idx, 40)
-loss = struct.unpack_from(f"<{docs}Q", idx, 40 + 8 * (docs + 1))
+arrays = 40 if version == 1 else 144  # version 2: the protection bytes come first
+offsets = struct.unpack_from(f"<{docs + 1}Q", idx, arrays)
+loss = struct.unpack_from(f"<{docs}Q", idx, arrays + 8 * (docs + 1))
 data = open(prefix + ".bin", "rb").read()
 tokens = struct.unpack(f"<{total}{'H' if width == 2 else 'I'}", data)
 special = {t["content"]: t["id"] for t in tokenizer["added_tokens"]}

@@ -119,9 +119,9 @@ TEST_F(CorruptShard, WrongMagic) {
 }
 
 TEST_F(CorruptShard, NewerVersion) {
-  const uint32_t version = 2;
+  const uint32_t version = 3;
   patch(prefix + ".idx", 8, &version, 4);
-  expect_config_error(prefix, {"bad.idx", "version 2", "reads version 1"});
+  expect_config_error(prefix, {"bad.idx", "version 3", "reads versions 1 and 2"});
 }
 
 TEST_F(CorruptShard, UnknownDtype) {
@@ -147,13 +147,13 @@ TEST_F(CorruptShard, IdxShorterThanHeader) {
 
 TEST_F(CorruptShard, NonMonotoneOffsets) {
   const uint64_t offsets_1_2[2] = {30, 10};  // document 1 would end before it begins
-  patch(prefix + ".idx", kShardHeaderBytes + 8, offsets_1_2, sizeof(offsets_1_2));
+  patch(prefix + ".idx", ShardIndexLayout{}.offset_position(1), offsets_1_2, sizeof(offsets_1_2));
   expect_config_error(prefix, {"bad.idx", "not monotone at document 1"});
 }
 
 TEST_F(CorruptShard, LossStartBeyondDocument) {
   const uint64_t loss_start = 6;  // document 0 has 5 tokens; loss starts follow 7 offsets
-  patch(prefix + ".idx", kShardHeaderBytes + 7 * 8, &loss_start, 8);
+  patch(prefix + ".idx", ShardIndexLayout{}.offset_position(7), &loss_start, 8);
   expect_config_error(prefix, {"bad.idx", "document 0 has loss start 6"});
 }
 

@@ -15,6 +15,7 @@
 // Memory: each rank holds its part's tokens (4 bytes each) until the write, and with near_dedup
 // each document's sketch (near_dedup.hpp: 376 bytes with the defaults).
 #pragma once
+#include "trident/security/crypto.hpp"
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -53,6 +54,7 @@ struct PrepOptions {
   PerplexityOptions perplexity;     // --ppl-model: after dedup (perplexity_filter.hpp)
   LengthBalanceOptions length_balance;  // --length-buckets, --max-share: last (length_balance.hpp)
   bool skip_bad_lines = false;      // malformed lines: counted and skipped instead of an error
+  const security::MasterKey* key = nullptr;  // --key-file: shards encrypted under it (not owned)
   uint64_t jsonl_split_bytes = 0;   // JSONL piece size for splitting among ranks (0: automatic,
                                     // about 4 per rank, 1 to 64 MiB)
   // Told about skipped bad lines (at most the first 5 on each rank); may be empty.

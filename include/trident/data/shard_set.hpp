@@ -19,8 +19,9 @@ std::string shard_file_prefix(const std::string& prefix, int index, int count);
 
 class ShardSet {
  public:
-  // Opens <prefix>.bin/.idx when <prefix>.idx exists, else every <prefix>-*-of-N shard.
-  explicit ShardSet(std::string prefix);
+  // Opens <prefix>.bin/.idx when <prefix>.idx exists, else every <prefix>-*-of-N shard; key:
+  // the key of encrypted shards (not owned; nullptr: every shard must be plain).
+  explicit ShardSet(std::string prefix, const security::MasterKey* key = nullptr);
 
   const std::string& prefix() const { return prefix_; }
   uint64_t num_documents() const { return doc_begin_.back(); }
