@@ -4,6 +4,7 @@
 #include <string>
 
 #include "trident/cli/commands.hpp"
+#include "trident/core/file_policy.hpp"
 
 namespace {
 
@@ -37,6 +38,9 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return argc < 2 ? 2 : 0;
   }
+  // Everything is created owner-only and then given the configured group and mode (default
+  // 0640 / 0750); a command with a [security] section or options installs its own first.
+  trident::install_file_policy(trident::FilePolicy{});
   for (const auto& s : kSubcommands)
     if (std::string(argv[1]) == s.name) return s.run(argc - 1, argv + 1);
   std::fprintf(stderr, "trident: unknown command '%s'\n\n", argv[1]);

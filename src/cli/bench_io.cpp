@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "bench_options.hpp"
+#include "trident/core/file_policy.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/timer.hpp"
 #include "trident/dist/mpi_session.hpp"
@@ -29,7 +30,7 @@ int bench_io(int argc, char** argv) {
   dist::MpiSession mpi(&argc, &argv);
   const int rank = mpi.world_rank(), size = mpi.world_size();
   const std::string dir = vm["dir"].as<std::string>();
-  if (rank == 0) std::filesystem::create_directories(dir);
+  if (rank == 0) make_directories(dir);
   MPI_Barrier(MPI_COMM_WORLD);
   // Tensors of [1024, 4096] fp32 (16 MiB), each split by rows over the ranks, like a tp shard.
   constexpr int64_t kRows = 1024, kCols = 4096;
@@ -77,6 +78,7 @@ int bench_io(int argc, char** argv) {
     std::vector<char> block(size_t(16) << 20, 1);
     Stopwatch plain_watch;
     const int fd = ::open(plain.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) secure_file(fd, plain);
     for (int64_t t = 0; t < tensors; ++t)
       if (::write(fd, block.data(), block.size()) != static_cast<ssize_t>(block.size())) bad = 1;
     ::fsync(fd);

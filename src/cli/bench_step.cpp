@@ -282,6 +282,7 @@ int bench_step(int argc, char** argv) {
   train::RunConfig cfg;
   try {
     cfg = parse_run_config(static_cast<int>(options.config_args.size()), options.config_args.data(), mpi.world_size());
+    install_file_policy(cfg.security.files);
   } catch (const ConfigError& e) {
     if (mpi.world_rank() == 0) std::fprintf(stderr, "trident bench step: error: %s\n", e.what());
     return 2;

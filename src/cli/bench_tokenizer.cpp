@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench_options.hpp"
+#include "trident/core/file_policy.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
 #include "trident/core/timer.hpp"
@@ -85,7 +86,7 @@ int bench_tokenizer_checked(const po::variables_map& vm) {
   size_t differing = 0;
   for (const std::string& doc : docs) differing += tok->decode(tok->encode(doc)) != doc;
   if (vm.count("dump-ids")) {
-    std::ofstream out(vm["dump-ids"].as<std::string>());
+    std::ofstream out = create_file(vm["dump-ids"].as<std::string>());
     for (uint32_t id : tok->encode(docs.front())) out << id << '\n';
     TRIDENT_CONFIG_CHECK(out, "trident bench tokenizer: cannot write ", vm["dump-ids"].as<std::string>());
   }

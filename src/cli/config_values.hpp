@@ -37,6 +37,10 @@ model::ModelConfig read_model_section(const Values& v);
 security::SecurityConfig read_security_section(const Values& v);
 // An octal file mode ("0640"); ConfigError naming `key` otherwise.
 unsigned parse_file_mode(const std::string& key, const std::string& text);
+// A file policy from its three settings (the group resolved, membership checked); key_prefix
+// ("security." or "--") names them in errors.
+FilePolicy file_policy_from(const std::string& group, const std::string& file_mode, const std::string& dir_mode,
+                            const std::string& key_prefix);
 // Where `trident plan --calibrate` keeps this machine's figures: TRIDENT_CALIBRATION, else the
 // XDG cache (XDG_CACHE_HOME or ~/.cache)/trident/calibration.json (plan_command.cpp).
 std::string calibration_path();

@@ -1,5 +1,6 @@
 // `trident eval`: perplexity and token accuracy of a trained model on data.valid, under any
 // layout, from the run's latest checkpoint (checkpoint.resume = auto) or a given one.
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -7,6 +8,8 @@
 #include <vector>
 
 #include "run_session.hpp"
+#include "trident/core/file_policy.hpp"
+#include "run_security.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/log.hpp"
@@ -56,9 +59,11 @@ int run_eval(int argc, char** argv) {
   dist::MpiSession mpi(&argc, &argv);
   Logger log(mpi.world_rank());
   train::RunConfig cfg;
+  std::optional<RunSecurity> security;
   try {
     // The model is the checkpoint's own (its [model] and [lora] sections), whatever the config says.
     cfg = parse_run_config(static_cast<int>(args.size()), args.data(), mpi.world_size(), checkpoint);
+    security.emplace(cfg, static_cast<int>(args.size()), args.data(), mpi.world_rank(), log);
     // Evaluation reads no training data; its prep.json still says how task prompts are rendered.
     if (!cfg.eval.task.empty()) {
       cfg.eval.prompt_template = train::task_template(cfg);
@@ -88,7 +93,7 @@ int run_eval(int argc, char** argv) {
       log.warn("no checkpoint found (checkpoint.resume = ", cfg.checkpoint.resume,
                "): evaluating the freshly initialised model");
     }
-    if (mpi.world_rank() == 0) std::filesystem::create_directories(cfg.log.run_dir);  // for eval.jsonl
+    if (mpi.world_rank() == 0) make_directories(cfg.log.run_dir);  // for eval.jsonl
     // The results as TensorBoard scalars too, in an events file of their own (rank 0; no session
     // start: the run's training scalars stay as they are).
     std::unique_ptr<io::TensorBoardWriter> tensorboard;

@@ -10,6 +10,7 @@
 
 #include "prep_scorer.hpp"
 #include "command_options.hpp"
+#include "config_values.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/bpe_trainer.hpp"
@@ -29,7 +30,8 @@ constexpr const char* kUsage =
     "           [--shards N] [--valid-permille N] [--template plain|alpaca|chatml|model|STRING] [--scrub-pii]\n"
     "           [--skip-bad-lines] [--near-dedup [--jaccard 0.8 --ngram 5 --num-perm 128 --bands B --rows R]]\n"
     "           [--ppl-model CHECKPOINT|HF_DIR (--ppl-max X | --ppl-keep-percentile P)]\n"
-    "           [--length-buckets EDGES [--max-share S]] [--key-file KEY] [filter options]\n"
+    "           [--length-buckets EDGES [--max-share S]] [--key-file KEY] [--group G --file-mode 0640 --dir-mode 0750]\n"
+    "           [filter options]\n"
     "       trident prep --train-tokenizer --vocab-size N --input FILE... --output TOKENIZER.json\n"
     "  Each text file is one document. Each line of a *.jsonl file is one document: {\"text\": ...},\n"
     "  {\"input\": ..., \"output\": ...} (rendered with --template, trained on the output only) or\n"
@@ -141,7 +143,7 @@ int run_prep(int argc, char** argv) {
   std::string tokenizer_spec;
   uint64_t vocab_size = 0;
   double split_mb = 0;
-  std::string length_buckets, ppl_model, ppl_tokenizer, key_file;
+  std::string length_buckets, ppl_model, ppl_tokenizer, key_file, group, file_mode, dir_mode;
   std::optional<security::MasterKey> key;
   int ppl_max_tokens = 512;
   po::options_description desc("options");
@@ -194,6 +196,10 @@ int run_prep(int argc, char** argv) {
       ("key-file", po::value<std::string>(&key_file),
        "encrypt the shards at rest under this key (a 32-byte key, 64 hex digits or raw, in a file of mode 0600 or "
        "0400): AES-256-GCM per 64 KiB block; training reads them with security.key_file = the same file")
+      ("group", po::value<std::string>(&group)->default_value(""),
+       "give the shards, prep.json and every directory made to this group (you must be a member)")
+      ("file-mode", po::value<std::string>(&file_mode)->default_value("0640"), "exact mode of the files written, whatever the umask")
+      ("dir-mode", po::value<std::string>(&dir_mode)->default_value("0750"), "exact mode of the directories made")
       ("skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
        "count and skip malformed JSONL lines (and non-UTF-8 text files) instead of stopping")
       ("min-chars", po::value<int64_t>(&o.filters.min_chars)->default_value(0),
@@ -217,6 +223,7 @@ int run_prep(int argc, char** argv) {
     if (split_mb < 0) throw po::error("--split-mb must not be negative");
     o.jsonl_split_bytes = static_cast<uint64_t>(split_mb * 1e6);
     if (vm.count("length-buckets")) o.length_balance.edges = data::parse_length_edges(length_buckets);
+    install_file_policy(file_policy_from(group, file_mode, dir_mode, "--"));
     if (!key_file.empty()) key = security::load_key_file(key_file);
     o.key = key ? &*key : nullptr;
   } catch (const ConfigError& e) {

@@ -1,8 +1,10 @@
 // `trident train`: parse the configuration, set up MPI, the grid and the backend, then train.
+#include <optional>
 #include <cstdio>
 
 #include "fault_injection.hpp"
 #include "run_session.hpp"
+#include "run_security.hpp"
 #include "trident/cli/commands.hpp"
 #include "trident/cli/config_parser.hpp"
 #include "trident/core/log.hpp"
@@ -38,9 +40,11 @@ int run_train(int argc, char** argv) {
   dist::MpiSession mpi(&argc, &argv);
   Logger log(mpi.world_rank());
   train::RunConfig cfg;
+  std::optional<RunSecurity> security;
   try {
     cfg = parse_run_config(argc, argv, mpi.world_size());
     TRIDENT_CONFIG_CHECK(!cfg.data.train.empty(), "data.train: no shard prefix given (training needs data)");
+    security.emplace(cfg, argc, argv, mpi.world_rank(), log);  // before the run directory is made
   } catch (const ConfigError& e) {
     // Every rank parsed the same input and failed the same way: rank 0 reports, all exit 2.
     if (mpi.world_rank() == 0) std::fprintf(stderr, "trident train: error: %s\n", e.what());

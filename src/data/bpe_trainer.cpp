@@ -1,5 +1,6 @@
 // Byte-level BPE training: count GPT-2 pre-tokens, then repeatedly merge the most frequent
 // adjacent pair, updating pair counts only in the words that hold the merged pair.
+#include "trident/core/file_policy.hpp"
 #include "trident/data/bpe_trainer.hpp"
 
 #include <algorithm>
@@ -234,7 +235,7 @@ std::string tokenizer_json(const std::vector<std::string>& tokens, const std::ve
 void write_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out = create_file(tmp, std::ios::binary | std::ios::trunc);
     TRIDENT_CONFIG_CHECK(out, "tokenizer output ", path, ": cannot write ", tmp);
     out << text;
     out.close();

@@ -1,6 +1,7 @@
 // prep, the whole job: each rank turns its pieces of the input into tokenised documents, the
 // ranks decide duplicates by owner rank, then write the shards together and publish them
 // (pipeline and guarantees: prep.hpp).
+#include "trident/core/file_policy.hpp"
 #include "trident/data/prep.hpp"
 
 #include <algorithm>
@@ -270,7 +271,7 @@ int remove_other_layouts(const std::string& prefix, int shards) {
 void write_text_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::binary);
+    std::ofstream out = create_file(tmp, std::ios::binary | std::ios::trunc);
     out << text << "\n";
     TRIDENT_CONFIG_CHECK(out.good(), "cannot write ", tmp);
   }
@@ -360,7 +361,7 @@ class PrepJob {
       if (comm_.rank() == 0) {
         const fs::path parent = fs::path(options_.output).parent_path();
         std::error_code ignored;  // if this fails, creating the shards says why
-        if (!parent.empty()) fs::create_directories(parent, ignored);
+        if (!parent.empty()) make_directories(parent, ignored);
       }
     } catch (...) {
       error = std::current_exception();

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "trident/core/file_policy.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/shard_format.hpp"
 
@@ -23,6 +24,7 @@ class File {
  public:
   File(const std::string& path, int flags) : path_(path), fd_(::open(path.c_str(), flags | O_CLOEXEC, 0644)) {
     TRIDENT_CONFIG_CHECK(fd_ >= 0, "cannot open ", path, " for writing: ", std::strerror(errno));
+    if (flags & O_CREAT) secure_file(fd_, path);
   }
   ~File() {
     if (fd_ >= 0) ::close(fd_);

@@ -40,6 +40,17 @@ std::string shard_file_prefix(const std::string& prefix, int index, int count) {
   return prefix + suffix;
 }
 
+std::vector<std::string> shard_files(const std::string& prefix) {
+  const int count = fs::exists(prefix + ".idx") ? 1 : find_shard_count(prefix);
+  std::vector<std::string> files;
+  for (int s = 0; s < count; ++s)
+    for (const char* ext : {".idx", ".bin"}) {
+      const std::string file = shard_file_prefix(prefix, s, count) + ext;
+      if (fs::exists(file)) files.push_back(file);
+    }
+  return files;
+}
+
 ShardSet::ShardSet(std::string prefix, const security::MasterKey* key) : prefix_(std::move(prefix)) {
   int count = 1;
   if (!fs::exists(prefix_ + ".idx")) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "trident/core/file_policy.hpp"
 #include "trident/core/error.hpp"
 #include "trident/data/shard_format.hpp"
 #include "trident/data/shard_protection.hpp"
@@ -54,6 +55,7 @@ ShardWriter::ShardWriter(std::string prefix, uint64_t vocab, const security::Mas
   const std::string path = prefix_ + ".bin.tmp";
   bin_ = std::fopen(path.c_str(), "wb");
   TRIDENT_CONFIG_CHECK(bin_ != nullptr, "cannot create ", path, ": ", std::strerror(errno));
+  secure_file(fileno(bin_), path);
 }
 
 ShardWriter::~ShardWriter() {
@@ -130,6 +132,7 @@ void ShardWriter::finish() {
   std::FILE* idx = std::fopen(idx_tmp.c_str(), "wb");
   TRIDENT_CONFIG_CHECK(idx != nullptr, "cannot create ", idx_tmp, ": ", std::strerror(errno));
   try {
+    secure_file(fileno(idx), idx_tmp);
     write_all(idx, index.data(), index.size(), idx_tmp);
     sync_and_close(idx, idx_tmp);
   } catch (...) {

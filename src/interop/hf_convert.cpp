@@ -1,4 +1,5 @@
 // Conversion between HF model directories and trident checkpoint files.
+#include "trident/core/file_policy.hpp"
 #include "trident/interop/hf_convert.hpp"
 
 #include <cmath>
@@ -72,7 +73,7 @@ void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, 
   attrs.texts = {{"config", model_section(m, fs::absolute(hf_dir).string())},
                  {"converted_from", std::string("hf ") + hf_family_name(info.family)}};
   const fs::path parent = fs::path(checkpoint).parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
+  if (!parent.empty()) make_directories(parent);
   io::write_checkpoint(checkpoint, comm, datasets, pieces, attrs);
 }
 
@@ -100,7 +101,7 @@ std::vector<WholeTensor> merge_lora(const model::ModelConfig& cfg, std::vector<W
 
 namespace {
 void write_json(const fs::path& path, const Json& json) {
-  std::ofstream out(path);
+  std::ofstream out = create_file(path.string());
   out << json.dump() << "\n";
   TRIDENT_CONFIG_CHECK(out.good(), "cannot write ", path.string());
 }
@@ -128,7 +129,7 @@ void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& mode
     m.lora = {};
   }
   const std::vector<io::SafetensorsTensor> hf = hf_tensors_from(hf_info_for(m), tensors);
-  fs::create_directories(out_dir);
+  make_directories(out_dir);
   io::write_safetensors((fs::path(out_dir) / "model.safetensors").string(), hf, {{"format", "pt"}}, stored);
   write_json(fs::path(out_dir) / "config.json",
              hf_config_json(m, stored == io::StoredFloat::kBF16 ? "bfloat16" : "float32"));

@@ -1,4 +1,5 @@
 // LoRA adapters to and from Hugging Face PEFT's adapter directory.
+#include "trident/core/file_policy.hpp"
 #include "trident/interop/peft_convert.hpp"
 
 #include <algorithm>
@@ -123,7 +124,7 @@ void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& mo
     }
   }
   std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
-  fs::create_directories(out_dir);
+  make_directories(out_dir);
   io::write_safetensors((fs::path(out_dir) / "adapter_model.safetensors").string(), out);
 
   Json cfg = Json::object();
@@ -154,7 +155,7 @@ void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& mo
   cfg.set("target_modules", std::move(modules));
   cfg.set("rank_pattern", std::move(rank_pattern));
   cfg.set("alpha_pattern", std::move(alpha_pattern));
-  std::ofstream json(fs::path(out_dir) / "adapter_config.json");
+  std::ofstream json = create_file((fs::path(out_dir) / "adapter_config.json").string());
   json << cfg.dump() << "\n";
   TRIDENT_CONFIG_CHECK(json.good(), "cannot write ", (fs::path(out_dir) / "adapter_config.json").string());
 }

@@ -1,4 +1,5 @@
 // Serial HDF5 reads and writes with errors that name the file and dataset.
+#include "trident/core/file_policy.hpp"
 #include "trident/io/hdf5_file.hpp"
 
 #include <filesystem>
@@ -26,6 +27,7 @@ H5File H5File::create(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   TRIDENT_CHECK(f >= 0, "cannot create HDF5 file ", path);
+  secure_file(path);
   return H5File(H5Handle(f, H5Fclose), path);
 }
 

@@ -1,4 +1,5 @@
 // Whole-line appends to JSON-lines files.
+#include "trident/core/file_policy.hpp"
 #include "trident/io/jsonl_file.hpp"
 
 #include <fcntl.h>
@@ -51,6 +52,7 @@ off_t end_of_last_line(int fd, off_t size) {
 JsonlAppender::JsonlAppender(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw ConfigError(detail::concat("cannot open ", path, " for appending: ", std::strerror(errno)));
+  secure_file(fd_, path);
   struct stat st {};
   const int read_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (read_fd >= 0 && ::fstat(read_fd, &st) == 0 && st.st_size > 0) {

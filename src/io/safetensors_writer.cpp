@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "trident/core/file_policy.hpp"
 #include "trident/core/dtype.hpp"
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
@@ -42,7 +43,7 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsTen
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out = create_file(tmp, std::ios::binary | std::ios::trunc);
     TRIDENT_CONFIG_CHECK(out.good(), "cannot create ", tmp);
     const uint64_t n = text.size();
     out.write(reinterpret_cast<const char*>(&n), 8);

@@ -1,4 +1,5 @@
 // TensorBoard event files: CRC-32C, TFRecord framing, the Event protobufs, the writer.
+#include "trident/core/file_policy.hpp"
 #include "trident/io/tensorboard_writer.hpp"
 
 #include <fcntl.h>
@@ -147,7 +148,7 @@ std::string event_session_start(double wall_time, int64_t step) {
 
 TensorBoardWriter::TensorBoardWriter(const std::string& dir, const Logger& log) : log_(log) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  make_directories(dir, ec);
   if (ec) {
     path_ = dir;
     fail("cannot create " + dir, ec.value());
@@ -162,7 +163,10 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir, const Logger& log) 
   for (int n = 1;; ++n) {
     path_ = n == 1 ? base : detail::concat(base, ".", n);
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-    if (fd_ >= 0) break;
+    if (fd_ >= 0) {
+      secure_file(fd_, path_);
+      break;
+    }
     if (errno != EEXIST) {
       fail("cannot create " + path_, errno);
       return;

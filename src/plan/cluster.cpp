@@ -1,5 +1,6 @@
 // Cluster presets, the local machine from its calibration, and the time of GEMMs, memory-bound
 // kernels and collectives on a cluster.
+#include "trident/core/file_policy.hpp"
 #include "trident/plan/cluster.hpp"
 
 #include <unistd.h>
@@ -213,10 +214,10 @@ void write_calibration(const LocalCalibration& c, const std::string& path) {
   j.set("base_rss_bytes", Json(c.base_rss_bytes));
   j.set("measured_at", Json(c.measured_at));
   const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  if (p.has_parent_path()) make_directories(p.parent_path());
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp);
+    std::ofstream out = create_file(tmp);
     TRIDENT_CHECK(out.good(), "cannot write ", tmp);
     out << j.dump() << "\n";
   }

@@ -1,4 +1,5 @@
 // Opening a run's record: refusing to bury an earlier run, keeping what a resume would repeat.
+#include "trident/core/file_policy.hpp"
 #include "trident/train/run_record.hpp"
 
 #include <fcntl.h>
@@ -53,7 +54,7 @@ LineInfo line_info(const std::string& line) {
 void replace_file(const fs::path& path, const std::string& text, const char* what) {
   const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out = create_file(tmp.string(), std::ios::binary | std::ios::trunc);
     out << text;
     out.flush();
     if (!out.good()) {
@@ -91,6 +92,7 @@ int lock_run_directory(const fs::path& dir) {
   const fs::path path = dir / ".lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   TRIDENT_CONFIG_CHECK(fd >= 0, "cannot open ", path.string(), ": ", std::strerror(errno));
+  secure_file(fd, path.string());
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     char holder[256] = {0};
@@ -170,7 +172,7 @@ std::unique_ptr<RunRecord> RunRecord::open(const RunConfig& cfg, int64_t resumed
       TRIDENT_CONFIG_CHECK(!fs::exists(dir) || fs::is_directory(dir), "log.run_dir = ", cfg.log.run_dir,
                            " is not a directory");
       std::error_code ec;
-      fs::create_directories(dir / "checkpoints", ec);
+      make_directories(dir / "checkpoints", ec);
       TRIDENT_CONFIG_CHECK(!ec, "log.run_dir = ", cfg.log.run_dir, ": cannot create it: ", ec.message());
       Lock lock{lock_run_directory(dir)};
       const fs::path metrics = dir / "metrics.jsonl";

@@ -16,6 +16,8 @@ namespace trident::data {
 
 // The file prefix of shard `index` of `count` (count = 1: `prefix` itself).
 std::string shard_file_prefix(const std::string& prefix, int index, int count);
+// The .idx and .bin files of the shards under prefix that exist (none when there are none).
+std::vector<std::string> shard_files(const std::string& prefix);
 
 class ShardSet {
  public:

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "trident/core/file_policy.hpp"
 #include "trident/security/crypto.hpp"
 
 namespace trident::security {
@@ -12,9 +13,7 @@ namespace trident::security {
 enum class InputCheck { kOff, kWarn, kStrict };
 
 struct SecurityConfig {
-  std::string group;            // every file and directory written is chgrp'ed to it ("" = leave)
-  unsigned file_mode = 0640;    // exact mode of every file written, whatever the umask
-  unsigned dir_mode = 0750;     // exact mode of every directory created (02000 = setgid allowed)
+  FilePolicy files;             // security.group, file_mode, dir_mode (core/file_policy.hpp)
   InputCheck inputs = InputCheck::kWarn;
   std::string key_file;         // "" = no encryption at rest
   std::optional<MasterKey> key; // loaded from key_file when the configuration is read

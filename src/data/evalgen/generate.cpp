@@ -1,4 +1,5 @@
 // Generating, checking and writing evalgen cases (see generate.hpp for the line formats).
+#include "trident/core/file_policy.hpp"
 #include "trident/data/evalgen/generate.hpp"
 
 #include <algorithm>
@@ -163,7 +164,7 @@ EvalgenPlan plan_eval_suites(const EvalgenOptions& o, const std::string& output,
 void write_file_atomically(const std::string& output, const std::function<void(std::ostream&)>& body) {
   const std::string tmp = output + ".tmp";
   try {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out = create_file(tmp, std::ios::binary | std::ios::trunc);
     TRIDENT_CONFIG_CHECK(out.good(), tmp, ": cannot open for writing");
     body(out);
     out.close();

@@ -1,4 +1,5 @@
 // The global tier's files: names, `latest`, resume order, pruning.
+#include "trident/core/file_policy.hpp"
 #include "trident/train/checkpoint/checkpoint_directory.hpp"
 
 #include <algorithm>
@@ -61,14 +62,14 @@ std::vector<std::string> CheckpointDirectory::resume_candidates(const std::strin
 
 void CheckpointDirectory::create() const {
   std::error_code ec;
-  fs::create_directories(path_, ec);
+  make_directories(path_, ec);
   if (ec) throw Error(detail::concat("checkpoint: cannot create ", path_, ": ", ec.message()));
 }
 
 void CheckpointDirectory::publish(int64_t step, int keep) const {
   const fs::path latest = fs::path(path_) / "latest", tmp = fs::path(path_) / "latest.tmp";
   {
-    std::ofstream out(tmp);
+    std::ofstream out = create_file(tmp.string());
     out << file_name(step) << "\n";
     out.flush();
     if (!out.good()) throw Error(detail::concat("checkpoint: cannot write ", tmp.string(), " (disk full?); ", file(step),

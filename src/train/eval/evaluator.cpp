@@ -1,4 +1,5 @@
 // Evaluation pass: forward only over the validation rows, sums combined over the world.
+#include "trident/core/file_policy.hpp"
 #include "trident/train/eval/evaluator.hpp"
 
 #include <algorithm>
@@ -64,12 +65,12 @@ std::vector<MetricLine> metric_lines(int64_t step, const std::string& dataset,
 
 void write_predictions_file(const std::string& run_dir, int64_t step, const std::vector<std::string>& lines) {
   const std::filesystem::path dir = std::filesystem::path(run_dir) / "predictions";
-  std::filesystem::create_directories(dir);
+  make_directories(dir);
   char name[40];
   std::snprintf(name, sizeof name, "step_%08lld.jsonl", (long long)step);
   const std::filesystem::path path = dir / name, tmp = dir / (std::string(name) + ".tmp");
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out = create_file(tmp.string(), std::ios::binary | std::ios::trunc);
     for (const std::string& line : lines) out << line << "\n";
     out.flush();
     TRIDENT_CHECK(out.good(), "cannot write ", tmp.string());

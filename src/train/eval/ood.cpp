@@ -1,4 +1,5 @@
 // OOD detection: documents of both sets scored by the model, then ranking metrics.
+#include "trident/core/file_policy.hpp"
 #include "trident/train/eval/ood.hpp"
 
 #include <algorithm>
@@ -137,13 +138,13 @@ void write_ood_scores(const std::string& run_dir, const OodResult& r) {
   root.set("scores", std::move(scores));
   root.set("metrics", std::move(all_metrics));
   const std::filesystem::path dir = std::filesystem::path(run_dir) / "ood";
-  std::filesystem::create_directories(dir);
+  make_directories(dir);
   char name[32];
   std::snprintf(name, sizeof name, "step_%08lld.json", (long long)r.step);
   // Written aside and renamed: a reader never sees half a file, an earlier one is replaced whole.
   const std::filesystem::path path = dir / name, tmp = dir / (std::string(name) + ".tmp");
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out = create_file(tmp.string(), std::ios::binary | std::ios::trunc);
     out << root.dump() << "\n";
     out.flush();
     TRIDENT_CHECK(out.good(), "cannot write ", tmp.string());
