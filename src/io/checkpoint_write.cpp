@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "checkpoint_hdf5.hpp"
+#include "trident/core/file_policy.hpp"
 #include "trident/dist/mpi_session.hpp"
 
 namespace trident::io {
@@ -97,6 +98,7 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
       H5Handle fapl = file_access(comm);
       file = H5Handle(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
       require_io(file.get() >= 0, "checkpoint: cannot create ", tmp, " (directory missing, read-only or full?)");
+      if (rank == 0) secure_file(tmp);  // its group and mode before any tensor is in it
     });
     write_contents(file.get(), tmp, comm, datasets, pieces, attributes);
     agreed(comm, [&] {
