@@ -1,4 +1,4 @@
-// [security] (docs/design.md section 13): modes parsed as octal, the group resolved and this
+// [security] (docs/design.md section 12): modes parsed as octal, the group resolved and this
 // user's membership checked, the key file loaded (its own mode and owner checked there).
 #include <grp.h>
 #include <unistd.h>

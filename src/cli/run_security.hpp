@@ -1,4 +1,4 @@
-// A train or eval run's [security] set-up (docs/design.md section 13): its inputs checked
+// A train or eval run's [security] set-up (docs/design.md section 12): its inputs checked
 // (security.inputs), the file policy installed, and with security.audit the audit log opened,
 // told of every file created and of every input read. Lives as long as the run.
 #pragma once

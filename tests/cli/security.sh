@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# [security] end to end (docs/design.md section 13): under umask 000 every file and directory
+# [security] end to end (docs/design.md section 12): under umask 000 every file and directory
 # prep and a run write has the configured mode and group; a corpus with planted secrets,
 # prepared with a key, leaves no secret readable in any file written; training, resuming under
 # another layout and eval work with the key, and without it, with another key or with a key

@@ -1,4 +1,4 @@
-// Who may read what trident writes (docs/design.md section 13, security.group / file_mode /
+// Who may read what trident writes (docs/design.md section 12, security.group / file_mode /
 // dir_mode). Every file and directory is created owner-only (main sets the umask to 077 before
 // anything else) and given its group and exact mode before a byte is written into it, so there
 // is no moment in which it is readable wider than configured, whatever the user's umask.

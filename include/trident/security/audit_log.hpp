@@ -1,4 +1,4 @@
-// security.audit (docs/design.md section 13): <run_dir>/audit.jsonl gets one JSON line per file
+// security.audit (docs/design.md section 12): <run_dir>/audit.jsonl gets one JSON line per file
 // a rank reads or writes:
 //   {"time": "2026-12-07T22:31:49.123Z", "user": "ana", "uid": 1000, "host": "node17",
 //    "job": "123456" (SLURM_JOB_ID; null outside Slurm), "rank": 0, "action": "read" | "create" |

@@ -1,4 +1,4 @@
-// Encryption at rest (docs/design.md section 13): the user's key file, per-file data keys
+// Encryption at rest (docs/design.md section 12): the user's key file, per-file data keys
 // wrapped by it, AES-256-GCM over numbered blocks, and SHA-256 digests, through OpenSSL's EVP.
 //
 // Key hierarchy: the key file holds the master key K (32 bytes). Every encrypted file gets a

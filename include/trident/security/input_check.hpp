@@ -1,4 +1,4 @@
-// security.inputs (docs/design.md section 13): an input another user could have changed, that
+// security.inputs (docs/design.md section 12): an input another user could have changed, that
 // is a file or its directory writable by others (a sticky directory such as /tmp excepted), or
 // a symlink that leads out of its own directory, is an error under strict and a warning under
 // warn, before anything is read from it.

@@ -1,4 +1,4 @@
-// The [security] section (docs/design.md section 13): who may read what trident writes, how
+// The [security] section (docs/design.md section 12): who may read what trident writes, how
 // strictly its inputs are checked, the key for encryption at rest, and the audit log.
 #pragma once
 #include <optional>
