@@ -102,13 +102,19 @@ void Decoder::copy_sequence(int from, int to, int positions) {
     }
 }
 
+// One gather for all rows (one kernel on a GPU, not one copy per row): into[i] = hidden[rows[i]].
 void Decoder::gather_rows(const std::vector<int32_t>& rows, Tensor& into) {
-  const int64_t n = hidden_view_.dim(0);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    TRIDENT_CHECK(rows[i] >= 0 && rows[i] < n, "decoder: row ", rows[i], " of ", n);
-    Tensor dst = into.narrow(int64_t(i), int64_t(i) + 1);
-    ops_.copy(hidden_view_.narrow(rows[i], rows[i] + 1), dst);
+  const int64_t n = hidden_view_.dim(0), m = int64_t(rows.size());
+  for (const int32_t r : rows) TRIDENT_CHECK(r >= 0 && r < n, "decoder: row ", r, " of ", n);
+  if (!row_index_.defined() || row_index_.dim(0) < m) {
+    const int64_t capacity = std::max(m, hidden_.dim(0));
+    row_index_ = ops_.zeros(Shape{capacity}, DType::kI32);
+    host_row_index_ = Tensor::zeros(Shape{capacity}, DType::kI32);
   }
+  std::memcpy(host_row_index_.data<int32_t>(), rows.data(), rows.size() * sizeof(int32_t));
+  Tensor index = row_index_.narrow(0, m), out = into.narrow(0, m);
+  ops_.copy(host_row_index_.narrow(0, m), index);
+  ops_.gather_rows(hidden_view_, index, Tensor{}, out);
 }
 
 namespace {

@@ -68,6 +68,7 @@ class Decoder {
   Tensor host_tokens_, host_positions_, start_;  // host int32; start_ [B]
   Tensor picked_;                // [B, C] the rows greedy() reads
   HeadBuffers scoring_;          // score(): the head's buffers for up to call_rows rows
+  Tensor row_index_, host_row_index_;  // gather_rows' int32 indices, device and host
   Tensor scored_, targets_, host_targets_;  // [call_rows, C], [call_rows] device and host int32
 };
 
