@@ -6,6 +6,7 @@
 # usage: evalgen.sh TRIDENT SOURCE_DIR
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
+source "$(dirname "$0")/../support/evalgen_common.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1
 
 "$trident" evalgen --help > "$work/help" || fail "--help: exit $?"
@@ -83,17 +84,6 @@ d["templates"][1]["levels"]["easy"]["days_max"] = 45
 json.dump(d, open(sys.argv[1] + "/date.json", "w"))
 PY
 printf '{"suite": "copy", "templates": [' > "$work/lib/copy.json"
-expect_error() {  # expect_error PATTERN ARGS...
-  local pattern=$1 code
-  shift
-  set +e
-  "$trident" evalgen "$@" > "$work/out" 2> "$work/err"; code=$?
-  set -e
-  [ "$code" -eq 2 ] || fail "$*: exit $code, want 2: $(cat "$work/err")"
-  grep -q -- "trident evalgen: error: .*$pattern" "$work/err" || fail "$*: unclear message: $(cat "$work/err")"
-  [ ! -e "$work/bad.jsonl" ] && [ ! -e "$work/bad.jsonl.tmp" ] || fail "$*: left a file"
-  echo "ok: $(head -n 1 "$work/err" | cut -c1-150)"
-}
 out=(--output "$work/bad.jsonl")
 expect_error 'unknown suite "algebra" (known: arithmetic, last_digit, copy, reverse, sort, kv_lookup, date, or all)' \
   --suite arithmetic,algebra "${out[@]}"

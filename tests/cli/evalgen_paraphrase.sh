@@ -11,6 +11,7 @@
 # usage: evalgen_paraphrase.sh TRIDENT SOURCE_DIR
 set -euo pipefail
 source "$(dirname "$0")/../support/cli_common.sh"
+source "$(dirname "$0")/../support/evalgen_common.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 
 model=tests/data/hf/paraphrase
@@ -192,17 +193,6 @@ grep -q "evalgen: rejected 6: length 0, answer_cue 0, numbers 1, operands 2, ans
 echo "planted: rejected with their reasons, the good ones kept"
 
 # 6. Bad input: exit 2, the message, no file left; an existing output untouched.
-expect_error() {  # expect_error PATTERN ARGS...
-  local pattern=$1 code
-  shift
-  set +e
-  "$trident" evalgen "$@" > "$work/out" 2> "$work/err"; code=$?
-  set -e
-  [ "$code" -eq 2 ] || fail "$*: exit $code, want 2: $(cat "$work/err")"
-  grep -q -- "trident evalgen: error: .*$pattern" "$work/err" || fail "$*: unclear message: $(cat "$work/err")"
-  [ ! -e "$work/bad.jsonl" ] && [ ! -e "$work/bad.jsonl.tmp" ] || fail "$*: left a file"
-  echo "ok: $(head -n 1 "$work/err" | cut -c1-150)"
-}
 bad=(--suite copy --levels easy --n 1 --output "$work/bad.jsonl")
 expect_error "--paraphrase $work/nowhere: neither a Hugging Face model directory" "${bad[@]}" --paraphrase "$work/nowhere"
 mkdir "$work/notok"

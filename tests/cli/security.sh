@@ -87,19 +87,13 @@ python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); assert sys.argv[2].e
 echo "ok: no planted secret in any file written"
 
 # --- without the key, with another key, with a key file others may read ------------------------
-expect_exit2() {  # message, then the command's arguments
-  local message=$1; shift
-  local rc=0
-  "$trident" "$@" > "$work/err.log" 2>&1 || rc=$?
-  [[ $rc -eq 2 ]] && grep -q -- "$message" "$work/err.log" || fail "$*: exit $rc, want 2 and '$message': $(tail -n 3 "$work/err.log")"
-}
 plain_run=(train --config input/configs/tiny.ini --data.train="$work/data/private/c" --data.valid= --train.steps=2
            --log.run_dir="$work/other")
-expect_exit2 "c.bin is encrypted (key id" "${plain_run[@]}"
-expect_exit2 "the key does not match" "${plain_run[@]}" --security.key_file="$work/other.key"
+expect_exit2 "c.bin is encrypted (key id" "$trident" "${plain_run[@]}"
+expect_exit2 "the key does not match" "$trident" "${plain_run[@]}" --security.key_file="$work/other.key"
 chmod 644 "$work/other.key"
-expect_exit2 "has mode 0644; it must be 0600 or 0400" "${plain_run[@]}" --security.key_file="$work/other.key"
-expect_exit2 "has mode 0644" prep --input "$work/corpus.jsonl" --output "$work/x" --key-file "$work/other.key"
+expect_exit2 "has mode 0644; it must be 0600 or 0400" "$trident" "${plain_run[@]}" --security.key_file="$work/other.key"
+expect_exit2 "has mode 0644" "$trident" prep --input "$work/corpus.jsonl" --output "$work/x" --key-file "$work/other.key"
 [[ ! -e "$work/x.bin" ]] || fail "prep wrote shards with a bad key file"
 echo "ok: no key, another key, a readable key file: exit 2"
 
@@ -109,7 +103,7 @@ for kind in private plain; do
   cp -p "$dir/c.bin" "$work/saved.bin"
   python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(70000); b = f.read(1); f.seek(70000); f.write(bytes([b[0] ^ 1]))' "$dir/c.bin"
   key=(); [[ $kind == private ]] && key=(--security.key_file="$work/key")
-  expect_exit2 "c.bin: block 1 (bytes 65536..131072) fails its" train --config input/configs/tiny.ini \
+  expect_exit2 "c.bin: block 1 (bytes 65536..131072) fails its" "$trident" train --config input/configs/tiny.ini \
     --data.train="$dir/c" --data.valid= --train.steps=2 --log.run_dir="$work/flip-$kind" "${key[@]}"
   cp -p "$work/saved.bin" "$dir/c.bin"
 done
@@ -118,14 +112,14 @@ echo "ok: a flipped byte of an encrypted and of a plain shard: exit 2 naming the
 # --- inputs others may write -------------------------------------------------------------------
 cp input/configs/tiny.ini "$work/open.ini"
 chmod 666 "$work/open.ini"
-expect_exit2 "open.ini is writable by others (mode 0666)" train --config "$work/open.ini" --data.train="$work/plain/c" \
+expect_exit2 "open.ini is writable by others (mode 0666)" "$trident" train --config "$work/open.ini" --data.train="$work/plain/c" \
   --data.valid= --train.steps=1 --log.run_dir="$work/strict" --security.inputs=strict
 "$trident" train --config "$work/open.ini" --data.train="$work/plain/c" --data.valid= --train.steps=1 \
   --log.run_dir="$work/warn" > "$work/warn.log" 2>&1 || fail "warn: $(tail -n 2 "$work/warn.log")"
 grep -q "warning: config: .*open.ini is writable by others (mode 0666)" "$work/warn.log" || fail "no warning: $(head -n 3 "$work/warn.log")"
 ln -s "$work/plain/c.bin" "$work/data/link.bin"
 ln -s "$work/plain/c.idx" "$work/data/link.idx"
-expect_exit2 "link.idx is a symlink out of its directory" train --config input/configs/tiny.ini \
+expect_exit2 "link.idx is a symlink out of its directory" "$trident" train --config input/configs/tiny.ini \
   --data.train="$work/data/link" --data.valid= --train.steps=1 --log.run_dir="$work/strict" --security.inputs=strict
 echo "ok: inputs writable by others or linked from elsewhere: exit 2 under strict, a warning under warn"
 

@@ -9,27 +9,16 @@
 #include <map>
 
 #include "trident/core/error.hpp"
+#include "evalgen_suites.hpp"
 #include "trident/data/evalgen/generate.hpp"
 #include "trident/data/evalgen/paraphrase_check.hpp"
 
 namespace trident::data::evalgen {
 namespace {
 
-const std::string kLibrary = std::string(TRIDENT_SOURCE_DIR) + "/input/eval";
-
-struct Loaded {
-  std::unique_ptr<Suite> suite;
-  SuiteSpec spec;
-};
-
-Loaded load(const std::string& name) {
-  for (auto& s : make_suites())
-    if (name == s->name()) {
-      SuiteSpec spec = load_suite_spec(kLibrary, name, s->templates());
-      return {std::move(s), std::move(spec)};
-    }
-  throw Error("no suite " + name);
-}
+using test_support::kLibrary;
+using test_support::load;
+using test_support::Loaded;
 
 std::vector<std::string> strings_in(const Json& array) {
   std::vector<std::string> out;

@@ -164,8 +164,12 @@ TEST(MixSchedule, StagesAndOriginsContinueEachSourceCursor) {
     const MixSchedule::Located at = schedule.locate(r);
     ASSERT_EQ(at.ordinal, next[at.source]) << "row " << r;
     ++next[at.source];
-    if (r < 96) EXPECT_NE(at.source, 2u);
-    if (r >= 200) EXPECT_EQ(at.source, 0u);
+    if (r < 96) {
+      EXPECT_NE(at.source, 2u);
+    }
+    if (r >= 200) {
+      EXPECT_EQ(at.source, 0u);
+    }
   }
   EXPECT_EQ(next, schedule.cursor(400));
   // Changed mixes from row 150 on (the same stages started afresh there; other weights): the
@@ -177,7 +181,9 @@ TEST(MixSchedule, StagesAndOriginsContinueEachSourceCursor) {
       const MixSchedule::Located at = changed.locate(r);
       ASSERT_EQ(at.ordinal, cursor[at.source]) << "row " << r;
       ++cursor[at.source];
-      if (r >= 200) EXPECT_EQ(at.source, 0u);
+      if (r >= 200) {
+        EXPECT_EQ(at.source, 0u);
+      }
     }
   }
   EXPECT_THROW(MixSchedule(3, phases, 150, schedule.cursor(150)).locate(149), Error);
@@ -241,7 +247,9 @@ TEST(MixSampler, SameGlobalBatchesUnderAnyDpAndMicroBatch) {
   // The small source (5 rows) repeats in epochs, each epoch every row once.
   ASSERT_GE(small_epoch_rows.size(), 4u);
   for (const auto& [epoch, rows] : small_epoch_rows)
-    if (epoch + 1 < int(small_epoch_rows.size())) EXPECT_EQ(rows.size(), 5u) << "epoch " << epoch;
+    if (epoch + 1 < int(small_epoch_rows.size())) {
+      EXPECT_EQ(rows.size(), 5u) << "epoch " << epoch;
+    }
 }
 
 TEST(MixSampler, LargeSourcesWalkFeistelEpochs) {
