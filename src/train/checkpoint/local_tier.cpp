@@ -72,8 +72,8 @@ std::vector<int64_t> steps_in(const std::string& dir, const std::string& key, in
 }  // namespace
 
 LocalTier::LocalTier(const std::string& local_dir, bool replicas, const std::string& checkpoint_dir, std::string key,
-                     dist::Topology& topology, const Logger& log)
-    : topology_(topology), log_(log), key_(std::move(key)) {
+                     const security::MasterKey* encryption, dist::Topology& topology, const Logger& log)
+    : topology_(topology), log_(log), key_(std::move(key)), encryption_(encryption) {
   std::error_code ec;
   const std::string global = fs::weakly_canonical(fs::absolute(checkpoint_dir), ec).string();
   char run[32];
@@ -195,7 +195,7 @@ void LocalTier::save(int64_t step, io::CheckpointAttributes attributes, const st
   try {
     fs::create_directories(own_dir());
     if (partner_shift_ > 0) fs::create_directories(replica_dir());
-    io::write_local_state(own, attributes, pieces);
+    io::write_local_state(own, attributes, pieces, encryption_);
   } catch (...) {
     error = std::current_exception();
   }
