@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "trident/cli/commands.hpp"
@@ -21,7 +22,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trident convert --to hf --input CHECKPOINT.h5 --output DIR [--tokenizer PATH] [--dtype fp32|bf16]\n"
-    "       trident convert --to peft --input CHECKPOINT.h5 --output DIR [--merge]\n"
+    "                               [--key-file PATH]\n"
+    "       trident convert --to peft --input CHECKPOINT.h5 --output DIR [--merge] [--key-file PATH]\n"
     "       trident convert --from hf --input DIR --output CHECKPOINT.h5 [--seq-len N]\n"
     "  --to hf:   DIR gets model.safetensors (F32, or BF16 with --dtype bf16), config.json\n"
     "             (transformers' from_pretrained loads it) and generation_config.json (the eos\n"
@@ -43,7 +45,8 @@ int convert(int argc, char** argv) {
                                                             "tokenizer.json (or its directory) to put next to --to hf output")(
       "seq-len", po::value<int>()->default_value(0), "--from hf: model.seq_len recorded (0: the model's positions)")(
       "merge", "--to peft: write the base model with the adapters merged in")(
-      "dtype", po::value<std::string>()->default_value("fp32"), "--to hf: fp32 | bf16, the stored weights' type");
+      "dtype", po::value<std::string>()->default_value("fp32"), "--to hf: fp32 | bf16, the stored weights' type")(
+      "key-file", po::value<std::string>(), "--to hf / peft: the key file of an encrypted checkpoint (security.key_file)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -58,8 +61,15 @@ int convert(int argc, char** argv) {
   TRIDENT_CONFIG_CHECK(vm.count("to") + vm.count("from") == 1, "give one of --to hf, --to peft or --from hf\n", kUsage);
   TRIDENT_CONFIG_CHECK(vm.count("input") && vm.count("output"), "--input and --output are required\n", kUsage);
   const std::string input = vm["input"].as<std::string>(), output = vm["output"].as<std::string>();
+  std::optional<security::MasterKey> key;
+  if (vm.count("key-file")) {
+    TRIDENT_CONFIG_CHECK(vm.count("to"), "--key-file goes with --to hf or --to peft (--from hf writes a plain ",
+                         "checkpoint)");
+    key = security::load_key_file(vm["key-file"].as<std::string>());
+  }
+  const security::MasterKey* key_ptr = key ? &*key : nullptr;
   if (vm.count("to") && vm["to"].as<std::string>() == "peft" && !vm.count("merge")) {
-    interop::checkpoint_to_peft(input, checkpoint_model(input), output);
+    interop::checkpoint_to_peft(input, checkpoint_model(input), output, key_ptr);
     std::printf("wrote %s/adapter_model.safetensors and adapter_config.json from %s\n", output.c_str(), input.c_str());
   } else if (vm.count("to")) {
     const std::string to = vm["to"].as<std::string>();
@@ -68,7 +78,7 @@ int convert(int argc, char** argv) {
     const std::string dtype = vm["dtype"].as<std::string>();
     TRIDENT_CONFIG_CHECK(dtype == "fp32" || dtype == "bf16", "--dtype ", dtype, ": expected fp32 or bf16");
     interop::checkpoint_to_hf(input, checkpoint_model(input), output, vm["tokenizer"].as<std::string>(),
-                              dtype == "bf16" ? io::StoredFloat::kBF16 : io::StoredFloat::kF32);
+                              dtype == "bf16" ? io::StoredFloat::kBF16 : io::StoredFloat::kF32, key_ptr);
     std::printf("wrote %s/model.safetensors and config.json from %s\n", output.c_str(), input.c_str());
   } else {
     TRIDENT_CONFIG_CHECK(vm["from"].as<std::string>() == "hf", "--from ", vm["from"].as<std::string>(),

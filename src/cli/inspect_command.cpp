@@ -31,7 +31,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trident inspect PREFIX [--decode I|all] [--tokenizer T] [--key-file KEY]   (token shards)\n"
-    "       trident inspect CHECKPOINT.h5              (tensors, attributes, checksums verified)\n"
+    "       trident inspect CHECKPOINT.h5 [--key-file PATH]   (tensors, attributes, checksums verified;\n"
+    "                                                     an encrypted checkpoint's with its key)\n"
     "       trident inspect --config FILE --batches N [--json]   (a run's first N global batches)";
 
 void print_statistics(const data::ShardSet& reader) {

@@ -74,7 +74,7 @@ void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, 
                  {"converted_from", std::string("hf ") + hf_family_name(info.family)}};
   const fs::path parent = fs::path(checkpoint).parent_path();
   if (!parent.empty()) make_directories(parent);
-  io::write_checkpoint(checkpoint, comm, datasets, pieces, attrs);
+  io::write_checkpoint(checkpoint, comm, datasets, pieces, attrs, /*key=*/nullptr);
 }
 
 std::vector<WholeTensor> merge_lora(const model::ModelConfig& cfg, std::vector<WholeTensor> tensors) {
@@ -108,8 +108,9 @@ void write_json(const fs::path& path, const Json& json) {
 }  // namespace
 
 void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir,
-                      const std::string& tokenizer, io::StoredFloat stored) {
+                      const std::string& tokenizer, io::StoredFloat stored, const security::MasterKey* key) {
   const io::CheckpointListing listing = io::list_checkpoint(checkpoint);
+  const io::CheckpointDecryption decryption(checkpoint, listing.attributes, key);
   model::ModelConfig m = model.config;
   const std::string& init_from = model.init_from;
   const io::H5File file = io::H5File::open_read(checkpoint);
@@ -122,6 +123,7 @@ void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& mode
     TRIDENT_CONFIG_CHECK(found->second == shape, checkpoint, ": tensor ", dataset, " has shape ", found->second.str(),
                          " but its config describes ", shape.str());
     const std::vector<double> values = file.read(dataset);
+    decryption.check(dataset);
     tensors.push_back({name, shape, std::vector<float>(values.begin(), values.end())});
   }
   if (m.lora.enabled()) {  // a LoRA run: its adapters merged into the base weights

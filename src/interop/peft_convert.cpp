@@ -64,8 +64,10 @@ PeftModule peft_module(const model::ModelConfig& cfg, int layer, const std::stri
   return {m + ".mlp." + proj + "_proj"};
 }
 
-void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir) {
+void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir,
+                        const security::MasterKey* key) {
   const io::CheckpointListing listing = io::list_checkpoint(checkpoint);
+  const io::CheckpointDecryption decryption(checkpoint, listing.attributes, key);
   const model::ModelConfig& m = model.config;
   TRIDENT_CONFIG_CHECK(m.lora.enabled(), checkpoint, " was not trained with LoRA (lora.enabled = false): ",
                        "no adapters to write; `convert --to hf` writes the whole model");
@@ -76,6 +78,7 @@ void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& mo
     TRIDENT_CONFIG_CHECK(found != listing.datasets.end() && found->second == (Shape{rows, cols}), checkpoint,
                          ": no adapter tensor ", dataset, " of shape [", rows, ", ", cols, "]");
     const std::vector<double> v = file.read(dataset);
+    decryption.check(dataset);
     return std::vector<float>(v.begin(), v.end());
   };
   const int64_t r = m.lora.r;
@@ -137,7 +140,7 @@ void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& mo
     CheckpointModel frozen = model;
     frozen.config.lora = {};
     const fs::path dir = fs::path(out_dir) / "base";
-    checkpoint_to_hf(checkpoint, frozen, dir.string());
+    checkpoint_to_hf(checkpoint, frozen, dir.string(), "", io::StoredFloat::kF32, key);
     base = fs::absolute(dir).lexically_normal().string();
   }
   cfg.set("base_model_name_or_path", Json(base));

@@ -20,7 +20,7 @@ void write_string_attribute(hid_t file, const std::string& name, const std::stri
 
 void write_attributes(hid_t file, const CheckpointAttributes& given) {
   CheckpointAttributes all = given;
-  all.numbers["format_version"] = kCheckpointFormatVersion;
+  all.numbers.emplace("format_version", kPlainFormatVersion);  // an encrypted file's writer sets 2
   for (auto& [name, text] : all.texts)
     if (text.empty()) text = " ";  // as write_string_attribute stores an empty text (and reads it back)
   for (const auto& [name, v] : all.numbers) write_number_attribute(file, name, v);

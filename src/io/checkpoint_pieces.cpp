@@ -44,31 +44,96 @@ int64_t stored_count(const ShardPiece& p) {
   return count;
 }
 
-// Adds the piece's stored elements to the file selection: a partial first row, a block of
-// whole rows, a partial last row (row-major global order, the order of the piece's data).
-void select_piece(hid_t space, int rank, const ShardPiece& p) {
-  const int64_t lc = p.local_cols, n = stored_count(p);
-  auto select = [&](int64_t grow, int64_t gcol, int64_t rows, int64_t cols) {
-    if (rows <= 0 || cols <= 0) return;
-    if (rank == 1) {
-      const hsize_t start[1] = {hsize_t(gcol)}, count[1] = {hsize_t(cols)};
-      H5Sselect_hyperslab(space, H5S_SELECT_OR, start, nullptr, count, nullptr);
-    } else {
-      const hsize_t start[2] = {hsize_t(grow), hsize_t(gcol)}, count[2] = {hsize_t(rows), hsize_t(cols)};
-      H5Sselect_hyperslab(space, H5S_SELECT_OR, start, nullptr, count, nullptr);
+// The piece's stored elements as blocks in the order of its data (row-major global order): a
+// partial first row, a block of whole rows, a partial last row.
+template <typename F>
+void PieceTransfer::each_block(const std::vector<const ShardPiece*>& mine, F&& f) const {
+  for (const ShardPiece* p : mine) {
+    const int64_t lc = p->local_cols, end = p->begin + stored_count(*p);
+    size_t at = 0;  // elements of the piece's data before the block
+    auto block = [&](int64_t local_row, int64_t local_col, int64_t rows, int64_t cols) {
+      if (rows <= 0 || cols <= 0) return;
+      f(*p, Block{p->row0 + local_row, p->col0 + local_col, rows, cols}, at);
+      at += static_cast<size_t>(rows * cols);
+    };
+    int64_t i = p->begin;
+    if (i < end && i % lc != 0) {  // partial first row
+      const int64_t stop = std::min(end, (i / lc + 1) * lc);
+      block(i / lc, i % lc, 1, stop - i);
+      i = stop;
     }
-  };
-  int64_t i = p.begin;
-  const int64_t end = p.begin + n;
-  if (i < end && i % lc != 0) {  // partial first row
-    const int64_t r = i / lc, stop = std::min(end, (r + 1) * lc);
-    select(p.row0 + r, p.col0 + i % lc, 1, stop - i);
-    i = stop;
+    const int64_t full_rows = (end - i) / lc;
+    block(i / lc, 0, full_rows, lc);
+    i += full_rows * lc;
+    if (i < end) block(i / lc, 0, 1, end - i);  // partial last row
   }
-  const int64_t full_rows = (end - i) / lc;
-  select(p.row0 + i / lc, p.col0, full_rows, lc);
-  i += full_rows * lc;
-  if (i < end) select(p.row0 + i / lc, p.col0, 1, end - i);  // partial last row
+}
+
+PieceTransfer::PieceTransfer(hid_t file_space, int rank, const std::vector<const ShardPiece*>& mine) {
+  H5Sselect_none(file_space);
+  int64_t r0 = INT64_MAX, c0 = INT64_MAX, r1 = INT64_MIN, c1 = INT64_MIN;
+  auto select = [rank](hid_t space, const Block& b, int64_t row, int64_t col) {
+    const hsize_t start2[2] = {hsize_t(row), hsize_t(col)}, count2[2] = {hsize_t(b.rows), hsize_t(b.cols)};
+    const hsize_t start1[1] = {hsize_t(col)}, count1[1] = {hsize_t(b.cols)};
+    H5Sselect_hyperslab(space, H5S_SELECT_OR, rank == 1 ? start1 : start2, nullptr, rank == 1 ? count1 : count2,
+                        nullptr);
+  };
+  each_block(mine, [&](const ShardPiece& p, const Block& b, size_t) {
+    TRIDENT_CHECK(memory_type(p.data) == memory_type(mine.front()->data), p.dataset, ": pieces of mixed dtypes");
+    select(file_space, b, b.row, b.col);
+    count_ += b.rows * b.cols;
+    r0 = std::min(r0, b.row), c0 = std::min(c0, b.col);
+    r1 = std::max(r1, b.row + b.rows), c1 = std::max(c1, b.col + b.cols);
+  });
+  if (count_ == 0) {  // a collective transfer of nothing: still a call on every rank
+    const hsize_t one[1] = {1};
+    memspace_ = H5Handle(H5Screate_simple(1, one, nullptr), H5Sclose);
+    H5Sselect_none(memspace_.get());
+    return;
+  }
+  type_ = memory_type(mine.front()->data);
+  elem_ = dtype_size(mine.front()->data.dtype());
+  const int64_t box = (r1 - r0) * (c1 - c0);
+  flat_ = box > 2 * count_;
+  box_row_ = r0, box_col_ = c0, box_width_ = c1 - c0;
+  if (flat_) {
+    const hsize_t n[1] = {hsize_t(count_)};
+    memspace_ = H5Handle(H5Screate_simple(1, n, nullptr), H5Sclose);
+  } else {
+    const hsize_t dims2[2] = {hsize_t(r1 - r0), hsize_t(c1 - c0)}, dims1[1] = {hsize_t(c1 - c0)};
+    memspace_ = H5Handle(H5Screate_simple(rank, rank == 1 ? dims1 : dims2, nullptr), H5Sclose);
+    H5Sselect_none(memspace_.get());
+    each_block(mine, [&](const ShardPiece&, const Block& b, size_t) {
+      select(memspace_.get(), b, b.row - r0, b.col - c0);
+    });
+  }
+  buffer_.reset(new char[static_cast<size_t>(flat_ ? count_ : box) * elem_]);
+}
+
+// Where row `row` of block b starts in the buffer, in elements (flat: the running position).
+size_t PieceTransfer::box_offset(const Block& b, int64_t row, size_t flat_at) const {
+  if (flat_) return flat_at;
+  return static_cast<size_t>((b.row + row - box_row_) * box_width_ + (b.col - box_col_));
+}
+
+void PieceTransfer::pack(const std::vector<const ShardPiece*>& mine) {
+  size_t flat_at = 0;
+  each_block(mine, [&](const ShardPiece& p, const Block& b, size_t at) {
+    const char* data = static_cast<const char*>(p.data.raw());
+    for (int64_t r = 0; r < b.rows; ++r, flat_at += size_t(b.cols))
+      std::copy_n(data + (at + size_t(r * b.cols)) * elem_, size_t(b.cols) * elem_,
+                  buffer_.get() + box_offset(b, r, flat_at) * elem_);
+  });
+}
+
+void PieceTransfer::unpack(const std::vector<const ShardPiece*>& mine) const {
+  size_t flat_at = 0;
+  each_block(mine, [&](const ShardPiece& p, const Block& b, size_t at) {
+    char* data = static_cast<char*>(p.data.raw());
+    for (int64_t r = 0; r < b.rows; ++r, flat_at += size_t(b.cols))
+      std::copy_n(buffer_.get() + box_offset(b, r, flat_at) * elem_, size_t(b.cols) * elem_,
+                  data + (at + size_t(r * b.cols)) * elem_);
+  });
 }
 
 hid_t memory_type(const Tensor& t) { return t.dtype() == DType::kF64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT; }

@@ -1,8 +1,11 @@
-// Reading checkpoints: the listing of any file (serial), and a collective read of a rank's
-// pieces after the names, shapes and checksums are checked.
+// Reading checkpoints: the listing of any file (serial; an encrypted one's too: names, shapes
+// and attributes are plain), and a collective read of a rank's pieces after the names, shapes,
+// key, checksums and (encrypted) tags are checked.
 #include <filesystem>
+#include <memory>
+#include <optional>
 
-#include "checkpoint_hdf5.hpp"
+#include "checkpoint_crypto.hpp"
 
 namespace trident::io {
 
@@ -49,13 +52,13 @@ CheckpointListing list_checkpoint(const std::string& path) {
 }
 
 CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& expected,
-                                     std::vector<ShardPiece>& pieces) {
+                                     std::vector<ShardPiece>& pieces, const security::MasterKey* key) {
   TRIDENT_CONFIG_CHECK(std::filesystem::is_regular_file(path), "checkpoint ", path, " not found");
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   H5Handle file;
   CheckpointAttributes attributes;
-  // Names and shapes first, then the checksums of everything, then this rank's pieces; a
-  // failure anywhere is every rank's before the next collective call.
+  // Names and shapes first, then the key, then the checksums (and tags) of everything, then this
+  // rank's pieces; a failure anywhere is every rank's before the next collective call.
   agreed(comm, [&] {
     H5Handle fapl = file_access(comm);
     file = H5Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
@@ -71,37 +74,42 @@ CheckpointAttributes read_checkpoint(const std::string& path, MPI_Comm comm, con
                            " but the model needs ", shape.str(), " (a checkpoint of another model shape)");
     }
   });
-  verify_checksums(file.get(), path, comm, expected);
+  // The same attributes and key on every rank: every rank throws alike, outside an agreement,
+  // so that the error stays a CheckpointKeyError (a resume does not skip past it).
+  const std::unique_ptr<CheckpointTagCheck> tags = tag_check_for(attributes, path, key);
+  // Plain: every checksum first (a pass over the whole file), then the pieces. Encrypted: every
+  // chunk's tag is checked as it is read, before any of it reaches a piece, so one pass does:
+  // the checksums of the tensors the written pieces cover once are summed from the pieces and
+  // compared at the end (they catch chunks moved within a tensor); the rest get the pass first.
+  const std::map<std::string, Shape> from_pieces = tags ? covered_once(comm, expected, pieces)
+                                                        : std::map<std::string, Shape>{};
+  std::map<std::string, Shape> rest = expected;
+  std::erase_if(rest, [&](const auto& d) { return from_pieces.count(d.first) > 0; });
+  verify_checksums(file.get(), path, comm, rest, tags.get());
+  std::vector<uint64_t> computed, stored;
   H5Handle dxpl = collective_transfer();
-  for (const auto& entry : expected) agreed(comm, [&] {  // the same sorted order on every rank
+  for (const auto& entry : expected) {  // the same sorted order on every rank
     const std::string& name = entry.first;
-    H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
-    H5Handle space(H5Dget_space(ds.get()), H5Sclose);
-    const int nd = H5Sget_simple_extent_ndims(space.get());
-    H5Sselect_none(space.get());
     const auto mine = pieces_of(name, pieces, /*writing=*/false);
-    int64_t count = 0;
-    for (const ShardPiece* p : mine) count += stored_count(*p);
-    std::vector<char> buffer;
-    hid_t type = H5T_NATIVE_FLOAT;
-    if (count > 0) {
-      type = memory_type(mine.front()->data);
-      buffer.resize(static_cast<size_t>(count) * dtype_size(mine.front()->data.dtype()));
-      for (const ShardPiece* p : mine) select_piece(space.get(), nd, *p);
+    const bool summed = from_pieces.count(name) > 0;
+    std::optional<PieceTransfer> transfer;
+    agreed(comm, [&] {
+      H5Handle ds(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+      if (summed) stored.push_back(stored_checksum(ds.get(), path, name));
+      H5Handle space(H5Dget_space(ds.get()), H5Sclose);
+      transfer.emplace(space.get(), H5Sget_simple_extent_ndims(space.get()), mine);
+      TRIDENT_CONFIG_CHECK(H5Dread(ds.get(), transfer->type(), transfer->memspace(), space.get(), dxpl.get(),
+                                   transfer->buffer()) >= 0,
+                           "checkpoint ", path, ": reading ", name, " failed (truncated or corrupt file?)");
+    });
+    if (tags) tags->agree(file.get(), path, name, comm);  // before any of it reaches the pieces
+    transfer->unpack(mine);
+    if (summed) {
+      const Shape& shape = entry.second;
+      computed.push_back(partial_checksum(pieces_of(name, pieces, /*writing=*/true), shape[shape.ndim() - 1]));
     }
-    const hsize_t mem_count[1] = {hsize_t(std::max<int64_t>(count, 1))};
-    H5Handle memspace(H5Screate_simple(1, mem_count, nullptr), H5Sclose);
-    if (count == 0) H5Sselect_none(memspace.get());
-    TRIDENT_CONFIG_CHECK(H5Dread(ds.get(), type, memspace.get(), space.get(), dxpl.get(),
-                                 count ? buffer.data() : nullptr) >= 0,
-                         "checkpoint ", path, ": reading ", name, " failed (truncated or corrupt file?)");
-    size_t at = 0;
-    for (const ShardPiece* p : mine) {
-      const size_t bytes = static_cast<size_t>(stored_count(*p)) * dtype_size(p->data.dtype());
-      std::copy_n(buffer.data() + at, bytes, static_cast<char*>(p->data.raw()));
-      at += bytes;
-    }
-  });
+  }
+  compare_checksums(path, comm, from_pieces, computed, stored);
   return attributes;
 }
 

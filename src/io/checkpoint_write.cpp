@@ -1,11 +1,13 @@
 // Writing a checkpoint collectively: every dataset created by every rank in one order, each
-// rank's pieces as hyperslabs, checksums, then fsync and an atomic rename.
+// rank's pieces as hyperslabs (sealed in chunks when encrypted), checksums, then fsync and an
+// atomic rename.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 
-#include "checkpoint_hdf5.hpp"
+#include "checkpoint_crypto.hpp"
 #include "trident/core/file_policy.hpp"
 #include "trident/dist/mpi_session.hpp"
 
@@ -25,9 +27,11 @@ void fsync_path(const std::string& path) {
 
 namespace {
 
-// Datasets and attributes of the file, in the same order on every rank.
+// Datasets and attributes of the file, in the same order on every rank (encryption: null for a plain file).
 void write_contents(hid_t file, const std::string& tmp, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
-                    const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes) {
+                    const std::vector<ShardPiece>& pieces, CheckpointAttributes attributes,
+                    const CheckpointEncryption* encryption) {
+  if (encryption) encryption->add_attributes(attributes);
   agreed(comm, [&] { write_attributes(file, attributes); });
   H5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(lcpl.get(), 1);
@@ -38,43 +42,33 @@ void write_contents(hid_t file, const std::string& tmp, MPI_Comm comm, const std
     checksums.push_back(partial_checksum(pieces_of(name, pieces, /*writing=*/true), shape.ndim() > 1 ? shape[1] : shape[0]));
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_SUM, comm));
   size_t checksum_index = 0;
-  std::vector<char> buffer;
   for (const auto& entry : datasets) {  // the same sorted order on every rank
     const std::string& name = entry.first;
     const Shape& shape = entry.second;
     agreed(comm, [&] {
       hsize_t dims[2] = {hsize_t(shape[0]), shape.ndim() > 1 ? hsize_t(shape[1]) : 1};
       H5Handle space(H5Screate_simple(shape.ndim(), dims, nullptr), H5Sclose);
-      H5Handle ds(H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
-                  H5Dclose);
+      H5Handle dcpl = encryption ? encryption->creation_properties(name, shape)
+                                 : H5Handle(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+      H5Handle ds;
+      {
+        const crypt::PlaceholderScope fill(crypt::Placeholders::kSeal);  // HDF5's fill chunks: overwritten below
+        ds = H5Handle(H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
+                      H5Dclose);
+      }
       require_io(ds.get() >= 0, "checkpoint: cannot create tensor ", name, " in ", tmp,
                  " (disk full or I/O error); the previous checkpoint is untouched");
       write_checksum_attribute(ds.get(), checksums[checksum_index++]);
       // Collective transfer: every rank writes every dataset, possibly an empty selection.
-      H5Sselect_none(space.get());
       const auto mine = pieces_of(name, pieces, /*writing=*/true);
-      int64_t count = 0;
-      hid_t type = H5T_NATIVE_FLOAT;
-      for (const ShardPiece* p : mine) count += stored_count(*p);
-      if (count > 0) {
-        type = memory_type(mine.front()->data);
-        const size_t elem = dtype_size(mine.front()->data.dtype());
-        buffer.resize(static_cast<size_t>(count) * elem);
-        size_t at = 0;
-        for (const ShardPiece* p : mine) {
-          TRIDENT_CHECK(memory_type(p->data) == type, name, ": pieces of mixed dtypes");
-          select_piece(space.get(), shape.ndim(), *p);
-          const size_t bytes = static_cast<size_t>(stored_count(*p)) * elem;
-          std::copy_n(static_cast<const char*>(p->data.raw()), bytes, buffer.data() + at);
-          at += bytes;
-        }
-      }
-      const hsize_t mem_count[1] = {hsize_t(std::max<int64_t>(count, 1))};
-      H5Handle memspace(H5Screate_simple(1, mem_count, nullptr), H5Sclose);
-      if (count == 0) H5Sselect_none(memspace.get());
-      require_io(H5Dwrite(ds.get(), type, memspace.get(), space.get(), dxpl.get(), count ? buffer.data() : nullptr) >= 0,
+      PieceTransfer transfer(space.get(), shape.ndim(), mine);
+      transfer.pack(mine);
+      const crypt::PlaceholderScope merge(crypt::Placeholders::kOpen);  // partly written chunks (edges)
+      require_io(H5Dwrite(ds.get(), transfer.type(), transfer.memspace(), space.get(), dxpl.get(),
+                          transfer.buffer()) >= 0,
                  "checkpoint: writing ", name, " to ", tmp, " failed (disk full or I/O error); the previous checkpoint "
                  "is untouched");
+      if (encryption) encryption->check_written(tmp, name);
     });
   }
   agreed(comm, [&] {
@@ -87,12 +81,16 @@ void write_contents(hid_t file, const std::string& tmp, MPI_Comm comm, const std
 
 void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std::string, Shape>& datasets,
                       const std::vector<ShardPiece>& pieces, const CheckpointAttributes& attributes,
-                      const std::function<void()>& before_rename) {
+                      const security::MasterKey* key, const std::function<void()>& before_rename) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   const std::string tmp = path + ".tmp";
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   H5Handle file;
+  // Before the file: its data key and chunk shapes (collective), and the key registered with the
+  // filter for as long as HDF5 may seal chunks (dataset creation writes sealed fill chunks).
+  std::unique_ptr<CheckpointEncryption> encryption;
+  if (key) encryption = std::make_unique<CheckpointEncryption>(*key, comm, datasets, pieces);
   try {
     agreed(comm, [&] {
       H5Handle fapl = file_access(comm);
@@ -100,7 +98,7 @@ void write_checkpoint(const std::string& path, MPI_Comm comm, const std::map<std
       require_io(file.get() >= 0, "checkpoint: cannot create ", tmp, " (directory missing, read-only or full?)");
       if (rank == 0) secure_file(tmp);  // its group and mode before any tensor is in it
     });
-    write_contents(file.get(), tmp, comm, datasets, pieces, attributes);
+    write_contents(file.get(), tmp, comm, datasets, pieces, attributes, encryption.get());
     agreed(comm, [&] {
       require_io(file.close(), "checkpoint: closing ", tmp, " failed (disk full or I/O error); the previous checkpoint "
                  "is untouched");

@@ -1,4 +1,5 @@
-// The local tier's per-rank state file: header, raw pieces, checksum; atomic by rename.
+// The local tier's per-rank state file: header, raw (or sealed) pieces, checksum; atomic by rename.
+#include "trident/core/file_policy.hpp"
 #include "trident/io/local_state_file.hpp"
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 
 #include "trident/core/error.hpp"
 #include "trident/core/json.hpp"
+#include "local_state_crypto.hpp"
 
 namespace trident::io {
 
@@ -21,12 +23,14 @@ namespace {
 constexpr char kMagic[8] = {'T', 'R', 'D', 'L', 'O', 'C', 'A', 'L'};
 constexpr uint64_t kMaxHeaderBytes = uint64_t(256) << 20;
 constexpr uint64_t kBlockBytes = uint64_t(16) << 20;  // checksum blocks: a reader verifies in these
+constexpr int kPlainVersion = 1, kSealedVersion = 2;
 
 using File = std::unique_ptr<FILE, int (*)(FILE*)>;
 
 uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
-Json header_json(const CheckpointAttributes& attributes, const std::vector<LocalPiece>& pieces) {
+Json header_json(const CheckpointAttributes& attributes, const std::vector<LocalPiece>& pieces,
+                 const sealed::LocalEncryption* encryption) {
   Json numbers = Json::object(), texts = Json::object();
   for (const auto& [k, v] : attributes.numbers) numbers.append(k, v);
   for (const auto& [k, v] : attributes.texts) texts.append(k, v);
@@ -43,9 +47,10 @@ Json header_json(const CheckpointAttributes& attributes, const std::vector<Local
     list.push_back(std::move(entry));
   }
   Json h = Json::object();
-  h.append("version", 1);
+  h.append("version", encryption ? kSealedVersion : kPlainVersion);
   h.append("attributes", std::move(attrs));
   h.append("pieces", std::move(list));
+  if (encryption) h.append("encryption", encryption->header());
   return h;
 }
 
@@ -53,6 +58,7 @@ Json header_json(const CheckpointAttributes& attributes, const std::vector<Local
 struct Header {
   Json json;
   uint64_t checksum = 0;
+  bool sealed = false;  // version 2: the payload encrypted
 };
 
 Header read_header(FILE* f, const std::string& path) {
@@ -73,8 +79,10 @@ Header read_header(FILE* f, const std::string& path) {
   } catch (const ConfigError& e) {
     throw ConfigError(detail::concat(path, ": corrupt local-tier header: ", e.what()));
   }
-  TRIDENT_CONFIG_CHECK(h.json.find("version") && h.json.at("version").as_int() == 1, path,
-                       ": local-tier format version is not 1");
+  const Json* version = h.json.find("version");
+  TRIDENT_CONFIG_CHECK(version && (version->as_int() == kPlainVersion || version->as_int() == kSealedVersion), path,
+                       ": local-tier format version is not 1 or 2 (written by a newer trident?)");
+  h.sealed = version->as_int() == kSealedVersion;
   return h;
 }
 
@@ -123,18 +131,29 @@ uint64_t local_checksum(const void* data, size_t bytes, uint64_t seed) {
 }
 
 void write_local_state(const std::string& path, const CheckpointAttributes& attributes,
-                       const std::vector<LocalPiece>& pieces) {
-  const std::string tmp = path + ".tmp", text = header_json(attributes, pieces).dump();
+                       const std::vector<LocalPiece>& pieces, const security::MasterKey* key) {
+  std::unique_ptr<sealed::LocalEncryption> encryption;
+  if (key) encryption = std::make_unique<sealed::LocalEncryption>(*key);
+  const std::string tmp = path + ".tmp", text = header_json(attributes, pieces, encryption.get()).dump();
   const uint64_t bytes = text.size();
   File f = open_file(tmp, "wb");
   if (!f) throw Error(detail::concat("local checkpoint: cannot create ", tmp, ": ", std::strerror(errno)));
+  secure_file(fileno(f.get()), tmp);
   uint64_t checksum = local_checksum(kMagic, 8, 0);
   checksum = local_checksum(&bytes, sizeof bytes, checksum);
   checksum = local_checksum(text.data(), text.size(), checksum);
   bool ok = std::fwrite(kMagic, 1, 8, f.get()) == 8 && std::fwrite(&bytes, sizeof bytes, 1, f.get()) == 1 &&
             std::fwrite(text.data(), 1, text.size(), f.get()) == text.size();
+  if (encryption) {  // the sealed payload, then its tags; the checksum covers header and tags
+    std::vector<security::Tag> tags;
+    ok = ok && encryption->write(f.get(), pieces, tags);
+    for (const security::Tag& tag : tags) {
+      checksum = local_checksum(tag.data(), tag.size(), checksum);
+      ok = ok && std::fwrite(tag.data(), 1, tag.size(), f.get()) == tag.size();
+    }
+  }
   for (const LocalPiece& p : pieces) {
-    if (!ok) break;
+    if (!ok || encryption) break;
     TRIDENT_CHECK(p.data.device() == Device::kCPU, "local checkpoint: ", p.dataset,
                   " is not a contiguous host tensor");
     checksum = checksum_blocks(static_cast<const char*>(p.data.raw()), p.data.bytes(), checksum);
@@ -180,9 +199,43 @@ Header open_checked(const std::string& path, const std::vector<LocalPiece>& piec
 
 }  // namespace
 
-CheckpointAttributes verify_local_state(const std::string& path, const std::vector<LocalPiece>& pieces) {
+namespace {
+
+// A sealed file (version 2): its encryption (the key checked), and its tags, read from after the
+// payload and checked against the file's checksum; f is left at the payload.
+std::unique_ptr<sealed::LocalEncryption> sealed_payload(std::FILE* f, const Header& h, const std::string& path,
+                                                       const std::vector<LocalPiece>& pieces,
+                                                       const security::MasterKey* key,
+                                                       std::vector<security::Tag>& tags) {
+  auto encryption = std::make_unique<sealed::LocalEncryption>(h.json, path, key);
+  uint64_t payload = 0;
+  for (const LocalPiece& p : pieces) payload += p.data.bytes();
+  const off_t start = ::ftello(f);
+  tags.resize(static_cast<size_t>(encryption->blocks(payload)));
+  uint64_t sum = h.checksum, stored_sum = 0;
+  char extra = 0;
+  TRIDENT_CONFIG_CHECK(::fseeko(f, start + static_cast<off_t>(payload), SEEK_SET) == 0 &&
+                           std::fread(tags.data(), sizeof(security::Tag), tags.size(), f) == tags.size(),
+                       path, ": truncated (no block tags)");
+  for (const security::Tag& tag : tags) sum = local_checksum(tag.data(), tag.size(), sum);
+  TRIDENT_CONFIG_CHECK(std::fread(&stored_sum, sizeof stored_sum, 1, f) == 1, path, ": truncated (no checksum)");
+  TRIDENT_CONFIG_CHECK(std::fread(&extra, 1, 1, f) == 0, path, ": bytes after the checksum");
+  TRIDENT_CONFIG_CHECK(stored_sum == sum, path, ": checksum mismatch (corrupt local-tier file)");
+  TRIDENT_CONFIG_CHECK(::fseeko(f, start, SEEK_SET) == 0, path, ": cannot seek back to its payload");
+  return encryption;
+}
+
+}  // namespace
+
+CheckpointAttributes verify_local_state(const std::string& path, const std::vector<LocalPiece>& pieces,
+                                        const security::MasterKey* key) {
   File f(nullptr, std::fclose);
   Header h = open_checked(path, pieces, f);
+  if (h.sealed) {  // every block's tag (decrypting into scratch); plain files need no key
+    std::vector<security::Tag> tags;
+    sealed_payload(f.get(), h, path, pieces, key, tags)->read(f.get(), path, pieces, tags, /*into=*/false);
+    return attributes_of(h.json);
+  }
   {
     uint64_t sum = h.checksum;
     std::vector<char> buf(kBlockBytes);
@@ -203,9 +256,15 @@ CheckpointAttributes verify_local_state(const std::string& path, const std::vect
   return attributes_of(h.json);
 }
 
-CheckpointAttributes read_local_state(const std::string& path, const std::vector<LocalPiece>& pieces) {
+CheckpointAttributes read_local_state(const std::string& path, const std::vector<LocalPiece>& pieces,
+                                      const security::MasterKey* key) {
   File f(nullptr, std::fclose);
   Header h = open_checked(path, pieces, f);
+  if (h.sealed) {
+    std::vector<security::Tag> tags;
+    sealed_payload(f.get(), h, path, pieces, key, tags)->read(f.get(), path, pieces, tags, /*into=*/true);
+    return attributes_of(h.json);
+  }
   for (const LocalPiece& p : pieces) {
     TRIDENT_CHECK(p.data.device() == Device::kCPU, "local checkpoint: ", p.dataset, " is not a host tensor");
     TRIDENT_CONFIG_CHECK(std::fread(p.data.raw(), 1, p.data.bytes(), f.get()) == p.data.bytes(), path,

@@ -32,7 +32,7 @@ std::string now_utc() {
   const long ms = long(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char text[40];
+  char text[64];
   std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
   return text;
@@ -95,8 +95,12 @@ bool AuditLog::encrypted(const std::string& path) const {
   if (key_id_.empty()) return false;
   const fs::path p(path);
   const std::string ext = p.extension().string();
-  if (ext == ".h5" || ext == ".local") return true;  // checkpoints are encrypted whenever a key is set
+  if (ext == ".h5") return true;  // checkpoints (both tiers) are encrypted whenever a key is set
   if (ext != ".bin" && ext != ".idx") return false;
+  std::ifstream file(p, std::ios::binary);
+  char magic[8] = {};
+  file.read(magic, sizeof magic);
+  if (std::memcmp(magic, "TRDLOCAL", 8) == 0) return true;  // a local-tier checkpoint
   // A shard: its index's version (bytes 8..11) and protection flags (40..43) say
   // (data/shard_format.hpp).
   std::ifstream idx(fs::path(p).replace_extension(".idx"), std::ios::binary);

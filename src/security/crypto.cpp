@@ -44,9 +44,15 @@ bool gcm(EVP_CIPHER_CTX* ctx, bool encrypt, const Key& key, const unsigned char 
   require(EVP_CipherUpdate(ctx, nullptr, &len, aad.data(), static_cast<int>(aad.size())) == 1, "GCM aad");
   auto* src = static_cast<const unsigned char*>(in);
   auto* dst = static_cast<unsigned char*>(out);
+  // out before in, the two overlapping (a chunk opened where it lies, past its nonce): each step
+  // goes through a small buffer, written back only after its input is consumed.
+  const bool shifted = bytes > 0 && dst != src && dst < src + bytes && src < dst + bytes;
+  require(!shifted || dst < src, "GCM with an output overlapping its input from behind");
+  std::vector<unsigned char> bounce(shifted ? size_t(64) << 10 : 0);
   for (size_t done = 0; done < bytes;) {  // EVP takes int lengths
-    const int n = static_cast<int>(std::min<size_t>(bytes - done, size_t(1) << 30));
-    require(EVP_CipherUpdate(ctx, dst + done, &len, src + done, n) == 1, "GCM update");
+    const int n = static_cast<int>(std::min<size_t>(bytes - done, shifted ? bounce.size() : size_t(1) << 30));
+    require(EVP_CipherUpdate(ctx, shifted ? bounce.data() : dst + done, &len, src + done, n) == 1, "GCM update");
+    if (shifted) std::memcpy(dst + done, bounce.data(), static_cast<size_t>(n));
     done += static_cast<size_t>(n);
   }
   if (!encrypt)
@@ -79,6 +85,16 @@ std::string to_hex(std::span<const unsigned char> bytes) {
     s[2 * i + 1] = digits[bytes[i] & 15];
   }
   return s;
+}
+
+bool from_hex(std::string_view hex, std::span<unsigned char> out) {
+  if (hex.size() != 2 * out.size()) return false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  return true;
 }
 
 void random_bytes(std::span<unsigned char> out) {

@@ -136,8 +136,8 @@ PY
   rc=0; "$trident" inspect "$work/corrupt.h5" > /dev/null 2>&1 || rc=$?
   [[ $rc -eq 2 ]] || fail "inspect of a corrupt checkpoint exited $rc"
   cp "$good" "$work/newer.h5"
-  /usr/bin/python3 -c "import h5py, sys; h5py.File(sys.argv[1], 'r+').attrs['format_version'] = 2.0" "$work/newer.h5"
-  expect_error "written by format version 2; this trident reads up to version 1" --checkpoint.resume="$work/newer.h5"
+  /usr/bin/python3 -c "import h5py, sys; h5py.File(sys.argv[1], 'r+').attrs['format_version'] = 3.0" "$work/newer.h5"
+  expect_error "written by format version 3; this trident reads up to version 2" --checkpoint.resume="$work/newer.h5"
 else
   echo "h5py not installed: skipped the read without trident and the newer-version case"
 fi

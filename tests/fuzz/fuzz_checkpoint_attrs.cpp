@@ -103,7 +103,8 @@ void setup() {
                      {"loss_scale", 1024}, {"layout_dp", 1},    {"layout_tp", 1},     {"layout_pp", 1},
                      {"layout_zero", 0}};
     attrs.texts = {{"config", kBaselineConfig}};
-    trident::io::write_checkpoint(paths().base, MPI_COMM_SELF, model_datasets(), whole_pieces(true), attrs);
+    trident::io::write_checkpoint(paths().base, MPI_COMM_SELF, model_datasets(), whole_pieces(true), attrs,
+                                   /*key=*/nullptr);
     return true;
   }();
   (void)done;
@@ -434,7 +435,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   read_as("resume", [&] {
     std::vector<io::ShardPiece> pieces = whole_pieces(false);
-    const io::CheckpointAttributes attributes = io::read_checkpoint(path, MPI_COMM_SELF, model_datasets(), pieces);
+    const io::CheckpointAttributes attributes =
+        io::read_checkpoint(path, MPI_COMM_SELF, model_datasets(), pieces, /*key=*/nullptr);
     (void)io::checkpoint_state(attributes, path);
   });
   read_as("inspect", [&] {
@@ -443,7 +445,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [name, shape] : listing.datasets) elements += shape.numel();
     if (elements > (int64_t(1) << 20)) return;  // inspect reads it all: keep the harness's memory small
     std::vector<io::ShardPiece> none;
-    (void)io::read_checkpoint(path, MPI_COMM_SELF, listing.datasets, none);
+    (void)io::read_checkpoint(path, MPI_COMM_SELF, listing.datasets, none, /*key=*/nullptr);
   });
   return 0;
 }

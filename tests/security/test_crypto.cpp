@@ -93,6 +93,25 @@ TEST(Crypto, GcmMatchesNistVector) {
   EXPECT_EQ(back, plain);
 }
 
+TEST(Crypto, GcmOpensInPlaceOverItsPrefix) {
+  // A sealed chunk opened where it lies, the plain text written 12 bytes before the cipher text
+  // (over the nonce): long enough for several of the steps it goes through, and an odd length.
+  Key key{};
+  random_bytes(key);
+  const unsigned char nonce[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::vector<unsigned char> plain(300001);
+  for (size_t i = 0; i < plain.size(); ++i) plain[i] = static_cast<unsigned char>(i * 131 + 7);
+  std::vector<unsigned char> stored(12 + plain.size());
+  const Tag tag = gcm_seal(key, nonce, {}, plain.data(), plain.size(), stored.data() + 12);
+  const std::vector<unsigned char> copy = stored;
+  EXPECT_TRUE(gcm_open(key, nonce, {}, stored.data() + 12, plain.size(), stored.data(), tag));
+  EXPECT_TRUE(std::equal(plain.begin(), plain.end(), stored.begin()));
+  // A changed byte still fails its tag opened this way.
+  std::vector<unsigned char> bad = copy;
+  bad[12 + 200000] ^= 1;
+  EXPECT_FALSE(gcm_open(key, nonce, {}, bad.data() + 12, plain.size(), bad.data(), tag));
+}
+
 TEST(Crypto, KeyFileHexOrRawWithOwnerOnlyMode) {
   const auto path = std::filesystem::temp_directory_path() / "trident_test_key_hex";
   {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "trident/io/safetensors.hpp"
+#include "trident/security/crypto.hpp"
 #include "trident/model/model_config.hpp"
 #include "trident/interop/hf_weights.hpp"
 
@@ -35,8 +36,10 @@ std::vector<WholeTensor> merge_lora(const model::ModelConfig& cfg, std::vector<W
 void hf_to_checkpoint(const std::string& hf_dir, const std::string& checkpoint, MPI_Comm comm, int seq_len = 0);
 
 // Serial. tokenizer: a tokenizer.json to copy ("" = the one of the model the checkpoint's run
-// was initialised from, if any). A LoRA checkpoint is written merged (merge_lora).
+// was initialised from, if any). A LoRA checkpoint is written merged (merge_lora). key: opens an
+// encrypted checkpoint (io::CheckpointKeyError without the right one).
 void checkpoint_to_hf(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir,
-                      const std::string& tokenizer = "", io::StoredFloat stored = io::StoredFloat::kF32);
+                      const std::string& tokenizer = "", io::StoredFloat stored = io::StoredFloat::kF32,
+                      const security::MasterKey* key = nullptr);
 
 }  // namespace trident::interop

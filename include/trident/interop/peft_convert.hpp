@@ -21,7 +21,9 @@ namespace trident::interop {
 // The checkpoint's LoRA adapters as a PEFT adapter directory. base_model_name_or_path names the
 // HF directory the run started from (model.hf_base), or, when none is known, the checkpoint's
 // base weights written as an HF model into out_dir/base, so AutoPeftModelForCausalLM loads it.
-void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir);
+// key: opens an encrypted checkpoint.
+void checkpoint_to_peft(const std::string& checkpoint, const CheckpointModel& model, const std::string& out_dir,
+                        const security::MasterKey* key = nullptr);
 
 // PEFT's module name (below base_model.model.) of trident projection `proj` (q, k, v, o, up,
 // down, gate) of layer `layer`, and whether its LoRA B is a row block of a fused module.

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace trident::security {
 
@@ -39,6 +40,8 @@ MasterKey master_key_from_bytes(const Key& bytes);
 
 Digest sha256(const void* data, size_t bytes);
 std::string to_hex(std::span<const unsigned char> bytes);
+// Exactly 2 * out.size() hex digits into out; false (out unspecified) for anything else.
+bool from_hex(std::string_view hex, std::span<unsigned char> out);
 // Cryptographically random bytes (OpenSSL's DRBG); Error if it fails.
 void random_bytes(std::span<unsigned char> out);
 
@@ -48,7 +51,8 @@ WrappedKey wrap_key(const MasterKey& master, const Key& data_key);
 Key unwrap_key(const MasterKey& master, const WrappedKey& wrapped, const std::string& what);
 
 // One AES-256-GCM message: out = E(in) and its tag; open returns false when the tag fails.
-// The caller owns nonce uniqueness under the key.
+// The caller owns nonce uniqueness under the key. out may be in, or (open) lie before in and
+// overlap it (a message opened in place, past a prefix).
 Tag gcm_seal(const Key& key, const unsigned char nonce[12], std::span<const unsigned char> aad, const void* in,
              size_t bytes, void* out);
 bool gcm_open(const Key& key, const unsigned char nonce[12], std::span<const unsigned char> aad, const void* in,

@@ -59,6 +59,7 @@ Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model
       log_(log),
       optimizer_(optimizer),
       hooks_(hooks),
+      key_(cfg.security.key ? &*cfg.security.key : nullptr),
       directory_(cfg.checkpoint.dir.empty() ? (fs::path(cfg.log.run_dir) / "checkpoints").string()
                                             : cfg.checkpoint.dir) {
   datasets_ = io::gather_datasets(topology.world().comm(), my_datasets());
@@ -66,7 +67,7 @@ Checkpointer::Checkpointer(const RunConfig& cfg, dist::Topology& topology, model
   if (keeps_snapshot()) allocate_snapshot();
   if (!cfg.checkpoint.local_dir.empty() && optimizer_)
     local_ = std::make_unique<LocalTier>(cfg.checkpoint.local_dir, cfg.checkpoint.local_replicas > 0,
-                                         directory_.path(), local_key(), topology, log);
+                                         directory_.path(), local_key(), key_, topology, log);
 }
 
 std::string Checkpointer::local_key() const {
@@ -104,7 +105,12 @@ void Checkpointer::allocate_snapshot() {
     snapshot_frozen_ = Tensor::zeros(Shape{store.frozen_numel()}, dtype);
 }
 
-Checkpointer::~Checkpointer() = default;  // the writer joins: its collectives finish on every rank
+Checkpointer::~Checkpointer() {
+  // The writer joins first (its collectives finish on every rank): a write in flight uses local_,
+  // which as a later member would otherwise go first (a rank failing while its writer thread
+  // saved a local step crashed in LocalTier::save).
+  writer_.reset();
+}
 
 std::map<std::string, Shape> Checkpointer::my_datasets() const {
   std::map<std::string, Shape> out;
@@ -273,7 +279,7 @@ void Checkpointer::write(int64_t steps_done, MPI_Comm comm, const std::vector<io
   Stopwatch watch;
   const std::string path = directory_.file(steps_done);
   const dist::WatchdogPhase phase(topology_.watchdog(), "writing checkpoint " + path);
-  io::write_checkpoint(path, comm, datasets_, pieces, attributes, [&] {
+  io::write_checkpoint(path, comm, datasets_, pieces, attributes, key_, [&] {
     if (hooks_) hooks_->checkpoint_written(path);
   });
   int rank = 0;
@@ -329,7 +335,7 @@ double Checkpointer::save_local(int64_t steps_done, const RunScalars& scalars) {
   if (staged) snapshot();
   std::vector<io::LocalPiece> pieces = local_pieces(staged);
   io::CheckpointAttributes attrs = attributes(steps_done, scalars);
-  attrs.numbers["format_version"] = io::kCheckpointFormatVersion;
+  attrs.numbers["format_version"] = io::kPlainFormatVersion;  // of the attributes (the file's own: its header)
   if (!writer_) {
     local_->save(steps_done, std::move(attrs), pieces, topology_.world().comm());
   } else {
@@ -354,10 +360,10 @@ io::CheckpointAttributes Checkpointer::read(const std::string& path,
     return all;
   };
   std::vector<io::ShardPiece> live = select(live_pieces());
-  if (!stage_through_host()) return io::read_checkpoint(path, topology_.world().comm(), expected, live);
+  if (!stage_through_host()) return io::read_checkpoint(path, topology_.world().comm(), expected, live, key_);
   // The same pieces in the same order, in host memory: read there, then copied up one by one.
   std::vector<io::ShardPiece> staged = select(snapshot_pieces());
-  io::CheckpointAttributes attributes = io::read_checkpoint(path, topology_.world().comm(), expected, staged);
+  io::CheckpointAttributes attributes = io::read_checkpoint(path, topology_.world().comm(), expected, staged, key_);
   copy_up(staged, live);
   return attributes;
 }
@@ -385,6 +391,8 @@ std::string Checkpointer::load_first(const std::function<void(const std::string&
     try {
       load(candidates[i]);  // collective; its failures are every rank's
       return candidates[i];
+    } catch (const io::CheckpointKeyError&) {
+      throw;  // no older checkpoint opens without the key either
     } catch (const ConfigError& e) {
       if (cfg_.checkpoint.resume != "auto") throw;
       log_.warn("checkpoint.resume = auto: skipping ", candidates[i], ": ", e.what(),
@@ -433,12 +441,28 @@ Resumed Checkpointer::resume_local() {
     std::string path;
     try {
       path = local_->restore(step);  // collective; fails on every rank together
+      int key_error = 0;
       try {
-        io::verify_local_state(path, local_pieces(stage_through_host()));
-      } catch (const ConfigError&) {
+        io::verify_local_state(path, local_pieces(stage_through_host()), key_);
+      } catch (const io::CheckpointKeyError&) {
+        error = std::current_exception();
+        key_error = 1;
+      } catch (...) {  // a corrupt file, or an I/O or OpenSSL failure: agreed on below, never one rank's alone
         error = std::current_exception();
       }
+      // No key, or another key: not a corrupt file to skip (the global tier needs the key too, and
+      // a fresh start would prune these files): every rank stops with a CheckpointKeyError.
+      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &key_error, 1, MPI_INT, MPI_MAX, topology_.world().comm()));
+      if (key_error) {
+        try {
+          dist::throw_if_any_failed(topology_.world().comm(), error);
+        } catch (const ConfigError& e) {
+          throw io::CheckpointKeyError(e.what());
+        }
+      }
       dist::throw_if_any_failed(topology_.world().comm(), error);
+    } catch (const io::CheckpointKeyError&) {
+      throw;
     } catch (const std::exception& e) {
       if (topology_.world_rank() == 0)
         log_.warn("local checkpoint of step ", step, " not resumed: ", e.what(), "; trying the next older one");
@@ -464,7 +488,7 @@ std::vector<io::LocalPiece> Checkpointer::local_pieces(bool snapshot_buffers) {
 io::CheckpointState Checkpointer::load_local(const std::string& path) {
   io::CheckpointAttributes attrs;
   try {
-    attrs = io::read_local_state(path, local_pieces(stage_through_host()));
+    attrs = io::read_local_state(path, local_pieces(stage_through_host()), key_);
   } catch (const ConfigError& e) {
     throw Error(detail::concat("local checkpoint: ", e.what(), " while loading a verified file"));
   }

@@ -1,4 +1,5 @@
 // The local checkpoint tier: per-rank files, partner copies, the agreed newest complete step.
+#include "trident/core/file_policy.hpp"
 #include "trident/train/checkpoint/local_tier.hpp"
 
 #include <unistd.h>
@@ -72,8 +73,8 @@ std::vector<int64_t> steps_in(const std::string& dir, const std::string& key, in
 }  // namespace
 
 LocalTier::LocalTier(const std::string& local_dir, bool replicas, const std::string& checkpoint_dir, std::string key,
-                     dist::Topology& topology, const Logger& log)
-    : topology_(topology), log_(log), key_(std::move(key)) {
+                     const security::MasterKey* encryption, dist::Topology& topology, const Logger& log)
+    : topology_(topology), log_(log), key_(std::move(key)), encryption_(encryption) {
   std::error_code ec;
   const std::string global = fs::weakly_canonical(fs::absolute(checkpoint_dir), ec).string();
   char run[32];
@@ -153,6 +154,7 @@ void LocalTier::shift_file(const std::string& send, int to, const std::string& r
     out.reset(std::fopen(tmp.c_str(), "wb"));
     if (!out) error = std::make_exception_ptr(Error(detail::concat("local checkpoint: cannot create ", tmp, ": ",
                                                                    std::strerror(errno))));
+    else secure_file(fileno(out.get()), tmp);
   }
   std::vector<char> send_buf(std::min<uint64_t>(send_bytes, kChunkBytes)), recv_buf(std::min<uint64_t>(recv_bytes, kChunkBytes));
   uint64_t sent = 0, received = 0;
@@ -193,9 +195,9 @@ void LocalTier::save(int64_t step, io::CheckpointAttributes attributes, const st
   const std::string own = (fs::path(own_dir()) / step_name(step)).string();
   std::exception_ptr error;
   try {
-    fs::create_directories(own_dir());
-    if (partner_shift_ > 0) fs::create_directories(replica_dir());
-    io::write_local_state(own, attributes, pieces);
+    make_directories(own_dir());
+    if (partner_shift_ > 0) make_directories(replica_dir());
+    io::write_local_state(own, attributes, pieces, encryption_);
   } catch (...) {
     error = std::current_exception();
   }
@@ -244,7 +246,7 @@ std::string LocalTier::restore(int64_t step) {
   if (std::none_of(needs.begin(), needs.end(), [](int n) { return n != 0; })) return own;
   TRIDENT_CHECK(partner_shift_ > 0, "local checkpoint: step ", step, " is missing on a rank and no copies exist");
   std::error_code ec;
-  fs::create_directories(own_dir(), ec);
+  make_directories(own_dir(), ec);
   // The copy held here goes back to its owner rank - R; this rank's comes from rank + R.
   const int owner = (rank - partner_shift_ + size) % size, holder = (rank + partner_shift_) % size;
   const std::string send = needs[static_cast<size_t>(owner)] ? (fs::path(replica_dir()) / step_name(step)).string() : "";

@@ -28,6 +28,10 @@
 // vector), with the root attribute comm_compression. A resume with the same dp, tp, pp, ZeRO
 // and compression continues it exactly; any other resume starts the residuals at zero (and Q
 // afresh) with a one-line warning.
+//
+// Encryption at rest (security.key_file): both tiers' files are written encrypted under the key
+// and read with it; an encrypted checkpoint without the key, or with another, is a
+// CheckpointKeyError that a resume does not skip (every older checkpoint needs the key too).
 #pragma once
 #include <atomic>
 #include <functional>
@@ -167,6 +171,7 @@ class Checkpointer {
   const Logger& log_;
   AdamW* optimizer_;
   RunHooks* hooks_;
+  const security::MasterKey* key_;  // security.key_file: encrypts both tiers (nullptr: plain)
   CheckpointDirectory directory_;
   std::map<std::string, Shape> datasets_;  // every rank's, identical on all ranks
   std::atomic<double> last_write_s_ = 0;

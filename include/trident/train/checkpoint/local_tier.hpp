@@ -30,8 +30,9 @@ class LocalTier {
  public:
   // Collective over the world. key: what the files must carry to be this run's (layout,
   // model shapes, compression): another key is another layout, and the file is not used.
+  // encryption: the master key the files are encrypted under (nullptr: plain; not owned).
   LocalTier(const std::string& local_dir, bool replicas, const std::string& checkpoint_dir, std::string key,
-            dist::Topology& topology, const Logger& log);
+            const security::MasterKey* encryption, dist::Topology& topology, const Logger& log);
 
   // Collective over comm (the world's ranks: the world communicator, or its duplicate when
   // called from a writer thread): writes this rank's file of `step` (and the partner copy),
@@ -66,6 +67,7 @@ class LocalTier {
   const Logger& log_;
   std::string root_;  // <local_dir>/trident-<hash>/node_<node>
   std::string key_;
+  const security::MasterKey* encryption_;
   int partner_shift_ = 0;  // R: the partner holding this rank's copy is rank + R (0: no replicas)
 };
 
