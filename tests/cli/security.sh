@@ -34,7 +34,8 @@ PY
   --key-file "$work/key" --group "$group" > "$work/prep.log" 2>&1 || fail "prep: $(tail -n 3 "$work/prep.log")"
 
 run=(--config input/configs/tiny.ini --data.train="$work/data/private/c" --data.valid="$work/data/private/c-valid"
-     --security.key_file="$work/key" --security.group="$group" --security.audit=true --checkpoint.interval=2)
+     --security.key_file="$work/key" --security.group="$group" --security.audit=true --checkpoint.interval=2
+     --checkpoint.local_dir="$work/local" --checkpoint.local_interval=1)
 mpirun -np 2 "$trident" train "${run[@]}" --train.steps=4 --parallel.dp=2 --log.run_dir="$work/run" \
   > "$work/train.log" 2>&1 || fail "train with the key: $(tail -n 3 "$work/train.log")"
 # Resume under another layout (dp=2 -> tp=2) and evaluate, both with the key.
@@ -51,7 +52,7 @@ import grp, os, stat, sys
 work, group = sys.argv[1], sys.argv[2]
 gid = grp.getgrnam(group).gr_gid
 bad, seen = [], 0
-for top in ["data", "run"]:
+for top in ["data", "run", "local"]:
     for root, dirs, files in os.walk(os.path.join(work, top)):
         for name in dirs + files:
             p = os.path.join(root, name)
@@ -73,7 +74,7 @@ patterns = []
 for s in secrets:
     patterns += [s.encode(), s.encode("utf-16-le"), s.encode("utf-32-le")]  # bytes, uint16 and uint32 ids
 found = []
-for top in ["data", "run"]:
+for top in ["data", "run", "local"]:
     for root, _, files in os.walk(os.path.join(work, top)):
         for name in files:
             data = open(os.path.join(root, name), "rb").read()
@@ -124,21 +125,22 @@ expect_exit2 "link.idx is a symlink out of its directory" "$trident" train --con
 echo "ok: inputs writable by others or linked from elsewhere: exit 2 under strict, a warning under warn"
 
 # --- the audit log lists every file of the run ---------------------------------------------------
-python3 - "$work/run" "$work/data/private" <<'PY'
+python3 - "$work/run" "$work/data/private" "$work/local" <<'PY'
 import json, os, sys
-run, data = sys.argv[1], sys.argv[2]
+run, data, local = sys.argv[1], sys.argv[2], sys.argv[3]
 lines = [json.loads(l) for l in open(os.path.join(run, "audit.jsonl"))]
 for l in lines:
     assert {"time", "user", "uid", "host", "job", "rank", "action", "path", "size"} <= l.keys(), l
 written = {l["path"] for l in lines if l["action"] == "write"}
 read = {l["path"] for l in lines if l["action"] == "read"}
-files = {os.path.join(r, f) for r, _, fs in os.walk(run) for f in fs} - {os.path.join(run, "audit.jsonl")}
+files = {os.path.join(r, f) for top in [run, local] for r, _, fs in os.walk(top) for f in fs}
+files -= {os.path.join(run, "audit.jsonl")}
 missing = sorted(files - written)
 assert not missing, f"not in the audit log: {missing}"
 for ext in ["c.bin", "c.idx", "c-valid.bin", "c-valid.idx"]:
     assert os.path.join(data, ext) in read, f"{ext} not read: {sorted(read)}"
-keyed = [l for l in lines if l["path"].endswith("c.bin")]
-assert keyed and all("key_id" in l and "sha256" not in l for l in keyed), keyed
+keyed = [l for l in lines if l["path"].endswith("c.bin") or l["path"].endswith(".h5") or "/local/" in l["path"]]
+assert keyed and all("key_id" in l and "sha256" not in l for l in keyed if l["action"] != "create"), keyed
 plain = [l for l in lines if l["path"].endswith("metrics.jsonl") and l["action"] == "write"]
 assert plain and all(len(l["sha256"]) == 64 for l in plain), plain
 print(f"ok: audit log of {len(lines)} lines lists all {len(files)} files of the run")
