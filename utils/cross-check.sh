@@ -245,6 +245,11 @@ declare -A unit_filter=([test_backend]=-CpuOpsTest.PeakFlopsIsPositiveAndCached)
 if [[ -z $skip_build && -n $do_aarch64 ]]; then
   begin "aarch64 build (configure + ninja -j$jobs)"
   echo "CUDA off: CUDA for aarch64 needs NVIDIA's sbsa target libraries, which Debian does not have."
+  # A build configured from another checkout would look up to date and test that checkout's code.
+  if [[ -f $build/CMakeCache.txt ]] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$repo" "$build/CMakeCache.txt"; then
+    echo "the aarch64 build in $build was configured for another source tree: starting it afresh"
+    rm -rf "$build"
+  fi
   if [[ ! -f $build/build.ninja ]]; then
     logged "$logs/cmake-aarch64.log" cmake -S "$repo" -B "$build" -G Ninja \
       -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" -DTRIDENT_SYSROOT="$sysroot" \
